@@ -1,0 +1,125 @@
+# The roofline suite. `make info` shows what was found and what will be built;
+# every optional part turns its feature off with one line, never the build.
+.DEFAULT_GOAL := all
+SHELL := /bin/bash
+
+CUDA_HOME ?= /usr/local/cuda
+CC ?= cc
+CFLAGS ?= -O3 -march=native
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra $(CFLAGS) -MMD -MP
+LDLIBS := -lm
+
+BUILD := build
+BIN := bin
+
+# ---- optional parts ----------------------------------------------------------
+MULTIARCH := $(shell gcc -print-multiarch 2>/dev/null)
+find_header = $(firstword $(wildcard $(foreach d,$(2),$(d)/$(1))))
+SYS_INC := /usr/include /usr/include/$(MULTIARCH) /usr/local/include
+
+NVCC := $(firstword $(wildcard $(CUDA_HOME)/bin/nvcc))
+CUDA_INC := $(CUDA_HOME)/include
+CUDA_LIBDIR := $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib))
+CUDNN_H := $(call find_header,cudnn_version.h,$(CUDA_INC) $(SYS_INC))
+CUPTI_H := $(call find_header,cupti.h,$(CUDA_INC) $(CUDA_HOME)/extras/CUPTI/include)
+NCCL_H := $(call find_header,nccl.h,$(CUDA_INC) $(SYS_INC))
+DNNL_H := $(call find_header,oneapi/dnnl/dnnl.h,$(SYS_INC))
+CRITERION_H := $(call find_header,criterion/criterion.h,$(SYS_INC))
+MPICC := $(shell command -v mpicc 2>/dev/null)
+GNUPLOT := $(shell command -v gnuplot 2>/dev/null)
+
+# Turing to Hopper, plus PTX for what comes after; GPU_ARCH=native builds for the GPU present.
+GPU_ARCH ?= 75 80 86 89 90
+ifeq ($(GPU_ARCH),native)
+  NVCC_ARCH := -arch=native
+else
+  NVCC_ARCH := $(foreach a,$(GPU_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
+               -gencode arch=compute_$(lastword $(GPU_ARCH)),code=compute_$(lastword $(GPU_ARCH))
+endif
+NVCCFLAGS ?= -O3
+ALL_NVCCFLAGS := -std=c++17 $(NVCC_ARCH) $(NVCCFLAGS) -Xcompiler -Wall,-Wextra -MMD -MP
+CUDA_LDFLAGS := -L$(CUDA_LIBDIR) -Xlinker -rpath -Xlinker $(CUDA_LIBDIR)
+
+# ---- sources -----------------------------------------------------------------
+LIB_DIRS := models analysis counters peaks
+LIB_SRCS := $(wildcard $(addsuffix /*.c,$(LIB_DIRS)))
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
+LIB := $(BUILD)/libroofline.a
+
+CLI_OBJ := $(BUILD)/bench/cli.o
+PROGRAMS := complexity
+BINS := $(PROGRAMS:%=$(BIN)/%)
+
+TEST_SRCS := $(wildcard tests/*.c)
+TEST_BIN := $(BUILD)/tests/unit
+
+CU_SRCS := $(shell find models counters peaks tests -name '*.cu' 2>/dev/null)
+CU_OBJS := $(CU_SRCS:%.cu=$(BUILD)/cu/%.o)
+GPU_TEST := $(BUILD)/tests/gpu/device_check
+
+# ---- targets -----------------------------------------------------------------
+.SECONDARY:
+.PHONY: all test test-gpu cuda-compile deps info clean bench
+
+all: $(BINS)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@ && $(AR) rcs $@ $^
+
+$(BIN)/%: $(BUILD)/bench/%.o $(CLI_OBJ) $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $^ -o $@ $(LDLIBS)
+
+$(TEST_BIN): $(TEST_SRCS:%.c=$(BUILD)/%.o) $(CLI_OBJ) $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $^ -o $@ -lcriterion $(LDLIBS)
+
+$(BUILD)/tests/%.o: ALL_CFLAGS += -DROOFLINE_BIN_DIR='"$(CURDIR)/$(BIN)"'
+
+# CUDA: `make test` compiles every .cu file so that GPU code is checked on
+# every run, GPU or not.
+$(BUILD)/cu/%.o: %.cu
+	@mkdir -p $(@D)
+	$(NVCC) $(ALL_NVCCFLAGS) -c $< -o $@
+
+cuda-compile: $(if $(NVCC),$(CU_OBJS))
+	@$(if $(NVCC),echo "cuda: compiled $(words $(CU_OBJS)) .cu file(s) for sm $(GPU_ARCH)",echo "cuda: toolkit not found under CUDA_HOME=$(CUDA_HOME); .cu files not compiled")
+
+test: $(BINS) cuda-compile
+	@$(if $(CRITERION_H),,echo "test: Criterion not found; run 'make deps'" >&2; exit 1)
+	@$(MAKE) --no-print-directory $(TEST_BIN)
+	$(TEST_BIN) --jobs 2
+
+$(GPU_TEST): $(BUILD)/cu/tests/gpu/device_check.o
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCC_ARCH) $^ -o $@ $(CUDA_LDFLAGS) -lcudnn -lcublas
+
+test-gpu:
+ifeq ($(NVCC),)
+	@echo "skipped: no CUDA toolkit under CUDA_HOME=$(CUDA_HOME)"
+else
+	@$(MAKE) --no-print-directory $(GPU_TEST)
+	@$(GPU_TEST)
+endif
+
+deps:
+	@scripts/deps.sh
+
+bench:
+	@echo "bench: the runner (scripts/bench.sh) is not built yet; today bin/complexity gives the analytic cost (see README.md, Status)" >&2; exit 2
+
+info:
+	@CUDA_HOME='$(CUDA_HOME)' NVCC='$(NVCC)' CUDNN_H='$(CUDNN_H)' CUPTI_H='$(CUPTI_H)' \
+	 NCCL_H='$(NCCL_H)' MPICC='$(MPICC)' DNNL_H='$(DNNL_H)' GNUPLOT='$(GNUPLOT)' \
+	 CRITERION_H='$(CRITERION_H)' BINS='$(BINS)' GPU_ARCH_DESC='$(if $(filter native,$(GPU_ARCH)),the GPU present,sm $(GPU_ARCH) + PTX)' \
+	 scripts/info.sh
+
+clean:
+	rm -rf $(BUILD) $(BIN)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
