@@ -1,0 +1,46 @@
+#include "helpers.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <sys/wait.h>
+
+network build_or_fail(const char *model, int res, int classes)
+{
+    network net;
+    int status = zoo_build(&net, model, res, classes);
+    cr_assert_eq(status, NET_OK, "building %s at %d: %s", model, res, net.err);
+    return net;
+}
+
+int run_bin(const char *args, int want_stderr, char *buf, size_t len)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s/%s %s", ROOFLINE_BIN_DIR, args,
+             want_stderr ? "2>&1 >/dev/null" : "2>/dev/null");
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p, "popen %s", cmd);
+    size_t used = fread(buf, 1, len - 1, p);
+    buf[used] = '\0';
+    int status = pclose(p);
+    cr_assert(WIFEXITED(status), "%s did not exit normally", cmd);
+    return WEXITSTATUS(status);
+}
+
+double gemm_train_gflop_per_image(const char *model)
+{
+    network net = build_or_fail(model, zoo_find(model)->default_res,
+                                zoo_find(model)->default_classes);
+    int64_t flops = 0;
+    for (int i = 0; i < net.n_layers; i++) {
+        const layer *l = &net.layers[i];
+        if (l->type != LAYER_CONV && l->type != LAYER_FC)
+            continue;
+        layer_cost c = cost_layer(&net, i, 1, PREC_FP32);
+        /* the published counts leave the bias out, in fwd and in its gradient */
+        int64_t bias_ops = l->has_bias ? shape_elems(l->out_shape) : 0;
+        flops += c.flops[PASS_FWD] + c.flops[PASS_BWD_DATA] + c.flops[PASS_BWD_WEIGHTS] -
+                 2 * bias_ops;
+    }
+    net_free(&net);
+    return flops / 1e9;
+}

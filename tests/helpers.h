@@ -1,0 +1,20 @@
+/* Shared by the unit tests: building zoo networks and running bin/ programs. */
+#ifndef ROOFLINE_TEST_HELPERS_H
+#define ROOFLINE_TEST_HELPERS_H
+
+#include <stddef.h>
+
+#include "../models/cost.h"
+#include "../models/zoo.h"
+
+/* zoo_build that fails the test on error. */
+network build_or_fail(const char *model, int res, int classes);
+
+/* Runs "bin/<command line>" through the shell; captures stdout or stderr
+ * (want_stderr) into buf and returns the exit status. */
+int run_bin(const char *args, int want_stderr, char *buf, size_t len);
+
+/* Conv and FC training FLOPs (fwd + bwd_data + bwd_weights) per image. */
+double gemm_train_gflop_per_image(const char *model);
+
+#endif
