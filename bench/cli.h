@@ -1,0 +1,22 @@
+/* Option parsing shared by the executables in bench/: every bad value gets one
+ * line on stderr naming the option, the value and what is accepted, and exit
+ * status 2 (DESIGN.md §9). */
+#ifndef ROOFLINE_CLI_H
+#define ROOFLINE_CLI_H
+
+#include <stdbool.h>
+
+enum { CLI_EXIT_USAGE = 2 };
+
+/* Parses a whole decimal integer in [min, max]; false on anything else
+ * (empty, trailing characters, out of range). */
+bool cli_parse_long(const char *text, long min, long max, long *out);
+
+/* Prints "prog: message" and exits with status 2. */
+_Noreturn void cli_usage_error(const char *prog, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* cli_parse_long or a usage error naming `option`. */
+int cli_int_option(const char *prog, const char *option, const char *text, long min, long max);
+
+#endif
