@@ -7,7 +7,7 @@ CUDA_HOME ?= /usr/local/cuda
 CC ?= cc
 CFLAGS ?= -O3 -march=native
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra $(CFLAGS) -MMD -MP
-LDLIBS := -lm
+LDLIBS := -lm -pthread
 
 BUILD := build
 BIN := bin
@@ -41,13 +41,29 @@ ALL_NVCCFLAGS := -std=c++17 $(NVCC_ARCH) $(NVCCFLAGS) -Xcompiler -Wall,-Wextra -
 CUDA_LDFLAGS := -L$(CUDA_LIBDIR) -Xlinker -rpath -Xlinker $(CUDA_LIBDIR)
 
 # ---- sources -----------------------------------------------------------------
+# The library holds models/, counters/, peaks/ and analysis/; the oneDNN backend
+# (models/cpu) and the .cu files of those folders join it when their parts are found.
 LIB_DIRS := models analysis counters peaks
+ifneq ($(DNNL_H),)
+  LIB_DIRS += models/cpu
+  ALL_CFLAGS += -DHAVE_DNNL
+  LDLIBS += -ldnnl
+endif
 LIB_SRCS := $(wildcard $(addsuffix /*.c,$(LIB_DIRS)))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
+ifneq ($(NVCC),)
+  LIB_CU_SRCS := $(wildcard models/cuda/*.cu counters/*.cu peaks/*.cu)
+  LIB_OBJS += $(LIB_CU_SRCS:%.cu=$(BUILD)/cu/%.o)
+  ALL_CFLAGS += -DHAVE_CUDA -I$(CUDA_INC)
+  # cudart static: a binary still starts where no driver is installed
+  LDLIBS += -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcublasLt -lcublas -lcudnn \
+            -lcudart_static -ldl -lrt -lstdc++
+endif
 LIB := $(BUILD)/libroofline.a
 
+# Every bench/*.c but the shared option parser is a program's main().
 CLI_OBJ := $(BUILD)/bench/cli.o
-PROGRAMS := complexity
+PROGRAMS := $(filter-out cli,$(basename $(notdir $(wildcard bench/*.c))))
 BINS := $(PROGRAMS:%=$(BIN)/%)
 
 TEST_SRCS := $(wildcard tests/*.c)
