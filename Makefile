@@ -38,7 +38,6 @@ else
 endif
 NVCCFLAGS ?= -O3
 ALL_NVCCFLAGS := -std=c++17 $(NVCC_ARCH) $(NVCCFLAGS) -Xcompiler -Wall,-Wextra -MMD -MP
-CUDA_LDFLAGS := -L$(CUDA_LIBDIR) -Xlinker -rpath -Xlinker $(CUDA_LIBDIR)
 
 # ---- sources -----------------------------------------------------------------
 # The library holds models/, counters/, peaks/ and analysis/; the oneDNN backend
@@ -71,7 +70,8 @@ TEST_BIN := $(BUILD)/tests/unit
 
 CU_SRCS := $(shell find models counters peaks tests -name '*.cu' 2>/dev/null)
 CU_OBJS := $(CU_SRCS:%.cu=$(BUILD)/cu/%.o)
-GPU_TEST := $(BUILD)/tests/gpu/device_check
+# Each tests/gpu/*.cu is a program; device_check runs first and decides whether to skip.
+GPU_TESTS := $(patsubst tests/gpu/%.cu,$(BUILD)/tests/gpu/%,$(wildcard tests/gpu/*.cu))
 
 # ---- targets -----------------------------------------------------------------
 .SECONDARY:
@@ -111,16 +111,18 @@ test: $(BINS) cuda-compile
 	@$(MAKE) --no-print-directory $(TEST_BIN)
 	$(TEST_BIN) --jobs 2
 
-$(GPU_TEST): $(BUILD)/cu/tests/gpu/device_check.o
+$(BUILD)/tests/gpu/%: $(BUILD)/cu/tests/gpu/%.o $(LIB)
 	@mkdir -p $(@D)
-	$(NVCC) $(NVCC_ARCH) $^ -o $@ $(CUDA_LDFLAGS) -lcudnn -lcublas
+	$(CC) $(ALL_CFLAGS) $^ -o $@ $(LDLIBS)
 
 test-gpu:
 ifeq ($(NVCC),)
 	@echo "skipped: no CUDA toolkit under CUDA_HOME=$(CUDA_HOME)"
 else
-	@$(MAKE) --no-print-directory $(GPU_TEST)
-	@$(GPU_TEST)
+	@$(MAKE) --no-print-directory $(GPU_TESTS)
+	@out=$$($(BUILD)/tests/gpu/device_check); status=$$?; echo "$$out"; \
+	 if grep -q '^skipped:' <<<"$$out"; then exit 0; fi; [ $$status -eq 0 ] || exit $$status; \
+	 for t in $(filter-out %/device_check,$(GPU_TESTS)); do echo "== $$t"; $$t || exit 1; done
 endif
 
 deps:
