@@ -45,8 +45,9 @@ ALL_NVCCFLAGS := -std=c++17 $(NVCC_ARCH) $(NVCCFLAGS) -Xcompiler -Wall,-Wextra -
 LIB_DIRS := models analysis counters peaks
 ifneq ($(DNNL_H),)
   LIB_DIRS += models/cpu
-  ALL_CFLAGS += -DHAVE_DNNL
-  LDLIBS += -ldnnl
+  # oneDNN is built on OpenMP here; the backend's own loops share its threads
+  ALL_CFLAGS += -DHAVE_DNNL -fopenmp
+  LDLIBS += -ldnnl -fopenmp
 endif
 LIB_SRCS := $(wildcard $(addsuffix /*.c,$(LIB_DIRS)))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)

@@ -1,0 +1,256 @@
+/* bin/train: fixed-iteration training steps of a zoo model on synthetic data;
+ * one steps.csv row per timed iteration and one summary line. */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../models/init.h"
+#include "../models/rng.h"
+#include "../models/step.h"
+#include "../models/zoo.h"
+#include "cli.h"
+#ifdef HAVE_DNNL
+#include "../models/cpu/cpu_backend.h"
+#endif
+
+static const char *const prog = "train";
+
+typedef struct {
+    const char *model, *out, *env, *backend;
+    int res, classes, batch, warmup, iters, threads, repeat;
+    uint64_t seed;
+    float lr;
+    precision prec;
+} options;
+
+static void print_help(void)
+{
+    printf("usage: train --model M [--res R] [--classes K] [--batch N] [--precision fp32]\n"
+           "             [--warmup W] [--iters I] [--threads T] [--seed S] [--lr X]\n"
+           "             [--data synthetic] [--repeat K] [--env NAME] [--out steps.csv]\n"
+           "             [--backend cpu|cuda|auto]\n"
+           "Fixed-iteration training steps (forward, backward, SGD momentum 0.9, weight\n"
+           "decay 5e-4). Defaults: batch 32, warmup 5, iters 20, threads = all cores,\n"
+           "seed 1, lr 0.1, synthetic data, backend auto.\n");
+}
+
+static float parse_lr(const char *text)
+{
+    char *end;
+    double v = strtod(text, &end);
+    if (!*text || *end || !(v > 0.0 && v <= 100.0))
+        cli_usage_error(prog, "--lr: '%s' is not a number in (0, 100]", text);
+    return (float)v;
+}
+
+static options parse_options(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"model", required_argument, 0, 'm'},   {"res", required_argument, 0, 'r'},
+        {"classes", required_argument, 0, 'k'}, {"batch", required_argument, 0, 'b'},
+        {"precision", required_argument, 0, 'p'}, {"warmup", required_argument, 0, 'w'},
+        {"iters", required_argument, 0, 'i'},   {"threads", required_argument, 0, 't'},
+        {"seed", required_argument, 0, 's'},    {"lr", required_argument, 0, 'l'},
+        {"data", required_argument, 0, 'd'},    {"repeat", required_argument, 0, 'R'},
+        {"env", required_argument, 0, 'e'},     {"out", required_argument, 0, 'o'},
+        {"backend", required_argument, 0, 'B'}, {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    const char *accepted = "--model, --res, --classes, --batch, --precision, --warmup, --iters, "
+                           "--threads, --seed, --lr, --data, --repeat, --env, --out, --backend";
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    options o = {.batch = 32, .warmup = 5, .iters = 20, .threads = cores > 0 ? (int)cores : 1,
+                 .seed = 1, .lr = 0.1f, .prec = PREC_FP32, .env = "local", .backend = "auto"};
+    const char *res = NULL, *classes = NULL;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'm': o.model = optarg; break;
+        case 'r': res = optarg; break;
+        case 'k': classes = optarg; break;
+        case 'b': o.batch = cli_int_option(prog, "--batch", optarg, 1, 1 << 20); break;
+        case 'p':
+            if (!precision_parse(optarg, &o.prec))
+                cli_usage_error(prog, "--precision: unknown '%s' (accepted: %s)", optarg,
+                                precision_names());
+            break;
+        case 'w': o.warmup = cli_int_option(prog, "--warmup", optarg, 0, 1000000); break;
+        case 'i': o.iters = cli_int_option(prog, "--iters", optarg, 1, 1000000); break;
+        case 't': o.threads = cli_int_option(prog, "--threads", optarg, 1, 4096); break;
+        case 's': o.seed = (uint64_t)cli_int_option(prog, "--seed", optarg, 0, 2147483647); break;
+        case 'l': o.lr = parse_lr(optarg); break;
+        case 'd':
+            if (strcmp(optarg, "synthetic") != 0)
+                cli_usage_error(prog, "--data: unknown '%s' (accepted: synthetic)", optarg);
+            break;
+        case 'R': o.repeat = cli_int_option(prog, "--repeat", optarg, 0, 1000000); break;
+        case 'e': o.env = optarg; break;
+        case 'o': o.out = optarg; break;
+        case 'B':
+            if (strcmp(optarg, "cpu") && strcmp(optarg, "cuda") && strcmp(optarg, "auto"))
+                cli_usage_error(prog, "--backend: unknown '%s' (accepted: cpu, cuda, auto)", optarg);
+            o.backend = optarg;
+            break;
+        case 'h': print_help(); exit(0);
+        case ':': cli_usage_error(prog, "%s needs a value", argv[optind - 1]);
+        default: cli_usage_error(prog, "unknown option '%s' (accepted: %s)", argv[optind - 1], accepted);
+        }
+    }
+    if (optind < argc)
+        cli_usage_error(prog, "unexpected argument '%s' (accepted: %s)", argv[optind], accepted);
+    char names[ZOO_NAMES_LEN];
+    if (!o.model)
+        cli_usage_error(prog, "--model is required (one of: %s)", zoo_names(names, sizeof names));
+    const model_info *info = zoo_find(o.model);
+    if (!info)
+        cli_usage_error(prog, "--model: unknown '%s' (accepted: %s)", o.model,
+                        zoo_names(names, sizeof names));
+    o.res = res ? cli_int_option(prog, "--res", res, 1, ZOO_MAX_RES) : info->default_res;
+    o.classes = classes ? cli_int_option(prog, "--classes", classes, 1, 1000000)
+                        : info->default_classes;
+    int min_res = zoo_min_res(o.model);
+    if (o.res < min_res)
+        cli_usage_error(prog, "--res: %d is too small for %s (minimum %d)", o.res, o.model, min_res);
+    if (o.prec != PREC_FP32)
+        cli_usage_error(prog, "--precision: %s needs the cuda backend (the cpu backend runs fp32)",
+                        precision_name(o.prec));
+    if (!strcmp(o.backend, "cuda"))
+        cli_usage_error(prog, "--backend: cuda is not built yet (accepted today: cpu, auto)");
+    return o;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Appends rows to steps.csv: the header only for a new or empty file, and a
+ * flush per row so an interrupted run keeps every measured iteration. */
+static FILE *open_steps_csv(const char *path)
+{
+    FILE *f = fopen(path, "a");
+    if (!f)
+        return NULL;
+    if (ftell(f) == 0)
+        fprintf(f, "env,backend,model,res,batch,precision,world_size,rank,repeat,iter,step_ms,"
+                   "images_per_s,loss\n");
+    return f;
+}
+
+int main(int argc, char **argv)
+{
+    options o = parse_options(argc, argv);
+#ifndef HAVE_DNNL
+    fprintf(stderr, "%s: built without oneDNN: no CPU backend (run 'make deps', then rebuild)\n", prog);
+    return 1;
+#else
+    const backend_ops *ops = &cpu_backend_ops;
+    network net;
+    if (zoo_build(&net, o.model, o.res, o.classes) != NET_OK) {
+        fprintf(stderr, "%s: %s\n", prog, net.err);
+        return 1;
+    }
+    char err[512];
+    backend_config cfg = {.batch = o.batch, .threads = o.threads, .seed = o.seed};
+    backend *b = ops->create(&net, &cfg, err, sizeof err);
+    if (!b) {
+        fprintf(stderr, "%s: %s\n", prog, err);
+        net_free(&net);
+        return 1;
+    }
+    int64_t image_elems = (int64_t)o.batch * shape_elems(net.input);
+    float *images = malloc((size_t)image_elems * sizeof *images);
+    int32_t *labels = malloc((size_t)o.batch * sizeof *labels);
+    double *step_ms = malloc((size_t)o.iters * sizeof *step_ms);
+    step_driver drv;
+    FILE *csv = NULL;
+    int rc = 1;
+    if (!images || !labels || !step_ms) {
+        fprintf(stderr, "%s: out of memory for the batch\n", prog);
+        goto done;
+    }
+    /* synthetic data: one fixed batch, standard normal pixels, uniform labels */
+    for (int64_t j = 0; j < image_elems; j++)
+        images[j] = (float)rng_normal(o.seed, 0x1a6e5ull, (uint64_t)j);
+    for (int k = 0; k < o.batch; k++)
+        labels[k] = (int32_t)(rng_uniform(o.seed, 0x1abe1ull, (uint64_t)k) * o.classes);
+    if (init_parameters(ops, b, &net, o.seed, err, sizeof err) ||
+        ops->set_batch(b, images, labels)) {
+        fprintf(stderr, "%s: %s\n", prog, err[0] ? err : ops->error(b));
+        goto done;
+    }
+    if (step_init(&drv, ops, b, &net, (sgd_params){o.lr, 0.9f, 5e-4f})) {
+        fprintf(stderr, "%s: out of memory for the step driver\n", prog);
+        goto done;
+    }
+    if (o.out && !(csv = open_steps_csv(o.out))) {
+        fprintf(stderr, "%s: cannot open %s for appending\n", prog, o.out);
+        goto free_driver;
+    }
+    bool progress = isatty(STDERR_FILENO);
+    for (int it = -o.warmup; it < o.iters; it++) {
+        float loss;
+        double t0 = now_seconds();
+        if (step_run(&drv, &loss)) {
+            fprintf(stderr, "%s: step %d: %s\n", prog, it, ops->error(b));
+            goto close_csv;
+        }
+        double ms = (now_seconds() - t0) * 1e3;
+        if (it >= 0) {
+            step_ms[it] = ms;
+            if (csv) {
+                fprintf(csv, "%s,%s,%s,%d,%d,%s,1,0,%d,%d,%.4f,%.3f,%.6f\n", o.env, ops->name,
+                        o.model, o.res, o.batch, precision_name(o.prec), o.repeat, it, ms,
+                        o.batch / (ms * 1e-3), loss);
+                fflush(csv);
+            }
+        }
+        if (progress)
+            fprintf(stderr, "\r%s %s: %s %d/%d  %.1f ms  loss %.4f   ", prog, o.model,
+                    it < 0 ? "warm-up" : "step", it < 0 ? it + o.warmup + 1 : it + 1,
+                    it < 0 ? o.warmup : o.iters, ms, loss);
+    }
+    if (progress)
+        fputc('\n', stderr);
+    qsort(step_ms, (size_t)o.iters, sizeof *step_ms, compare_doubles);
+    double median = o.iters % 2 ? step_ms[o.iters / 2]
+                                : 0.5 * (step_ms[o.iters / 2 - 1] + step_ms[o.iters / 2]);
+    step_cost cost = cost_step(&net, o.batch, o.prec, NULL);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("%s res %d batch %d %s threads %d: median step %.2f ms, %.2f images/s, "
+           "%.1f GFLOP/s (analytic), peak RSS %.0f MiB (analytic footprint %.0f MiB)\n",
+           o.model, o.res, o.batch, precision_name(o.prec), o.threads, median,
+           o.batch / (median * 1e-3), cost.step_flops / (median * 1e-3) / 1e9,
+           ru.ru_maxrss / 1024.0, cost.memory.total / 1048576.0);
+    rc = 0;
+close_csv:
+    if (csv && fclose(csv)) {
+        fprintf(stderr, "%s: writing %s failed\n", prog, o.out);
+        rc = 1;
+    }
+free_driver:
+    step_free(&drv);
+done:
+    free(images);
+    free(labels);
+    free(step_ms);
+    ops->destroy(b);
+    net_free(&net);
+    return rc;
+#endif
+}

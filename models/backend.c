@@ -1,0 +1,25 @@
+#include "backend.h"
+
+int64_t backend_buffer_elems(const network *net, int index, int batch, buffer_kind kind)
+{
+    const layer *l = &net->layers[index];
+    int64_t bias = 0, weight = 0;
+    if (l->type == LAYER_BN) {
+        weight = bias = l->in_shape.c;
+    } else if (l->type == LAYER_CONV || l->type == LAYER_FC) {
+        bias = l->has_bias ? l->out_channels : 0;
+        weight = l->params - bias;
+    }
+    switch (kind) {
+    case BUF_OUTPUT:
+    case BUF_OUTPUT_GRAD: return (int64_t)batch * shape_elems(l->out_shape);
+    case BUF_WEIGHT:
+    case BUF_WEIGHT_GRAD: return weight;
+    case BUF_BIAS:
+    case BUF_BIAS_GRAD: return bias;
+    case BUF_RUNNING_MEAN:
+    case BUF_RUNNING_VAR: return l->type == LAYER_BN ? l->in_shape.c : 0;
+    case BUF_KIND_COUNT: break;
+    }
+    return 0;
+}

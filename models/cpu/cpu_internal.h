@@ -1,0 +1,78 @@
+/* The CPU backend's state, shared by its files. oneDNN does the convolutions
+ * and fully connected layers (cpu_dnnl.c); the memory-bound layers are plain
+ * OpenMP loops over NCHW. Every oneDNN call goes through DNNL_CHECK. */
+#ifndef ROOFLINE_CPU_INTERNAL_H
+#define ROOFLINE_CPU_INTERNAL_H
+
+#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../backend.h"
+
+typedef struct {
+    dnnl_primitive_t fwd, bwd_data, bwd_weights;
+    dnnl_memory_t src, weights, bias, dst;              /* forward */
+    dnnl_memory_t diff_dst, diff_src, diff_weights, diff_bias;
+} dnnl_layer;
+
+typedef struct {
+    float *out, *grad;              /* N x C x H x W */
+    float *w, *dw, *vw;             /* weights, their gradient and momentum */
+    float *bias, *dbias, *vbias;
+    float *mean, *rstd;             /* batch norm: this batch's statistics */
+    float *run_mean, *run_var;
+    int32_t *argmax;                /* max pool: index in the input plane */
+    uint8_t *keep;                  /* dropout mask */
+    dnnl_layer dnnl;
+} cpu_layer;
+
+struct backend {
+    const network *net;
+    backend_config cfg;
+    cpu_layer *layers;
+    float *input;
+    int32_t *labels;
+    float *scratch;                 /* a gradient to be added into another */
+    uint64_t forward_count;         /* dropout masks differ from step to step */
+    dnnl_engine_t engine;
+    dnnl_stream_t stream;
+    char err[320];
+};
+
+int cpu_fail(backend *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define DNNL_CHECK(b, call)                                                                   \
+    do {                                                                                      \
+        dnnl_status_t st_ = (call);                                                           \
+        if (st_ != dnnl_success)                                                              \
+            return cpu_fail((b), "%s:%d: oneDNN error in %s: %s", __FILE__, __LINE__, #call,  \
+                            dnnl_status2str(st_));                                            \
+    } while (0)
+
+/* The tensor feeding input k of layer i (the batch's images for GRAPH_INPUT). */
+const float *cpu_input(const backend *b, int layer, int k);
+/* dst = src, or dst += src */
+void cpu_store(float *dst, const float *src, int64_t n, bool accumulate);
+
+int cpu_dnnl_setup(backend *b, int layer);
+void cpu_dnnl_destroy(dnnl_layer *d);
+int cpu_dnnl_forward(backend *b, int layer);
+int cpu_dnnl_backward_data(backend *b, int layer, bool accumulate);
+int cpu_dnnl_backward_weights(backend *b, int layer);
+
+int cpu_bn_forward(backend *b, int layer);
+int cpu_bn_backward_weights(backend *b, int layer);
+int cpu_bn_backward_data(backend *b, int layer, bool accumulate);
+
+int cpu_pointwise_forward(backend *b, int layer);
+int cpu_pointwise_backward(backend *b, int layer, const bool accumulate[LAYER_MAX_INPUTS]);
+
+int cpu_pool_forward(backend *b, int layer);
+int cpu_pool_backward(backend *b, int layer, bool accumulate);
+
+int cpu_loss(backend *b, float *loss);
+int cpu_update(backend *b, int layer, const sgd_params *sgd);
+
+#endif
