@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "../models/init.h"
-#include "../models/rng.h"
+#include "../models/data.h"
 #include "../models/step.h"
 #include "../models/zoo.h"
 #include "cli.h"
@@ -22,6 +22,7 @@ static const char *const prog = "train";
 
 typedef struct {
     const char *model, *out, *env, *backend;
+    const char *cifar_dir;      /* NULL: synthetic data */
     int res, classes, batch, warmup, iters, threads, repeat;
     uint64_t seed;
     float lr;
@@ -32,7 +33,7 @@ static void print_help(void)
 {
     printf("usage: train --model M [--res R] [--classes K] [--batch N] [--precision fp32]\n"
            "             [--warmup W] [--iters I] [--threads T] [--seed S] [--lr X]\n"
-           "             [--data synthetic] [--repeat K] [--env NAME] [--out steps.csv]\n"
+           "             [--data synthetic|cifar10:DIR] [--repeat K] [--env NAME] [--out steps.csv]\n"
            "             [--backend cpu|cuda|auto]\n"
            "Fixed-iteration training steps (forward, backward, SGD momentum 0.9, weight\n"
            "decay 5e-4). Defaults: batch 32, warmup 5, iters 20, threads = all cores,\n"
@@ -86,8 +87,11 @@ static options parse_options(int argc, char **argv)
         case 's': o.seed = (uint64_t)cli_int_option(prog, "--seed", optarg, 0, 2147483647); break;
         case 'l': o.lr = parse_lr(optarg); break;
         case 'd':
-            if (strcmp(optarg, "synthetic") != 0)
-                cli_usage_error(prog, "--data: unknown '%s' (accepted: synthetic)", optarg);
+            if (!strncmp(optarg, "cifar10:", 8) && optarg[8])
+                o.cifar_dir = optarg + 8;
+            else if (strcmp(optarg, "synthetic") != 0)
+                cli_usage_error(prog, "--data: unknown '%s' (accepted: synthetic, cifar10:DIR)",
+                                optarg);
             break;
         case 'R': o.repeat = cli_int_option(prog, "--repeat", optarg, 0, 1000000); break;
         case 'e': o.env = optarg; break;
@@ -120,6 +124,9 @@ static options parse_options(int argc, char **argv)
     if (o.prec != PREC_FP32)
         cli_usage_error(prog, "--precision: %s needs the cuda backend (the cpu backend runs fp32)",
                         precision_name(o.prec));
+    if (o.cifar_dir && (o.res != CIFAR10_SIDE || o.classes != CIFAR10_CLASSES))
+        cli_usage_error(prog, "--data: cifar10 needs --res 32 and 10 classes (got %d and %d)",
+                        o.res, o.classes);
     if (!strcmp(o.backend, "cuda"))
         cli_usage_error(prog, "--backend: cuda is not built yet (accepted today: cpu, auto)");
     return o;
@@ -151,6 +158,77 @@ static FILE *open_steps_csv(const char *path)
     return f;
 }
 
+#ifdef HAVE_DNNL
+static double median_of(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, compare_doubles);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Warm-up and timed steps; rows to steps.csv as they are measured. */
+static int run_steps(const options *o, const backend_ops *ops, backend *b, const network *net,
+                     double *step_ms)
+{
+    step_driver drv;
+    if (step_init(&drv, ops, b, net, (sgd_params){o->lr, 0.9f, 5e-4f})) {
+        fprintf(stderr, "%s: out of memory for the step driver\n", prog);
+        return 1;
+    }
+    FILE *csv = NULL;
+    if (o->out && !(csv = open_steps_csv(o->out))) {
+        fprintf(stderr, "%s: cannot open %s for appending\n", prog, o->out);
+        step_free(&drv);
+        return 1;
+    }
+    bool progress = isatty(STDERR_FILENO);
+    int rc = 0;
+    for (int it = -o->warmup; it < o->iters && rc == 0; it++) {
+        float loss;
+        double t0 = now_seconds();
+        if (step_run(&drv, &loss)) {
+            fprintf(stderr, "%s: step %d: %s\n", prog, it, ops->error(b));
+            rc = 1;
+            break;
+        }
+        double ms = (now_seconds() - t0) * 1e3;
+        if (it >= 0) {
+            step_ms[it] = ms;
+            if (csv) {
+                fprintf(csv, "%s,%s,%s,%d,%d,%s,1,0,%d,%d,%.4f,%.3f,%.6f\n", o->env, ops->name,
+                        o->model, o->res, o->batch, precision_name(o->prec), o->repeat, it, ms,
+                        o->batch / (ms * 1e-3), loss);
+                fflush(csv);
+            }
+        }
+        if (progress)
+            fprintf(stderr, "\r%s %s: %s %d/%d  %.1f ms  loss %.4f   ", prog, o->model,
+                    it < 0 ? "warm-up" : "step", it < 0 ? it + o->warmup + 1 : it + 1,
+                    it < 0 ? o->warmup : o->iters, ms, loss);
+    }
+    if (progress)
+        fputc('\n', stderr);
+    if (csv && fclose(csv)) {
+        fprintf(stderr, "%s: writing %s failed\n", prog, o->out);
+        rc = 1;
+    }
+    step_free(&drv);
+    return rc;
+}
+
+static void print_summary(const options *o, const network *net, double *step_ms)
+{
+    double median = median_of(step_ms, o->iters);
+    step_cost cost = cost_step(net, o->batch, o->prec, NULL);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("%s res %d batch %d %s threads %d: median step %.2f ms, %.2f images/s, "
+           "%.1f GFLOP/s (analytic FLOPs), peak RSS %.0f MiB (analytic footprint %.0f MiB)\n",
+           o->model, o->res, o->batch, precision_name(o->prec), o->threads, median,
+           o->batch / (median * 1e-3), cost.step_flops / (median * 1e-3) / 1e9,
+           ru.ru_maxrss / 1024.0, cost.memory.total / 1048576.0);
+}
+#endif
+
 int main(int argc, char **argv)
 {
     options o = parse_options(argc, argv);
@@ -164,92 +242,46 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: %s\n", prog, net.err);
         return 1;
     }
-    char err[512];
-    backend_config cfg = {.batch = o.batch, .threads = o.threads, .seed = o.seed};
-    backend *b = ops->create(&net, &cfg, err, sizeof err);
-    if (!b) {
-        fprintf(stderr, "%s: %s\n", prog, err);
-        net_free(&net);
-        return 1;
-    }
     int64_t image_elems = (int64_t)o.batch * shape_elems(net.input);
     float *images = malloc((size_t)image_elems * sizeof *images);
     int32_t *labels = malloc((size_t)o.batch * sizeof *labels);
     double *step_ms = malloc((size_t)o.iters * sizeof *step_ms);
-    step_driver drv;
-    FILE *csv = NULL;
+    backend *b = NULL;
+    char err[512] = "";
     int rc = 1;
     if (!images || !labels || !step_ms) {
-        fprintf(stderr, "%s: out of memory for the batch\n", prog);
+        fprintf(stderr, "%s: a batch of %d images at %dx%d needs %.2f GiB, more than can be "
+                "allocated: use a smaller --batch\n", prog, o.batch, o.res, o.res,
+                image_elems * 4.0 / 1073741824.0);
         goto done;
     }
-    /* synthetic data: one fixed batch, standard normal pixels, uniform labels */
-    for (int64_t j = 0; j < image_elems; j++)
-        images[j] = (float)rng_normal(o.seed, 0x1a6e5ull, (uint64_t)j);
-    for (int k = 0; k < o.batch; k++)
-        labels[k] = (int32_t)(rng_uniform(o.seed, 0x1abe1ull, (uint64_t)k) * o.classes);
+    /* one fixed batch: the step's cost, not data loading, is what is measured */
+    if (!o.cifar_dir) {
+        data_synthetic(o.seed, o.batch, net.input.c, o.res, o.classes, images, labels);
+    } else if (data_cifar10(o.cifar_dir, o.batch, images, labels, err, sizeof err)) {
+        fprintf(stderr, "%s: --data: %s\n", prog, err);
+        rc = CLI_EXIT_USAGE;
+        goto done;
+    }
+    backend_config cfg = {.batch = o.batch, .threads = o.threads, .seed = o.seed};
+    if (!(b = ops->create(&net, &cfg, err, sizeof err))) {
+        fprintf(stderr, "%s: %s\n", prog, err);
+        goto done;
+    }
     if (init_parameters(ops, b, &net, o.seed, err, sizeof err) ||
         ops->set_batch(b, images, labels)) {
         fprintf(stderr, "%s: %s\n", prog, err[0] ? err : ops->error(b));
         goto done;
     }
-    if (step_init(&drv, ops, b, &net, (sgd_params){o.lr, 0.9f, 5e-4f})) {
-        fprintf(stderr, "%s: out of memory for the step driver\n", prog);
-        goto done;
-    }
-    if (o.out && !(csv = open_steps_csv(o.out))) {
-        fprintf(stderr, "%s: cannot open %s for appending\n", prog, o.out);
-        goto free_driver;
-    }
-    bool progress = isatty(STDERR_FILENO);
-    for (int it = -o.warmup; it < o.iters; it++) {
-        float loss;
-        double t0 = now_seconds();
-        if (step_run(&drv, &loss)) {
-            fprintf(stderr, "%s: step %d: %s\n", prog, it, ops->error(b));
-            goto close_csv;
-        }
-        double ms = (now_seconds() - t0) * 1e3;
-        if (it >= 0) {
-            step_ms[it] = ms;
-            if (csv) {
-                fprintf(csv, "%s,%s,%s,%d,%d,%s,1,0,%d,%d,%.4f,%.3f,%.6f\n", o.env, ops->name,
-                        o.model, o.res, o.batch, precision_name(o.prec), o.repeat, it, ms,
-                        o.batch / (ms * 1e-3), loss);
-                fflush(csv);
-            }
-        }
-        if (progress)
-            fprintf(stderr, "\r%s %s: %s %d/%d  %.1f ms  loss %.4f   ", prog, o.model,
-                    it < 0 ? "warm-up" : "step", it < 0 ? it + o.warmup + 1 : it + 1,
-                    it < 0 ? o.warmup : o.iters, ms, loss);
-    }
-    if (progress)
-        fputc('\n', stderr);
-    qsort(step_ms, (size_t)o.iters, sizeof *step_ms, compare_doubles);
-    double median = o.iters % 2 ? step_ms[o.iters / 2]
-                                : 0.5 * (step_ms[o.iters / 2 - 1] + step_ms[o.iters / 2]);
-    step_cost cost = cost_step(&net, o.batch, o.prec, NULL);
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    printf("%s res %d batch %d %s threads %d: median step %.2f ms, %.2f images/s, "
-           "%.1f GFLOP/s (analytic), peak RSS %.0f MiB (analytic footprint %.0f MiB)\n",
-           o.model, o.res, o.batch, precision_name(o.prec), o.threads, median,
-           o.batch / (median * 1e-3), cost.step_flops / (median * 1e-3) / 1e9,
-           ru.ru_maxrss / 1024.0, cost.memory.total / 1048576.0);
-    rc = 0;
-close_csv:
-    if (csv && fclose(csv)) {
-        fprintf(stderr, "%s: writing %s failed\n", prog, o.out);
-        rc = 1;
-    }
-free_driver:
-    step_free(&drv);
+    rc = run_steps(&o, ops, b, &net, step_ms);
+    if (rc == 0)
+        print_summary(&o, &net, step_ms);
 done:
+    if (b)
+        ops->destroy(b);
     free(images);
     free(labels);
     free(step_ms);
-    ops->destroy(b);
     net_free(&net);
     return rc;
 #endif
