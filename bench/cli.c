@@ -1,5 +1,7 @@
 #include "cli.h"
 
+#include "../models/zoo.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -37,4 +39,22 @@ int cli_int_option(const char *prog, const char *option, const char *text, long 
     if (!cli_parse_long(text, min, max, &value))
         cli_usage_error(prog, "%s: '%s' is not an integer in %ld..%ld", option, text, min, max);
     return (int)value;
+}
+
+void cli_model_options(const char *prog, const char *model, const char *res_text,
+                       const char *classes_text, int *res, int *classes)
+{
+    char names[ZOO_NAMES_LEN];
+    if (!model)
+        cli_usage_error(prog, "--model is required (one of: %s)", zoo_names(names, sizeof names));
+    const model_info *info = zoo_find(model);
+    if (!info)
+        cli_usage_error(prog, "--model: unknown '%s' (accepted: %s)", model,
+                        zoo_names(names, sizeof names));
+    *res = res_text ? cli_int_option(prog, "--res", res_text, 1, ZOO_MAX_RES) : info->default_res;
+    *classes = classes_text ? cli_int_option(prog, "--classes", classes_text, 1, 1000000)
+                            : info->default_classes;
+    int min_res = zoo_min_res(model);
+    if (*res < min_res)
+        cli_usage_error(prog, "--res: %d is too small for %s (minimum %d)", *res, model, min_res);
 }

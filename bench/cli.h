@@ -19,4 +19,9 @@ _Noreturn void cli_usage_error(const char *prog, const char *fmt, ...)
 /* cli_parse_long or a usage error naming `option`. */
 int cli_int_option(const char *prog, const char *option, const char *text, long min, long max);
 
+/* Checks --model (required, a zoo name) and turns --res and --classes (NULL:
+ * the model's defaults) into numbers the model admits, or a usage error. */
+void cli_model_options(const char *prog, const char *model, const char *res_text,
+                       const char *classes_text, int *res, int *classes);
+
 #endif

@@ -71,19 +71,7 @@ static options parse_options(int argc, char **argv)
         cli_usage_error(prog, "unexpected argument '%s' (accepted: %s)", argv[optind], accepted);
     if (o.list)
         return o;
-    char names[ZOO_NAMES_LEN];
-    if (!o.model)
-        cli_usage_error(prog, "--model is required (one of: %s)", zoo_names(names, sizeof names));
-    const model_info *info = zoo_find(o.model);
-    if (!info)
-        cli_usage_error(prog, "--model: unknown '%s' (accepted: %s)", o.model,
-                        zoo_names(names, sizeof names));
-    o.res = res ? cli_int_option(prog, "--res", res, 1, ZOO_MAX_RES) : info->default_res;
-    o.classes = classes ? cli_int_option(prog, "--classes", classes, 1, 1000000)
-                        : info->default_classes;
-    int min_res = zoo_min_res(o.model);
-    if (o.res < min_res)
-        cli_usage_error(prog, "--res: %d is too small for %s (minimum %d)", o.res, o.model, min_res);
+    cli_model_options(prog, o.model, res, classes, &o.res, &o.classes);
     return o;
 }
 

@@ -2,6 +2,7 @@
 
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/wait.h>
 
 network build_or_fail(const char *model, int res, int classes)
@@ -24,6 +25,23 @@ int run_bin(const char *args, int want_stderr, char *buf, size_t len)
     int status = pclose(p);
     cr_assert(WIFEXITED(status), "%s did not exit normally", cmd);
     return WEXITSTATUS(status);
+}
+
+int count_lines(const char *text)
+{
+    int n = 0;
+    for (; *text; text++)
+        n += *text == '\n';
+    return n;
+}
+
+void expect_usage_error(const char *args, const char *expect)
+{
+    char err[4096];
+    int status = run_bin(args, 1, err, sizeof err);
+    cr_expect_eq(status, 2, "'%s' exited %d: %s", args, status, err);
+    cr_expect_eq(count_lines(err), 1, "'%s' printed: %s", args, err);
+    cr_expect(strstr(err, expect) != NULL, "'%s' printed '%s', wanted '%s'", args, err, expect);
 }
 
 double gemm_train_gflop_per_image(const char *model)

@@ -14,6 +14,13 @@ network build_or_fail(const char *model, int res, int classes);
  * (want_stderr) into buf and returns the exit status. */
 int run_bin(const char *args, int want_stderr, char *buf, size_t len);
 
+/* Lines in text. */
+int count_lines(const char *text);
+
+/* Runs bin/<args> and expects exit status 2 and one line on stderr holding
+ * `expect`. */
+void expect_usage_error(const char *args, const char *expect);
+
 /* Conv and FC training FLOPs (fwd + bwd_data + bwd_weights) per image. */
 double gemm_train_gflop_per_image(const char *model);
 

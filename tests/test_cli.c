@@ -22,23 +22,7 @@ Test(cli, parse_long_takes_whole_integers_only)
     cr_expect(!cli_parse_long("99999999999999999999999", 1, 100, &v), "overflow");
 }
 
-static int count_lines(const char *text)
-{
-    int n = 0;
-    for (; *text; text++)
-        n += *text == '\n';
-    return n;
-}
 
-/* One line on stderr that contains `expect`, and exit status 2. */
-static void expect_usage_error(const char *args, const char *expect)
-{
-    char err[4096];
-    int status = run_bin(args, 1, err, sizeof err);
-    cr_expect_eq(status, 2, "'%s' exited %d", args, status);
-    cr_expect_eq(count_lines(err), 1, "'%s' printed: %s", args, err);
-    cr_expect(strstr(err, expect) != NULL, "'%s' printed '%s', wanted '%s'", args, err, expect);
-}
 
 Test(cli, complexity_unknown_model_lists_the_models)
 {

@@ -153,29 +153,21 @@ Test(training, bin_train_appends_one_row_per_iteration, .timeout = 120)
     free(dir);
 }
 
-static void expect_train_error(const char *args, const char *expect)
-{
-    char err[4096];
-    int status = run_bin(args, 1, err, sizeof err);
-    cr_expect_eq(status, 2, "'%s' exited %d: %s", args, status, err);
-    cr_expect_eq(count_char(err, '\n'), 1, "'%s' printed: %s", args, err);
-    cr_expect(strstr(err, expect) != NULL, "'%s' printed '%s', wanted '%s'", args, err, expect);
-}
 
 Test(training, bin_train_rejects_bad_input)
 {
-    expect_train_error("train --model resnet-18", "--model: unknown 'resnet-18'");
-    expect_train_error("train --model resnet18 --batch 0", "--batch: '0'");
-    expect_train_error("train --model resnet18 --iters 5x", "--iters: '5x'");
-    expect_train_error("train --model resnet18 --lr abc", "--lr: 'abc'");
-    expect_train_error("train --model resnet18 --threads -1", "--threads");
-    expect_train_error("train --model resnet18 --precision fp16", "cpu backend runs fp32");
-    expect_train_error("train --model resnet18 --data imagenet", "--data: unknown 'imagenet'");
-    expect_train_error("train --model resnet18 --data cifar10:/tmp", "needs --res 32");
-    expect_train_error("train --model vgg16 --res 16", "minimum 32");
-    expect_train_error("train --model resnet18-cifar --data cifar10:/no/such/dir",
+    expect_usage_error("train --model resnet-18", "--model: unknown 'resnet-18'");
+    expect_usage_error("train --model resnet18 --batch 0", "--batch: '0'");
+    expect_usage_error("train --model resnet18 --iters 5x", "--iters: '5x'");
+    expect_usage_error("train --model resnet18 --lr abc", "--lr: 'abc'");
+    expect_usage_error("train --model resnet18 --threads -1", "--threads");
+    expect_usage_error("train --model resnet18 --precision fp16", "cpu backend runs fp32");
+    expect_usage_error("train --model resnet18 --data imagenet", "--data: unknown 'imagenet'");
+    expect_usage_error("train --model resnet18 --data cifar10:/tmp", "needs --res 32");
+    expect_usage_error("train --model vgg16 --res 16", "minimum 32");
+    expect_usage_error("train --model resnet18-cifar --data cifar10:/no/such/dir",
                        "/no/such/dir/data_batch_1.bin");
-    expect_train_error("train --model resnet18 --bogus", "unknown option '--bogus'");
+    expect_usage_error("train --model resnet18 --bogus", "unknown option '--bogus'");
 }
 
 Test(training, bin_train_says_when_a_batch_does_not_fit)
