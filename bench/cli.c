@@ -58,3 +58,18 @@ void cli_model_options(const char *prog, const char *model, const char *res_text
     if (*res < min_res)
         cli_usage_error(prog, "--res: %d is too small for %s (minimum %d)", *res, model, min_res);
 }
+
+precision cli_precision_option(const char *prog, const char *text)
+{
+    precision p;
+    if (!precision_parse(text, &p))
+        cli_usage_error(prog, "--precision: unknown '%s' (accepted: %s)", text, precision_names());
+    return p;
+}
+
+void cli_bad_option(const char *prog, int getopt_code, const char *arg, const char *accepted)
+{
+    if (getopt_code == ':')
+        cli_usage_error(prog, "%s needs a value", arg);
+    cli_usage_error(prog, "unknown option '%s' (accepted: %s)", arg, accepted);
+}

@@ -6,6 +6,8 @@
 
 #include <stdbool.h>
 
+#include "../models/precision.h"
+
 enum { CLI_EXIT_USAGE = 2 };
 
 /* Parses a whole decimal integer in [min, max]; false on anything else
@@ -18,6 +20,14 @@ _Noreturn void cli_usage_error(const char *prog, const char *fmt, ...)
 
 /* cli_parse_long or a usage error naming `option`. */
 int cli_int_option(const char *prog, const char *option, const char *text, long min, long max);
+
+/* --precision's value, or a usage error listing the precisions. */
+precision cli_precision_option(const char *prog, const char *text);
+
+/* The usage error for what getopt_long returned as ':' (a missing value) or
+ * '?' (an unknown option); `arg` is the offending argv element. */
+_Noreturn void cli_bad_option(const char *prog, int getopt_code, const char *arg,
+                              const char *accepted);
 
 /* Checks --model (required, a zoo name) and turns --res and --classes (NULL:
  * the model's defaults) into numbers the model admits, or a usage error. */

@@ -55,16 +55,11 @@ static options parse_options(int argc, char **argv)
         case 'r': res = optarg; break;
         case 'k': classes = optarg; break;
         case 'b': o.batch = cli_int_option(prog, "--batch", optarg, 1, MAX_BATCH); break;
-        case 'p':
-            if (!precision_parse(optarg, &o.prec))
-                cli_usage_error(prog, "--precision: unknown '%s' (accepted: %s)", optarg,
-                                precision_names());
-            break;
+        case 'p': o.prec = cli_precision_option(prog, optarg); break;
         case 'c': o.csv = true; break;
         case 'l': o.list = true; break;
         case 'h': print_help(); exit(0);
-        case ':': cli_usage_error(prog, "%s needs a value", argv[optind - 1]);
-        default: cli_usage_error(prog, "unknown option '%s' (accepted: %s)", argv[optind - 1], accepted);
+        default: cli_bad_option(prog, c, argv[optind - 1], accepted);
         }
     }
     if (optind < argc)

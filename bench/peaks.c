@@ -97,8 +97,7 @@ static options parse_options(int argc, char **argv)
             break;
         case 's': o.verbose = false; break;
         case 'h': print_help(max_threads); exit(0);
-        case ':': cli_usage_error(prog, "%s needs a value", argv[optind - 1]);
-        default: cli_usage_error(prog, "unknown option '%s' (accepted: %s)", argv[optind - 1], accepted);
+        default: cli_bad_option(prog, c, argv[optind - 1], accepted);
         }
     }
     if (optind < argc)

@@ -76,11 +76,7 @@ static options parse_options(int argc, char **argv)
         case 'r': res = optarg; break;
         case 'k': classes = optarg; break;
         case 'b': o.batch = cli_int_option(prog, "--batch", optarg, 1, 1 << 20); break;
-        case 'p':
-            if (!precision_parse(optarg, &o.prec))
-                cli_usage_error(prog, "--precision: unknown '%s' (accepted: %s)", optarg,
-                                precision_names());
-            break;
+        case 'p': o.prec = cli_precision_option(prog, optarg); break;
         case 'w': o.warmup = cli_int_option(prog, "--warmup", optarg, 0, 1000000); break;
         case 'i': o.iters = cli_int_option(prog, "--iters", optarg, 1, 1000000); break;
         case 't': o.threads = cli_int_option(prog, "--threads", optarg, 1, 4096); break;
@@ -102,8 +98,7 @@ static options parse_options(int argc, char **argv)
             o.backend = optarg;
             break;
         case 'h': print_help(); exit(0);
-        case ':': cli_usage_error(prog, "%s needs a value", argv[optind - 1]);
-        default: cli_usage_error(prog, "unknown option '%s' (accepted: %s)", argv[optind - 1], accepted);
+        default: cli_bad_option(prog, c, argv[optind - 1], accepted);
         }
     }
     if (optind < argc)

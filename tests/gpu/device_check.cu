@@ -4,14 +4,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "gpu_test.h"
 #include "../../models/cuda/check.h"
 
-static int passed, failed;
+static gpu_tally tally;
 
 static void expect(bool ok, const char *what)
 {
-    printf("%s: %s\n", ok ? "PASS" : "FAIL", what);
-    ok ? passed++ : failed++;
+    gpu_expect(&tally, ok, what);
 }
 
 /* C = A * B for row-major n x n matrices, through cuBLAS's column-major
@@ -59,13 +59,8 @@ static void check_sgemm(cublasHandle_t blas)
 
 int main(void)
 {
-    int devices = 0;
-    cudaError_t err = cudaGetDeviceCount(&devices);
-    if (err != cudaSuccess || devices == 0) {
-        printf("skipped: no CUDA device (%s)\n",
-               err != cudaSuccess ? cudaGetErrorString(err) : "none found");
+    if (gpu_test_skip())
         return 0;
-    }
     cudaDeviceProp prop;
     CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
     printf("device 0: %s, %d SMs, %.1f GiB, compute %d.%d\n", prop.name, prop.multiProcessorCount,
@@ -82,6 +77,5 @@ int main(void)
     check_sgemm(blas);
     CUBLAS_CHECK(cublasDestroy(blas));
 
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return gpu_test_finish(&tally);
 }

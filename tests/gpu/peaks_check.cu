@@ -6,15 +6,15 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gpu_test.h"
 #include "../../peaks/gpu_bench.h"
 #include "../../peaks/specs.h"
 
-static int passed, failed;
+static gpu_tally tally;
 
 static void expect(bool ok, const char *what)
 {
-    printf("%s: %s\n", ok ? "PASS" : "FAIL", what);
-    ok ? passed++ : failed++;
+    gpu_expect(&tally, ok, what);
 }
 
 /* Within 10%..105% of the reference, or merely positive where there is none. */
@@ -35,13 +35,8 @@ static void check(const char *ceiling, const gpu_result &r, double reference, co
 
 int main(void)
 {
-    int devices = 0;
-    cudaError_t err = cudaGetDeviceCount(&devices);
-    if (err != cudaSuccess || devices == 0) {
-        printf("skipped: no CUDA device (%s)\n",
-               err != cudaSuccess ? cudaGetErrorString(err) : "none found");
+    if (gpu_test_skip())
         return 0;
-    }
     gpu_context c;
     gpu_context_open(&c, 0, true);
     gpu_spec_table specs = {NULL, 0};
@@ -99,6 +94,5 @@ int main(void)
 
     specs_free(&specs);
     gpu_context_close(&c);
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return gpu_test_finish(&tally);
 }

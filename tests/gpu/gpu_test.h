@@ -1,0 +1,39 @@
+/* What every GPU test program shares: PASS/FAIL lines with a tally, the skip
+ * where no CUDA device opens, and the closing "N passed, M failed" line. */
+#ifndef ROOFLINE_GPU_TEST_H
+#define ROOFLINE_GPU_TEST_H
+
+#include <stdio.h>
+
+#include <cuda_runtime.h>
+
+typedef struct {
+    int passed, failed;
+} gpu_tally;
+
+static inline void gpu_expect(gpu_tally *t, bool ok, const char *what)
+{
+    printf("%s: %s\n", ok ? "PASS" : "FAIL", what);
+    ok ? t->passed++ : t->failed++;
+}
+
+/* Prints the one skip line and returns true where no CUDA device can be opened. */
+static inline bool gpu_test_skip(void)
+{
+    int devices = 0;
+    cudaError_t err = cudaGetDeviceCount(&devices);
+    if (err == cudaSuccess && devices > 0)
+        return false;
+    printf("skipped: no CUDA device (%s)\n",
+           err != cudaSuccess ? cudaGetErrorString(err) : "none found");
+    return true;
+}
+
+/* The closing line; the program's exit status. */
+static inline int gpu_test_finish(const gpu_tally *t)
+{
+    printf("%d passed, %d failed\n", t->passed, t->failed);
+    return t->failed ? 1 : 0;
+}
+
+#endif
