@@ -52,7 +52,7 @@ void cli_model_options(const char *prog, const char *model, const char *res_text
         cli_usage_error(prog, "--model: unknown '%s' (accepted: %s)", model,
                         zoo_names(names, sizeof names));
     *res = res_text ? cli_int_option(prog, "--res", res_text, 1, ZOO_MAX_RES) : info->default_res;
-    *classes = classes_text ? cli_int_option(prog, "--classes", classes_text, 1, 1000000)
+    *classes = classes_text ? cli_int_option(prog, "--classes", classes_text, 1, ZOO_MAX_CLASSES)
                             : info->default_classes;
     int min_res = zoo_min_res(model);
     if (*res < min_res)

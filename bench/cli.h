@@ -8,7 +8,7 @@
 
 #include "../models/precision.h"
 
-enum { CLI_EXIT_USAGE = 2 };
+enum { CLI_EXIT_USAGE = 2, CLI_MAX_BATCH = 1 << 20 };
 
 /* Parses a whole decimal integer in [min, max]; false on anything else
  * (empty, trailing characters, out of range). */

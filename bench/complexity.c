@@ -12,8 +12,6 @@
 
 static const char *const prog = "complexity";
 
-enum { MAX_BATCH = 1 << 20 };
-
 typedef struct {
     const char *model;
     int res, classes, batch;
@@ -54,7 +52,7 @@ static options parse_options(int argc, char **argv)
         case 'm': o.model = optarg; break;
         case 'r': res = optarg; break;
         case 'k': classes = optarg; break;
-        case 'b': o.batch = cli_int_option(prog, "--batch", optarg, 1, MAX_BATCH); break;
+        case 'b': o.batch = cli_int_option(prog, "--batch", optarg, 1, CLI_MAX_BATCH); break;
         case 'p': o.prec = cli_precision_option(prog, optarg); break;
         case 'c': o.csv = true; break;
         case 'l': o.list = true; break;

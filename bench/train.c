@@ -75,7 +75,7 @@ static options parse_options(int argc, char **argv)
         case 'm': o.model = optarg; break;
         case 'r': res = optarg; break;
         case 'k': classes = optarg; break;
-        case 'b': o.batch = cli_int_option(prog, "--batch", optarg, 1, 1 << 20); break;
+        case 'b': o.batch = cli_int_option(prog, "--batch", optarg, 1, CLI_MAX_BATCH); break;
         case 'p': o.prec = cli_precision_option(prog, optarg); break;
         case 'w': o.warmup = cli_int_option(prog, "--warmup", optarg, 0, 1000000); break;
         case 'i': o.iters = cli_int_option(prog, "--iters", optarg, 1, 1000000); break;

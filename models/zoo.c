@@ -7,8 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { ZOO_MAX_CLASSES = 1000000 };
-
 typedef int (*build_fn)(network *net);
 
 static const char *name_of(char buf[LAYER_NAME_LEN], const char *fmt, ...)

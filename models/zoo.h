@@ -28,6 +28,6 @@ int zoo_build(network *net, const char *model, int res, int classes);
 /* The smallest resolution the model admits, or 0 for an unknown model. */
 int zoo_min_res(const char *model);
 
-enum { ZOO_MAX_RES = 4096 };
+enum { ZOO_MAX_RES = 4096, ZOO_MAX_CLASSES = 1000000 };
 
 #endif
