@@ -13,6 +13,7 @@
 #include "../models/data.h"
 #include "../models/step.h"
 #include "../models/zoo.h"
+#include "../counters/step_trace.h"
 #include "cli.h"
 #ifdef HAVE_DNNL
 #include "../models/cpu/cpu_backend.h"
@@ -22,6 +23,8 @@ static const char *const prog = "train";
 
 typedef struct {
     const char *model, *out, *env, *backend;
+    const char *trace;          /* kernels.csv of one traced step, or NULL */
+    bool use_perf;              /* --counters perf: try the CPU's FLOP counters */
     const char *cifar_dir;      /* NULL: synthetic data */
     int res, classes, batch, warmup, iters, threads, repeat;
     uint64_t seed;
@@ -34,10 +37,13 @@ static void print_help(void)
     printf("usage: train --model M [--res R] [--classes K] [--batch N] [--precision fp32]\n"
            "             [--warmup W] [--iters I] [--threads T] [--seed S] [--lr X]\n"
            "             [--data synthetic|cifar10:DIR] [--repeat K] [--env NAME] [--out steps.csv]\n"
-           "             [--backend cpu|cuda|auto]\n"
+           "             [--backend cpu|cuda|auto] [--trace kernels.csv] [--counters perf|analytic]\n"
            "Fixed-iteration training steps (forward, backward, SGD momentum 0.9, weight\n"
            "decay 5e-4). Defaults: batch 32, warmup 5, iters 20, threads = all cores,\n"
-           "seed 1, lr 0.1, synthetic data, backend auto.\n");
+           "seed 1, lr 0.1, synthetic data, backend auto.\n"
+           "--trace adds one step after the timed ones in which every layer's passes are\n"
+           "timed alone; its rows go to kernels.csv with FLOPs from the CPU's counters\n"
+           "(--counters perf, the default, where the PMU allows) or the analytic model.\n");
 }
 
 static float parse_lr(const char *text)
@@ -59,14 +65,16 @@ static options parse_options(int argc, char **argv)
         {"seed", required_argument, 0, 's'},    {"lr", required_argument, 0, 'l'},
         {"data", required_argument, 0, 'd'},    {"repeat", required_argument, 0, 'R'},
         {"env", required_argument, 0, 'e'},     {"out", required_argument, 0, 'o'},
-        {"backend", required_argument, 0, 'B'}, {"help", no_argument, 0, 'h'},
+        {"backend", required_argument, 0, 'B'}, {"trace", required_argument, 0, 'T'},
+        {"counters", required_argument, 0, 'C'}, {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     const char *accepted = "--model, --res, --classes, --batch, --precision, --warmup, --iters, "
-                           "--threads, --seed, --lr, --data, --repeat, --env, --out, --backend";
+                           "--threads, --seed, --lr, --data, --repeat, --env, --out, --backend, --trace, --counters";
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     options o = {.batch = 32, .warmup = 5, .iters = 20, .threads = cores > 0 ? (int)cores : 1,
-                 .seed = 1, .lr = 0.1f, .prec = PREC_FP32, .env = "local", .backend = "auto"};
+                 .seed = 1, .lr = 0.1f, .prec = PREC_FP32, .env = "local", .backend = "auto",
+                 .use_perf = true};
     const char *res = NULL, *classes = NULL;
     opterr = 0;
     int c;
@@ -96,6 +104,13 @@ static options parse_options(int argc, char **argv)
             if (strcmp(optarg, "cpu") && strcmp(optarg, "cuda") && strcmp(optarg, "auto"))
                 cli_usage_error(prog, "--backend: unknown '%s' (accepted: cpu, cuda, auto)", optarg);
             o.backend = optarg;
+            break;
+        case 'T': o.trace = optarg; break;
+        case 'C':
+            if (strcmp(optarg, "perf") && strcmp(optarg, "analytic"))
+                cli_usage_error(prog, "--counters: unknown '%s' (accepted: perf, analytic)",
+                                optarg);
+            o.use_perf = !strcmp(optarg, "perf");
             break;
         case 'h': print_help(); exit(0);
         default: cli_bad_option(prog, c, argv[optind - 1], accepted);
@@ -148,6 +163,31 @@ static double median_of(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* One traced step after the timed ones, so that tracing never slows them;
+ * its operations' durations are set against the untraced median. */
+static int run_trace(const options *o, step_driver *drv, const network *net,
+                     const double *step_ms)
+{
+    trace_options topt = {.env = o->env, .repeat = o->repeat, .use_perf = o->use_perf};
+    trace_result tr;
+    char err[400];
+    if (trace_step(drv, o->batch, o->prec, &topt, o->trace, &tr, err, sizeof err)) {
+        fprintf(stderr, "%s: --trace: %s\n", prog, err);
+        return 1;
+    }
+    if (tr.perf_why[0] && o->use_perf)
+        fprintf(stderr, "%s: trace: FLOPs from the analytic model: %s\n", prog, tr.perf_why);
+    double sorted[o->iters];
+    memcpy(sorted, step_ms, sizeof sorted);
+    double median = median_of(sorted, o->iters);
+    step_cost cost = cost_step(net, o->batch, o->prec, NULL);
+    printf("trace: %d rows to %s (FLOPs %s); operations sum to %.2f ms = %.1f%% of the "
+           "median untraced step (%.2f ms); %.3f GFLOP = %.1f%% of the analytic step\n",
+           tr.rows, o->trace, tr.source, tr.total_ms, 100.0 * tr.total_ms / median, median,
+           tr.flops / 1e9, 100.0 * (double)tr.flops / (double)cost.step_flops);
+    return 0;
+}
+
 /* Warm-up and timed steps; rows to steps.csv as they are measured. */
 static int run_steps(const options *o, const backend_ops *ops, backend *b, const network *net,
                      double *step_ms)
@@ -194,6 +234,8 @@ static int run_steps(const options *o, const backend_ops *ops, backend *b, const
         fprintf(stderr, "%s: writing %s failed\n", prog, o->out);
         rc = 1;
     }
+    if (rc == 0 && o->trace)
+        rc = run_trace(o, &drv, net, step_ms);
     step_free(&drv);
     return rc;
 }

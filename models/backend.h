@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cost.h"
 #include "graph.h"
 
 /* The host-visible buffers of a layer. For batch norm WEIGHT is gamma and BIAS
@@ -61,6 +62,9 @@ typedef struct {
     int (*update)(backend *b, int layer, const sgd_params *sgd);
     /* waits for all queued work (timing boundaries) */
     int (*sync)(backend *b);
+    /* What runs for a layer's pass (layer -1: the loss), for the trace's
+     * kernel column: the library's implementation or the backend's own loop. */
+    void (*kernel_name)(const backend *b, int layer, pass phase, char *buf, size_t len);
 } backend_ops;
 
 /* Elements of a buffer of layer `index` at batch size `batch` (0: none). */

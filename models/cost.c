@@ -7,9 +7,10 @@
  *   bias adds N*Co*Ho*Wo in fwd and its gradient as many in bwd_weights. A layer
  *   whose input needs no gradient (the first conv) has no bwd_data.
  * - batch norm, training: fwd 5 per element (sum 1, sum of squares 2, then
- *   y = x*a + c 2). Backward is one pass, as cuDNN and oneDNN run it in one
- *   kernel, booked under bwd_data: x-hat 2, d-beta 1, d-gamma 2, then
- *   dx = k*(dy - c0 - x-hat*c1) with x-hat recomputed: 6; 11 per element.
+ *   y = x*a + c 2). Backward is two passes over x and dy, because dx needs the
+ *   finished d-gamma and d-beta reductions: bwd_weights reduces them (x-hat 2,
+ *   d-beta 1, d-gamma 2: 5 per element), bwd_data computes
+ *   dx = k*(dy - c0 - x-hat*c1) with x-hat recomputed (6 per element).
  * - relu 1, relu6 2 per element, forward and backward.
  * - max pool: K*K-1 compares per output; backward adds each output gradient
  *   into its window's argmax, kept by forward as a 1-byte window index.
@@ -85,12 +86,15 @@ static void cost_gemm_like(const layer *l, int64_t n, int b, layer_cost *c)
         c->macs = out * shape_elems(l->in_shape);
     c->flops[PASS_FWD] = 2 * c->macs + bias_ops;
     c->bytes[PASS_FWD] = b * (in + weights + out);
+    c->written[PASS_FWD] = b * out;
     if (l->computes_input_grad) {
         c->flops[PASS_BWD_DATA] = 2 * c->macs;
         c->bytes[PASS_BWD_DATA] = b * (out + weights + in);
+        c->written[PASS_BWD_DATA] = b * in;
     }
     c->flops[PASS_BWD_WEIGHTS] = 2 * c->macs + bias_ops;
     c->bytes[PASS_BWD_WEIGHTS] = b * (in + out + weights);
+    c->written[PASS_BWD_WEIGHTS] = b * weights;
 }
 
 static void cost_batch_norm(const layer *l, int64_t n, int b, layer_cost *c)
@@ -100,14 +104,16 @@ static void cost_batch_norm(const layer *l, int64_t n, int b, layer_cost *c)
     /* fwd: gamma, beta read; saved mean, inv-std written; running stats updated */
     c->flops[PASS_FWD] = 5 * elems;
     c->bytes[PASS_FWD] = b * 2 * elems + FP32_BYTES * 8 * ch;
-    /* bwd: x, dy read; dx written; gamma and saved stats read; d-gamma, d-beta written */
-    int64_t param_bytes = FP32_BYTES * 5 * ch;
+    c->written[PASS_FWD] = b * elems + FP32_BYTES * 4 * ch;
+    /* bwd_weights: x, dy, mean, inv-std read; d-gamma, d-beta written */
+    c->flops[PASS_BWD_WEIGHTS] = 5 * elems;
+    c->bytes[PASS_BWD_WEIGHTS] = b * 2 * elems + FP32_BYTES * 4 * ch;
+    c->written[PASS_BWD_WEIGHTS] = FP32_BYTES * 2 * ch;
+    /* bwd_data: x, dy, gamma, the statistics and both reductions read; dx written */
     if (l->computes_input_grad) {
-        c->flops[PASS_BWD_DATA] = 11 * elems;
-        c->bytes[PASS_BWD_DATA] = b * 3 * elems + param_bytes;
-    } else {
-        c->flops[PASS_BWD_DATA] = 5 * elems;
-        c->bytes[PASS_BWD_DATA] = b * 2 * elems + param_bytes;
+        c->flops[PASS_BWD_DATA] = 6 * elems;
+        c->bytes[PASS_BWD_DATA] = b * 3 * elems + FP32_BYTES * 5 * ch;
+        c->written[PASS_BWD_DATA] = b * elems;
     }
     c->saved_bytes += FP32_BYTES * 2 * ch; /* mean and inv-std */
 }
@@ -118,16 +124,19 @@ static void cost_elementwise(const layer *l, int64_t n, int b, layer_cost *c)
     int64_t per_elem = l->type == LAYER_RELU6 ? 2 : 1;
     c->flops[PASS_FWD] = per_elem * elems;
     c->bytes[PASS_FWD] = b * 2 * elems;
+    c->written[PASS_FWD] = b * elems;
     if (l->type == LAYER_ADD)
         c->bytes[PASS_FWD] = b * 3 * elems;
     if (l->type == LAYER_DROPOUT) {
         c->bytes[PASS_FWD] += MASK_BYTES * elems;
+        c->written[PASS_FWD] += MASK_BYTES * elems;
         c->saved_bytes += MASK_BYTES * elems;
     }
     if (!l->computes_input_grad)
         return;
     c->flops[PASS_BWD_DATA] = per_elem * elems;
     c->bytes[PASS_BWD_DATA] = b * 3 * elems; /* relu: y, dy -> dx; add: two grads -> sum */
+    c->written[PASS_BWD_DATA] = b * elems;
     if (l->type == LAYER_DROPOUT)
         c->bytes[PASS_BWD_DATA] = b * 2 * elems + MASK_BYTES * elems;
 }
@@ -139,10 +148,12 @@ static void cost_pool(const layer *l, int64_t n, int b, layer_cost *c)
     if (l->type == LAYER_MAXPOOL) {
         c->flops[PASS_FWD] = ((int64_t)l->kernel * l->kernel - 1) * out;
         c->bytes[PASS_FWD] = b * (in + out) + MASK_BYTES * out;
+        c->written[PASS_FWD] = b * out + MASK_BYTES * out;
         c->saved_bytes += MASK_BYTES * out;
         if (l->computes_input_grad) {
             c->flops[PASS_BWD_DATA] = out;
             c->bytes[PASS_BWD_DATA] = b * (out + in) + MASK_BYTES * out;
+            c->written[PASS_BWD_DATA] = b * in;
         }
         return;
     }
@@ -150,9 +161,11 @@ static void cost_pool(const layer *l, int64_t n, int b, layer_cost *c)
                       adaptive_window_sum(l->in_shape.w, l->pool_out);
     c->flops[PASS_FWD] = n * l->in_shape.c * windows;
     c->bytes[PASS_FWD] = b * (in + out);
+    c->written[PASS_FWD] = b * out;
     if (l->computes_input_grad) {
         c->flops[PASS_BWD_DATA] = c->flops[PASS_FWD];
         c->bytes[PASS_BWD_DATA] = b * (out + in);
+        c->written[PASS_BWD_DATA] = b * in;
     }
 }
 
@@ -164,10 +177,12 @@ static void cost_update(const layer *l, precision prec, layer_cost *c)
     c->flops[PASS_UPDATE] = flops_per_param * l->params;
     if (l->type == LAYER_BN || !precision_has_master_copy(prec)) {
         c->bytes[PASS_UPDATE] = 5 * FP32_BYTES * l->params;
+        c->written[PASS_UPDATE] = 2 * FP32_BYTES * l->params;
         return;
     }
     int b = precision_bytes(prec);
     c->bytes[PASS_UPDATE] = (4 * FP32_BYTES + 2 * b) * l->params;
+    c->written[PASS_UPDATE] = (2 * FP32_BYTES + b) * l->params;
 }
 
 layer_cost cost_layer(const network *net, int index, int batch, precision prec)
@@ -256,12 +271,14 @@ step_cost cost_step(const network *net, int batch, precision prec, layer_cost *p
         for (int p = 0; p < PASS_COUNT; p++) {
             s.flops[p] += c.flops[p];
             s.bytes[p] += c.bytes[p];
+            s.written[p] += c.written[p];
         }
         saved += c.saved_bytes;
     }
     int64_t logits = (int64_t)batch * net->classes;
     s.loss_flops = 5 * logits;
     s.loss_bytes = 2 * FP32_BYTES * logits;
+    s.loss_written = FP32_BYTES * logits;
     s.step_flops = s.loss_flops;
     s.step_bytes = s.loss_bytes;
     for (int p = 0; p < PASS_COUNT; p++) {

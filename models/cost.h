@@ -19,6 +19,7 @@ typedef struct {
     int64_t macs;               /* forward multiply-accumulates of conv/fc, bias excluded */
     int64_t flops[PASS_COUNT];
     int64_t bytes[PASS_COUNT];
+    int64_t written[PASS_COUNT];  /* the part of bytes[] that is written */
     int64_t saved_bytes;        /* kept from forward to backward for this layer */
 } layer_cost;
 
@@ -36,7 +37,9 @@ typedef struct {
     int64_t fwd_macs;
     int64_t flops[PASS_COUNT];
     int64_t bytes[PASS_COUNT];
+    int64_t written[PASS_COUNT];
     int64_t loss_flops, loss_bytes;  /* softmax cross-entropy, forward and backward */
+    int64_t loss_written;
     int64_t step_flops, step_bytes;  /* everything above */
     footprint memory;
 } step_cost;

@@ -1,7 +1,9 @@
 #include "helpers.h"
 
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 
@@ -61,4 +63,13 @@ double gemm_train_gflop_per_image(const char *model)
     }
     net_free(&net);
     return flops / 1e9;
+}
+
+char *temp_dir(void)
+{
+    char *dir = malloc(64);
+    cr_assert_not_null(dir);
+    strcpy(dir, "/tmp/roofline-test-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
+    return dir;
 }

@@ -21,6 +21,9 @@ int count_lines(const char *text);
  * `expect`. */
 void expect_usage_error(const char *args, const char *expect);
 
+/* A new empty folder under /tmp (malloc'd path); fails the test on error. */
+char *temp_dir(void);
+
 /* Conv and FC training FLOPs (fwd + bwd_data + bwd_weights) per image. */
 double gemm_train_gflop_per_image(const char *model);
 

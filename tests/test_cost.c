@@ -38,7 +38,36 @@ Test(cost, conv_with_bias_by_hand)
     cr_expect_eq(c.bytes[PASS_BWD_WEIGHTS], 4 * (384 + 512 + 112));
     cr_expect_eq(c.flops[PASS_UPDATE], 6 * 112);
     cr_expect_eq(c.bytes[PASS_UPDATE], 20 * 112);
+    cr_expect_eq(c.written[PASS_FWD], 4 * 512, "forward writes the output");
+    cr_expect_eq(c.written[PASS_BWD_WEIGHTS], 4 * 112, "the weight gradient");
+    cr_expect_eq(c.written[PASS_UPDATE], 8 * 112, "momentum and weights");
     net_free(&net);
+}
+
+/* kernels.csv splits the analytic bytes into reads and writes */
+Test(cost, written_bytes_are_part_of_every_pass)
+{
+    int n_models;
+    const model_info *models = zoo_models(&n_models);
+    for (int m = 0; m < n_models; m++) {
+        network net = build_or_fail(models[m].name, zoo_min_res(models[m].name),
+                                    models[m].default_classes);
+        for (int prec = 0; prec < PREC_COUNT; prec++) {
+            step_cost s = cost_step(&net, 2, (precision)prec, NULL);
+            for (int p = 0; p < PASS_COUNT; p++) {
+                cr_expect(s.written[p] > 0 && s.written[p] < s.bytes[p], "%s %s: %lld of %lld",
+                          net.model, pass_name(p), (long long)s.written[p], (long long)s.bytes[p]);
+            }
+            cr_expect_eq(2 * s.loss_written, s.loss_bytes);
+            for (int i = 0; i < net.n_layers; i++) {
+                layer_cost c = cost_layer(&net, i, 2, (precision)prec);
+                for (int p = 0; p < PASS_COUNT; p++)
+                    cr_expect((c.bytes[p] == 0) == (c.written[p] == 0) && c.written[p] <= c.bytes[p],
+                              "%s %s %s", net.model, net.layers[i].name, pass_name(p));
+            }
+        }
+        net_free(&net);
+    }
 }
 
 Test(cost, depthwise_conv_by_hand)
@@ -58,9 +87,12 @@ Test(cost, batch_norm_by_hand)
     layer_cost c = cost_layer(&net, B1, 2, PREC_FP32);
     cr_expect_eq(c.flops[PASS_FWD], 5 * 512);
     cr_expect_eq(c.bytes[PASS_FWD], 4 * 2 * 512 + 4 * 8 * 4);
-    cr_expect_eq(c.flops[PASS_BWD_DATA], 11 * 512, "one fused backward pass");
-    cr_expect_eq(c.flops[PASS_BWD_WEIGHTS], 0);
+    cr_expect_eq(c.flops[PASS_BWD_WEIGHTS], 5 * 512, "d-gamma and d-beta reductions");
+    cr_expect_eq(c.bytes[PASS_BWD_WEIGHTS], 4 * 2 * 512 + 4 * 4 * 4);
+    cr_expect_eq(c.written[PASS_BWD_WEIGHTS], 4 * 2 * 4);
+    cr_expect_eq(c.flops[PASS_BWD_DATA], 6 * 512, "dx with x-hat recomputed");
     cr_expect_eq(c.bytes[PASS_BWD_DATA], 4 * 3 * 512 + 4 * 5 * 4);
+    cr_expect_eq(c.written[PASS_BWD_DATA], 4 * 512);
     layer_cost half = cost_layer(&net, B1, 2, PREC_BF16);
     cr_expect_eq(half.bytes[PASS_FWD], 2 * 2 * 512 + 4 * 8 * 4, "statistics stay fp32");
     cr_expect_eq(half.bytes[PASS_UPDATE], 20 * 8, "BN parameters have no low-precision copy");

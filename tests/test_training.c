@@ -83,15 +83,6 @@ static void write_cifar_file(const char *dir, int records, int truncate_by)
     cr_assert_eq(fclose(f), 0);
 }
 
-static char *temp_dir(void)
-{
-    char *dir = malloc(64);
-    cr_assert_not_null(dir);
-    strcpy(dir, "/tmp/roofline-test-XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
-    return dir;
-}
-
 Test(training, cifar10_batches_load_and_normalise)
 {
     char *dir = temp_dir();

@@ -292,6 +292,28 @@ static int sync(backend *b)
     return 0;
 }
 
+static void kernel_name(const backend *b, int i, pass phase, char *buf, size_t len)
+{
+    if (i < 0) {
+        snprintf(buf, len, "omp:softmax_xent");
+        return;
+    }
+    const layer *l = &b->net->layers[i];
+    if (phase == PASS_UPDATE) {
+        snprintf(buf, len, "omp:sgd_momentum");
+        return;
+    }
+    if (l->type == LAYER_CONV || l->type == LAYER_FC) {
+        snprintf(buf, len, "dnnl:%s_%s[%s]", l->type == LAYER_CONV ? "conv" : "inner_product",
+                 pass_name(phase), b->layers[i].dnnl.impl[phase]);
+        for (char *c = buf; *c; c++)
+            if (*c == ',') /* a CSV field */
+                *c = ';';
+        return;
+    }
+    snprintf(buf, len, "omp:%s_%s", layer_type_name(l->type), pass_name(phase));
+}
+
 const backend_ops cpu_backend_ops = {
     .name = "cpu",
     .create = create,
@@ -306,4 +328,5 @@ const backend_ops cpu_backend_ops = {
     .backward_weights = backward_weights,
     .update = cpu_update,
     .sync = sync,
+    .kernel_name = kernel_name,
 };

@@ -71,11 +71,19 @@ static int make_memory(backend *b, dnnl_memory_t *m, const dnnl_memory_desc_t *m
     return 0;
 }
 
-static int make_primitive(backend *b, dnnl_primitive_t *p, const void *op_desc,
-                          const_dnnl_primitive_desc_t hint, dnnl_primitive_desc_t *keep_pd)
+/* Also keeps the name of the implementation oneDNN picked (e.g.
+ * "jit:avx512_core"): the trace's kernel column. */
+static int make_primitive(backend *b, dnnl_primitive_t *p, char impl[DNNL_IMPL_LEN],
+                          const void *op_desc, const_dnnl_primitive_desc_t hint,
+                          dnnl_primitive_desc_t *keep_pd)
 {
     dnnl_primitive_desc_t pd;
     DNNL_CHECK(b, dnnl_primitive_desc_create(&pd, op_desc, NULL, b->engine, hint));
+    const char *info = NULL;
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &info) != dnnl_success ||
+        !info)
+        info = "unknown";
+    snprintf(impl, DNNL_IMPL_LEN, "%s", info);
     dnnl_status_t st = dnnl_primitive_create(p, pd);
     if (keep_pd && st == dnnl_success)
         *keep_pd = pd;
@@ -110,7 +118,7 @@ int cpu_dnnl_setup(backend *b, int i)
                                                          dnnl_convolution_direct, &md.src,
                                                          &md.weights, bias_md, &md.dst, strides,
                                                          pad, pad_r));
-        if (make_primitive(b, &d->fwd, &fwd, NULL, &fwd_pd))
+        if (make_primitive(b, &d->fwd, d->impl[PASS_FWD], &fwd, NULL, &fwd_pd))
             return -1;
         int rc = 0;
         if (l->computes_input_grad) {
@@ -119,7 +127,8 @@ int cpu_dnnl_setup(backend *b, int i)
                                                          pad_r) != dnnl_success)
                 rc = cpu_fail(b, "layer %s: oneDNN has no backward-data convolution", l->name);
             else
-                rc = make_primitive(b, &d->bwd_data, &bwd_d, fwd_pd, NULL);
+                rc = make_primitive(b, &d->bwd_data, d->impl[PASS_BWD_DATA], &bwd_d, fwd_pd,
+                                    NULL);
         }
         if (rc == 0) {
             if (dnnl_convolution_backward_weights_desc_init(&bwd_w, dnnl_convolution_direct,
@@ -127,7 +136,8 @@ int cpu_dnnl_setup(backend *b, int i)
                                                             strides, pad, pad_r) != dnnl_success)
                 rc = cpu_fail(b, "layer %s: oneDNN has no backward-weights convolution", l->name);
             else
-                rc = make_primitive(b, &d->bwd_weights, &bwd_w, fwd_pd, NULL);
+                rc = make_primitive(b, &d->bwd_weights, d->impl[PASS_BWD_WEIGHTS],
+                                    &bwd_w, fwd_pd, NULL);
         }
         dnnl_primitive_desc_destroy(fwd_pd);
         if (rc)
@@ -136,7 +146,7 @@ int cpu_dnnl_setup(backend *b, int i)
         dnnl_inner_product_desc_t fwd, bwd_d, bwd_w;
         DNNL_CHECK(b, dnnl_inner_product_forward_desc_init(&fwd, dnnl_forward_training, &md.src,
                                                            &md.weights, bias_md, &md.dst));
-        if (make_primitive(b, &d->fwd, &fwd, NULL, &fwd_pd))
+        if (make_primitive(b, &d->fwd, d->impl[PASS_FWD], &fwd, NULL, &fwd_pd))
             return -1;
         int rc = 0;
         if (l->computes_input_grad) {
@@ -144,7 +154,8 @@ int cpu_dnnl_setup(backend *b, int i)
                                                            &md.dst) != dnnl_success)
                 rc = cpu_fail(b, "layer %s: oneDNN has no backward-data inner product", l->name);
             else
-                rc = make_primitive(b, &d->bwd_data, &bwd_d, fwd_pd, NULL);
+                rc = make_primitive(b, &d->bwd_data, d->impl[PASS_BWD_DATA], &bwd_d, fwd_pd,
+                                    NULL);
         }
         if (rc == 0) {
             if (dnnl_inner_product_backward_weights_desc_init(&bwd_w, &md.src, &md.weights,
@@ -152,7 +163,8 @@ int cpu_dnnl_setup(backend *b, int i)
                 rc = cpu_fail(b, "layer %s: oneDNN has no backward-weights inner product",
                               l->name);
             else
-                rc = make_primitive(b, &d->bwd_weights, &bwd_w, fwd_pd, NULL);
+                rc = make_primitive(b, &d->bwd_weights, d->impl[PASS_BWD_WEIGHTS],
+                                    &bwd_w, fwd_pd, NULL);
         }
         dnnl_primitive_desc_destroy(fwd_pd);
         if (rc)

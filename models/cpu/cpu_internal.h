@@ -10,9 +10,13 @@
 #include <stdio.h>
 
 #include "../backend.h"
+#include "../cost.h"
+
+enum { DNNL_IMPL_LEN = 40 };
 
 typedef struct {
     dnnl_primitive_t fwd, bwd_data, bwd_weights;
+    char impl[PASS_UPDATE][DNNL_IMPL_LEN];  /* oneDNN's implementation, per pass */
     dnnl_memory_t src, weights, bias, dst;              /* forward */
     dnnl_memory_t diff_dst, diff_src, diff_weights, diff_bias;
 } dnnl_layer;

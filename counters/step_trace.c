@@ -1,0 +1,145 @@
+#include "step_trace.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "perf.h"
+
+typedef struct {
+    int layer;          /* -1: the loss */
+    pass phase;
+    int64_t duration_ns;
+    perf_fp_counts counted;
+} trace_row;
+
+typedef struct {
+    trace_row *rows;
+    int n, cap;
+    perf_fp *perf;
+    perf_fp_counts last;    /* counter values at the end of the previous row */
+    int perf_failed;        /* a read failed: the step falls back to analytic */
+    char *why;
+    size_t why_len;
+} trace_state;
+
+static void record(void *ctx, int layer, pass phase, bool is_loss, double seconds)
+{
+    trace_state *s = ctx;
+    if (s->n == s->cap)
+        return; /* cannot happen: the capacity covers every operation of a step */
+    trace_row *r = &s->rows[s->n++];
+    *r = (trace_row){.layer = is_loss ? -1 : layer, .phase = phase,
+                     .duration_ns = (int64_t)(seconds * 1e9 + 0.5)};
+    if (!s->perf || s->perf_failed)
+        return;
+    perf_fp_counts now;
+    if (perf_fp_read(s->perf, &now, s->why, s->why_len)) {
+        s->perf_failed = 1;
+        return;
+    }
+    r->counted = (perf_fp_counts){now.fp64 - s->last.fp64, now.fp32 - s->last.fp32,
+                                  now.unsplit - s->last.unsplit};
+    s->last = now;
+}
+
+static FILE *open_kernels_csv(const char *path, char *err, size_t err_len)
+{
+    FILE *f = fopen(path, "a");
+    if (!f) {
+        snprintf(err, err_len, "cannot open %s for appending: %s", path, strerror(errno));
+        return NULL;
+    }
+    if (ftell(f) == 0)
+        fprintf(f, "%s\n", KERNELS_CSV_HEADER);
+    return f;
+}
+
+/* One kernels.csv row; FLOPs and bytes of the analytic model unless counted. */
+static void write_row(FILE *f, const step_driver *d, const trace_row *r, int seq, int batch,
+                      precision prec, const trace_options *opt, bool counted,
+                      trace_result *result)
+{
+    const network *net = d->net;
+    int64_t flops, bytes, written;
+    const char *layer_name, *type;
+    if (r->layer < 0) {
+        step_cost whole = cost_step(net, batch, prec, NULL);
+        flops = whole.loss_flops;
+        bytes = whole.loss_bytes;
+        written = whole.loss_written;
+        layer_name = type = "loss";
+    } else {
+        layer_cost c = cost_layer(net, r->layer, batch, prec);
+        flops = c.flops[r->phase];
+        bytes = c.bytes[r->phase];
+        written = c.written[r->phase];
+        layer_name = net->layers[r->layer].name;
+        type = r->phase == PASS_UPDATE ? "sgd" : layer_type_name(net->layers[r->layer].type);
+    }
+    int64_t fp64 = 0, fp32 = flops;
+    if (counted) {
+        /* AMD's counter does not split by precision: the CPU backend runs fp32 */
+        fp64 = r->counted.fp64;
+        fp32 = r->counted.fp32 + r->counted.unsplit;
+    }
+    char kernel[160];
+    d->ops->kernel_name(d->b, r->layer, r->phase, kernel, sizeof kernel);
+    fprintf(f, "%s,%s,%d,%d,%s,%d,%d,%s,%s,%s,%s,%lld,%lld,%lld,0,0,%lld,%lld,,,%s\n", opt->env,
+            net->model, net->res, batch, precision_name(prec), opt->repeat, seq, kernel,
+            layer_name, type, r->layer < 0 ? "loss" : pass_name(r->phase),
+            (long long)r->duration_ns, (long long)fp64, (long long)fp32,
+            (long long)(bytes - written), (long long)written, result->source);
+    result->rows++;
+    result->total_ms += r->duration_ns * 1e-6;
+    result->flops += fp64 + fp32;
+    result->bytes += bytes;
+}
+
+int trace_step(step_driver *d, int batch, precision prec, const trace_options *opt,
+               const char *path, trace_result *result, char *err, size_t err_len)
+{
+    memset(result, 0, sizeof *result);
+    trace_state s = {.why = result->perf_why, .why_len = sizeof result->perf_why};
+    /* forward, backward-data, backward-weights and update per layer, and the loss */
+    s.cap = 4 * d->net->n_layers + 1;
+    s.rows = calloc((size_t)s.cap, sizeof *s.rows);
+    if (!s.rows) {
+        snprintf(err, err_len, "out of memory for %d trace rows", s.cap);
+        return -1;
+    }
+    if (!opt->use_perf)
+        snprintf(result->perf_why, sizeof result->perf_why, "counters not asked for");
+    else if ((s.perf = perf_fp_open(result->perf_why, sizeof result->perf_why)) &&
+             perf_fp_read(s.perf, &s.last, result->perf_why, sizeof result->perf_why))
+        s.perf_failed = 1;
+
+    d->trace = record;
+    d->trace_ctx = &s;
+    float loss;
+    int rc = step_run(d, &loss);
+    d->trace = NULL;
+    d->trace_ctx = NULL;
+    bool counted = s.perf && !s.perf_failed;
+    perf_fp_close(s.perf);
+    if (rc) {
+        snprintf(err, err_len, "traced step: %s", d->ops->error(d->b));
+        free(s.rows);
+        return -1;
+    }
+    result->source = counted ? "perf" : "analytic";
+    FILE *f = open_kernels_csv(path, err, err_len);
+    if (!f) {
+        free(s.rows);
+        return -1;
+    }
+    for (int i = 0; i < s.n; i++)
+        write_row(f, d, &s.rows[i], i, batch, prec, opt, counted, result);
+    free(s.rows);
+    if (fclose(f)) {
+        snprintf(err, err_len, "writing %s failed: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}

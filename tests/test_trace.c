@@ -1,0 +1,156 @@
+/* bin/train --trace and the CPU's FLOP counters: the traced step's rows add
+ * up to the analytic step, and the counters fail over to the analytic model
+ * with one line where the PMU is closed (as on most virtual machines). */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../counters/perf.h"
+#include "../counters/step_trace.h"
+#include "helpers.h"
+
+#ifdef HAVE_DNNL
+typedef struct {
+    int rows, loss_rows, by_phase[PASS_COUNT];
+    long long flops, bytes;
+    int nonpositive_durations;
+    char source[32];
+} kernels_totals;
+
+/* Sums the kernels.csv written by one traced step; checks its shape on the way. */
+static kernels_totals read_kernels(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s", path);
+    char line[1024];
+    cr_assert_not_null(fgets(line, sizeof line, f));
+    line[strcspn(line, "\n")] = '\0';
+    cr_assert_str_eq(line, KERNELS_CSV_HEADER);
+    kernels_totals t = {0};
+    while (fgets(line, sizeof line, f)) {
+        char *field[21];
+        int n = 0;
+        line[strcspn(line, "\n")] = '\0';
+        /* split by hand: strtok would merge the empty l2 and l1 fields */
+        for (char *p = line; n < 21; n++) {
+            field[n] = p;
+            char *comma = strchr(p, ',');
+            if (!comma) {
+                n++;
+                break;
+            }
+            *comma = '\0';
+            p = comma + 1;
+        }
+        cr_assert_eq(n, 21, "row %d has %d fields", t.rows, n);
+        long long duration = atoll(field[11]);
+        t.nonpositive_durations += duration <= 0;
+        t.flops += atoll(field[12]) + atoll(field[13]) + atoll(field[14]) + atoll(field[15]);
+        t.bytes += atoll(field[16]) + atoll(field[17]);
+        snprintf(t.source, sizeof t.source, "%s", field[20]);
+        if (!strcmp(field[10], "loss"))
+            t.loss_rows++;
+        for (int p = 0; p < PASS_COUNT; p++)
+            t.by_phase[p] += !strcmp(field[10], pass_name(p));
+        cr_expect_eq(atoi(field[6]), t.rows, "seq counts the rows");
+        t.rows++;
+    }
+    fclose(f);
+    return t;
+}
+
+Test(trace, rows_add_up_to_the_analytic_step, .timeout = 120)
+{
+    char *dir = temp_dir();
+    char args[512], out[4096];
+    snprintf(args, sizeof args,
+             "train --model mobilenet_v2-cifar --batch 2 --warmup 1 --iters 2 --threads 1 "
+             "--counters analytic --env test --trace %s/kernels.csv",
+             dir);
+    cr_assert_eq(run_bin(args, 0, out, sizeof out), 0, "%s", out);
+    cr_expect(strstr(out, "of the median untraced step"), "%s", out);
+
+    char path[256];
+    snprintf(path, sizeof path, "%s/kernels.csv", dir);
+    kernels_totals t = read_kernels(path);
+    network net = build_or_fail("mobilenet_v2-cifar", 32, 10);
+    int expect[PASS_COUNT] = {0};
+    for (int i = 0; i < net.n_layers; i++) {
+        const layer *l = &net.layers[i];
+        expect[PASS_FWD]++;
+        expect[PASS_BWD_DATA] += l->computes_input_grad;
+        expect[PASS_BWD_WEIGHTS] += l->params > 0;
+        expect[PASS_UPDATE] += l->params > 0;
+    }
+    for (int p = 0; p < PASS_COUNT; p++)
+        cr_expect_eq(t.by_phase[p], expect[p], "%s rows", pass_name(p));
+    cr_expect_eq(t.loss_rows, 1);
+    step_cost cost = cost_step(&net, 2, PREC_FP32, NULL);
+    cr_expect_eq(t.flops, cost.step_flops, "FLOPs of the rows %lld, of the step %lld", t.flops,
+                 (long long)cost.step_flops);
+    cr_expect_eq(t.bytes, cost.step_bytes, "bytes of the rows");
+    cr_expect_eq(t.nonpositive_durations, 0);
+    cr_expect_str_eq(t.source, "analytic");
+    net_free(&net);
+    free(dir);
+}
+
+Test(trace, counters_fail_over_with_one_line, .timeout = 120)
+{
+    char *dir = temp_dir();
+    char args[512], err[4096];
+    snprintf(args, sizeof args,
+             "train --model resnet18-cifar --batch 2 --warmup 0 --iters 1 --threads 1 "
+             "--trace %s/kernels.csv",
+             dir);
+    cr_assert_eq(run_bin(args, 1, err, sizeof err), 0, "%s", err);
+    char why[240];
+    perf_fp *p = perf_fp_open(why, sizeof why);
+    char path[256];
+    snprintf(path, sizeof path, "%s/kernels.csv", dir);
+    kernels_totals t = read_kernels(path);
+    if (p) {
+        cr_expect_str_eq(t.source, "perf");
+        cr_expect(t.flops > 0);
+    } else {
+        cr_expect_str_eq(t.source, "analytic");
+        cr_expect_eq(count_lines(err), 1, "one line: %s", err);
+        cr_expect(strstr(err, "FLOPs from the analytic model") && strstr(err, why), "%s", err);
+    }
+    perf_fp_close(p);
+    free(dir);
+}
+
+Test(trace, bad_counters_option)
+{
+    expect_usage_error("train --model resnet18 --counters cupti", "--counters: unknown 'cupti'");
+}
+#endif /* HAVE_DNNL */
+
+/* Where the PMU is open, a known loop of dependent multiply-adds counts
+ * 2 FLOPs per iteration (an FMA counts twice on Intel and AMD alike). */
+Test(perf, counts_a_known_loop_or_says_why)
+{
+    char why[240] = "";
+    perf_fp *p = perf_fp_open(why, sizeof why);
+    if (!p) {
+        cr_expect(strlen(why) > 10, "a reason: '%s'", why);
+        cr_skip_test("no FLOP counters here: %s", why);
+    }
+    perf_fp_counts before, after;
+    cr_assert_eq(perf_fp_read(p, &before, why, sizeof why), 0, "%s", why);
+    volatile double seed = 1.0;
+    double x = seed, a = 0.999999, b = 1e-7;
+    enum { ITERS = 10000000 };
+    for (int i = 0; i < ITERS; i++)
+        x = x * a + b;
+    volatile double sink = x;
+    (void)sink;
+    cr_assert_eq(perf_fp_read(p, &after, why, sizeof why), 0, "%s", why);
+    long long counted = (after.fp64 - before.fp64) + (after.fp32 - before.fp32) +
+                        (after.unsplit - before.unsplit);
+    cr_expect(counted >= 2LL * ITERS && counted < 2LL * ITERS * 11 / 10,
+              "%lld FLOPs counted for %d multiply-adds (%s)", counted, ITERS, perf_fp_events(p));
+    perf_fp_close(p);
+}
