@@ -64,7 +64,11 @@ static double fd_loss(const fd_problem *p)
     return s;
 }
 
-/* Central differences over every element of v against the backend's gradient. */
+/* Central differences against the backend's gradient: over every element of
+ * v, or over an evenly spread sample of FD_MAX_CHECKS where v is large (the
+ * wide layers that make oneDNN choose its blocked kernels). */
+enum { FD_MAX_CHECKS = 300 };
+
 static void expect_gradient(fd_problem *p, double *v, const double *grad, int64_t n,
                             const char *what)
 {
@@ -72,7 +76,9 @@ static void expect_gradient(fd_problem *p, double *v, const double *grad, int64_
     double worst = 0.0, scale = 1.0;
     for (int64_t j = 0; j < n; j++)
         scale = fmax(scale, fabs(grad[j]));
-    for (int64_t j = 0; j < n; j++) {
+    /* an odd stride walks through every channel and position of a layout */
+    int64_t stride = n > FD_MAX_CHECKS ? (n / FD_MAX_CHECKS) | 1 : 1;
+    for (int64_t j = 0; j < n; j += stride) {
         double keep = v[j];
         v[j] = keep + h;
         double up = fd_loss(p);
@@ -222,6 +228,32 @@ Test(layers, depthwise3x3_stride2)
 {
     network net = stem((tensor_shape){6, 7, 7});
     check_layer(&net, net_conv(&net, "dw", 0, 6, 3, 2, 1, 6, false), any_sign);
+}
+
+/* Wide enough that oneDNN picks its blocked JIT kernels (nChw16c), so the
+ * reorders in and out, and the summing reorder of a shared gradient, are tested. */
+Test(layers, conv3x3_wide_blocked, .timeout = 120)
+{
+    network net = stem((tensor_shape){32, 6, 6});
+    check_layer(&net, net_conv(&net, "conv", 0, 32, 3, 1, 1, 1, false), any_sign);
+}
+
+Test(layers, conv1x1_stride2_wide_blocked, .timeout = 120)
+{
+    network net = stem((tensor_shape){32, 6, 6});
+    check_layer(&net, net_conv(&net, "conv", 0, 64, 1, 2, 0, 1, false), any_sign);
+}
+
+Test(layers, depthwise3x3_stride2_wide_blocked, .timeout = 120)
+{
+    network net = stem((tensor_shape){32, 7, 7});
+    check_layer(&net, net_conv(&net, "dw", 0, 32, 3, 2, 1, 32, false), any_sign);
+}
+
+Test(layers, conv7x7_stem_wide_output, .timeout = 120)
+{
+    network net = stem((tensor_shape){3, 12, 12});
+    check_layer(&net, net_conv(&net, "conv", 0, 32, 7, 2, 3, 1, false), any_sign);
 }
 
 Test(layers, grouped_conv)

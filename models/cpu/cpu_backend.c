@@ -95,6 +95,8 @@ static void destroy(backend *b)
     free(b->input);
     free(b->labels);
     free(b->scratch);
+    for (int k = 0; k < 3; k++)
+        free(b->blk[k]);
     if (b->stream)
         dnnl_stream_destroy(b->stream);
     if (b->engine)
@@ -175,6 +177,11 @@ static backend *create(const network *net, const backend_config *cfg, char *err,
         if (t == LAYER_CONV || t == LAYER_FC)
             rc = cpu_dnnl_setup(b, i);
     }
+    for (int k = 0; rc == 0 && k < 3; k++)
+        if (b->blk_bytes[k] && !(b->blk[k] = alloc_zeroed(b->blk_bytes[k], &total)))
+            rc = cpu_fail(b, "out of memory for oneDNN's blocked tensors (%.2f GiB so far)",
+                          total / 1073741824.0);
+    b->diff_dst_blk_layer = -1;
     if (rc) {
         snprintf(err, err_len, "%s", b->err);
         destroy(b);

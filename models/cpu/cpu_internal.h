@@ -17,8 +17,18 @@ enum { DNNL_IMPL_LEN = 40 };
 typedef struct {
     dnnl_primitive_t fwd, bwd_data, bwd_weights;
     char impl[PASS_UPDATE][DNNL_IMPL_LEN];  /* oneDNN's implementation, per pass */
-    dnnl_memory_t src, weights, bias, dst;              /* forward */
+    /* on the backend's plain tensors */
+    dnnl_memory_t src, weights, bias, dst;
     dnnl_memory_t diff_dst, diff_src, diff_weights, diff_bias;
+    /* in the layouts the primitives chose (NULL where that is the plain one):
+     * activations on the shared scratch buffers, weights kept per layer */
+    dnnl_memory_t src_blk, weights_blk, dst_blk;                  /* forward */
+    dnnl_memory_t src_blk_w, diff_dst_blk, diff_weights_blk;      /* backward-weights */
+    dnnl_memory_t diff_dst_blk_d, diff_src_blk, weights_blk_d;    /* backward-data */
+    bool diff_dst_shared;  /* backward-data takes backward-weights' diff_dst layout */
+    dnnl_primitive_t src_in, weights_in, dst_out;                 /* reorders */
+    dnnl_primitive_t src_in_w, diff_dst_in, diff_weights_out;
+    dnnl_primitive_t diff_dst_in_d, diff_src_out, diff_src_add, weights_in_d;
 } dnnl_layer;
 
 typedef struct {
@@ -39,6 +49,9 @@ struct backend {
     float *input;
     int32_t *labels;
     float *scratch;                 /* a gradient to be added into another */
+    void *blk[3];                   /* blocked activations and weight gradients (cpu_dnnl.c) */
+    size_t blk_bytes[3];
+    int diff_dst_blk_layer;         /* whose blocked diff_dst blk[1] holds, or -1 */
     uint64_t forward_count;         /* dropout masks differ from step to step */
     dnnl_engine_t engine;
     dnnl_stream_t stream;
