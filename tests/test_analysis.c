@@ -1,0 +1,756 @@
+/* The analysis stage (analysis/, bin/analyze) on small hand-made run files
+ * whose answers were worked out by hand; each expected value says how. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../analysis/csv.h"
+#include "../analysis/roofline.h"
+#include "../analysis/roofline_table.h"
+#include "../analysis/stats.h"
+#include "../analysis/steps.h"
+#include "../analysis/summary.h"
+#include "../analysis/variability.h"
+#include "helpers.h"
+
+#define NEAR(got, want, tol) cr_expect(fabs((got) - (want)) <= (tol), "%s = %.9g, want %.9g", #got, (double)(got), (double)(want))
+
+static void write_text(const char *dir, const char *name, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "cannot write %s", path);
+    fputs(text, f);
+    cr_assert_eq(fclose(f), 0);
+}
+
+static csv_table *read_ok(const char *dir, const char *name)
+{
+    char path[512], err[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    csv_table *t = csv_read(path, err, sizeof err);
+    cr_assert_not_null(t, "%s", err);
+    return t;
+}
+
+/* The row of t whose column `col` holds `value` (and `col2` `value2`, when given). */
+static int find_row(const csv_table *t, const char *col, const char *value, const char *col2,
+                    const char *value2)
+{
+    for (int i = 0; i < csv_rows(t); i++)
+        if (strcmp(csv_cell(t, i, csv_col(t, col)), value) == 0 &&
+            (!col2 || strcmp(csv_cell(t, i, csv_col(t, col2)), value2) == 0))
+            return i;
+    cr_assert_fail("no row with %s = %s", col, value);
+    return -1;
+}
+
+static double num(const csv_table *t, int row, const char *col)
+{
+    return csv_num(t, row, csv_col(t, col), NULL);
+}
+
+static const char *cell(const csv_table *t, int row, const char *col)
+{
+    return csv_cell(t, row, csv_col(t, col));
+}
+
+/* ---- csv ---------------------------------------------------------------- */
+
+Test(analysis_csv, quoting_crlf_and_blank_lines)
+{
+    char *dir = temp_dir();
+    write_text(dir, "a.csv",
+               "name,notes,value\r\n"
+               "x,\"a, b\",1.5\r\n"
+               "\n"
+               "y,\"say \"\"hi\"\"\nand more\",\r\n"
+               "z,plain,2e3"); /* no newline at the end */
+    csv_table *t = read_ok(dir, "a.csv");
+    cr_expect_eq(csv_rows(t), 3);
+    cr_expect_eq(csv_cols(t), 3);
+    cr_expect_eq(csv_col(t, "value"), 2);
+    cr_expect_eq(csv_col(t, "nope"), -1);
+    cr_expect_str_eq(csv_cell(t, 0, 1), "a, b");
+    cr_expect_str_eq(csv_cell(t, 1, 1), "say \"hi\"\nand more");
+    cr_expect_str_eq(csv_cell(t, 1, 2), "");
+    cr_expect_str_eq(csv_cell(t, 9, 0), "", "out of range reads as empty");
+    cr_expect_str_eq(csv_cell(t, 0, -1), "");
+    cr_expect_eq(csv_line(t, 2), 6, "z starts on line 6 (the quoted newline counts)");
+    bool ok;
+    cr_expect_eq(csv_num(t, 0, 2, &ok), 1.5);
+    cr_expect(ok);
+    cr_expect_eq(csv_num(t, 2, 2, &ok), 2000);
+    cr_expect(isnan(csv_num(t, 1, 2, &ok)) && !ok, "empty is not a number");
+    cr_expect(isnan(csv_num(t, 2, 1, &ok)) && !ok, "'plain' is not a number");
+    double v;
+    char err[256];
+    cr_expect_eq(csv_get_num(t, 1, 2, "a.csv", false, &v, err, sizeof err), 0);
+    cr_expect(isnan(v));
+    cr_expect_eq(csv_get_num(t, 1, 2, "a.csv", true, &v, err, sizeof err), -1);
+    cr_expect_str_eq(err, "a.csv:4: empty value");
+    cr_expect_eq(csv_get_num(t, 2, 1, "a.csv", false, &v, err, sizeof err), -1);
+    cr_expect_str_eq(err, "a.csv:6: notes 'plain' is not a number");
+    csv_free(t);
+    free(dir);
+}
+
+Test(analysis_csv, errors_name_the_file_and_line)
+{
+    char *dir = temp_dir(), path[512], err[512];
+    write_text(dir, "ragged.csv", "a,b,c\n1,2,3\n\"x\ny\",2,3\n4,5\n");
+    snprintf(path, sizeof path, "%s/ragged.csv", dir);
+    cr_expect_null(csv_read(path, err, sizeof err));
+    cr_expect(strstr(err, "ragged.csv:5: 2 fields, header has 3"), "%s", err);
+
+    write_text(dir, "open.csv", "a,b\n1,\"open\n");
+    snprintf(path, sizeof path, "%s/open.csv", dir);
+    cr_expect_null(csv_read(path, err, sizeof err));
+    cr_expect(strstr(err, "open.csv:2: unterminated quoted field"), "%s", err);
+
+    write_text(dir, "empty.csv", "");
+    snprintf(path, sizeof path, "%s/empty.csv", dir);
+    cr_expect_null(csv_read(path, err, sizeof err));
+    cr_expect(strstr(err, "empty.csv: empty file"), "%s", err);
+
+    snprintf(path, sizeof path, "%s/missing.csv", dir);
+    cr_expect_null(csv_read(path, err, sizeof err));
+    cr_expect(strstr(err, "missing.csv: cannot open"), "%s", err);
+    free(dir);
+}
+
+Test(analysis_csv, writer_quotes_and_commits_atomically)
+{
+    char *dir = temp_dir(), path[512], tmp[600], err[256];
+    snprintf(path, sizeof path, "%s/out.csv", dir);
+    FILE *f = csv_create(path, tmp, sizeof tmp, err, sizeof err);
+    cr_assert_not_null(f, "%s", err);
+    cr_expect(strstr(tmp, "out.csv.tmp"));
+    fputs("a,b,c,d\n", f);
+    csv_put_field(f, "plain");
+    fputc(',', f);
+    csv_put_field(f, "with, comma");
+    fputc(',', f);
+    csv_put_field(f, "q\"uote");
+    fputc(',', f);
+    csv_put_num(f, NAN);
+    fputc('\n', f);
+    cr_expect_neq(access(path, F_OK), 0, "nothing at the final name before the commit");
+    cr_assert_eq(csv_commit(f, tmp, path, err, sizeof err), 0, "%s", err);
+    cr_expect_neq(access(tmp, F_OK), 0, "the temporary file is renamed");
+    csv_table *t = read_ok(dir, "out.csv");
+    cr_expect_str_eq(csv_cell(t, 0, 1), "with, comma");
+    cr_expect_str_eq(csv_cell(t, 0, 2), "q\"uote");
+    cr_expect_str_eq(csv_cell(t, 0, 3), "", "NaN writes an empty cell");
+    csv_free(t);
+
+    snprintf(path, sizeof path, "%s/no/such/dir/out.csv", dir);
+    cr_expect_null(csv_create(path, tmp, sizeof tmp, err, sizeof err));
+    cr_expect(strstr(err, "cannot write") && strstr(err, "out.csv.tmp"), "%s", err);
+    free(dir);
+}
+
+/* ---- stats -------------------------------------------------------------- */
+
+Test(analysis_stats, known_sample)
+{
+    /* sorted: 2 4 4 4 5 5 7 9; mean 5, sum of squares 32, sample var 32/7;
+     * type 7: q1 at h = 1.75 -> 4, median at 3.5 -> 4.5, q3 at 5.25 -> 5 + 0.25 x 2 = 5.5;
+     * fences 4 - 2.25 = 1.75 and 5.5 + 2.25 = 7.75: only 9 is out;
+     * n = 8: P(B <= 0) = 1/256 <= 0.025 < P(B <= 1) = 9/256, so k = 1: [2, 9];
+     * drift: fifths of 1 point, first 2, last 9: +350% */
+    const double x[] = {2, 4, 4, 4, 5, 5, 7, 9};
+    stats_summary s;
+    cr_assert_eq(stats_describe(x, 8, &s), 0);
+    cr_expect_eq(s.n, 8);
+    NEAR(s.mean, 5, 1e-12);
+    NEAR(s.stddev, sqrt(32.0 / 7), 1e-12);
+    NEAR(s.cv, sqrt(32.0 / 7) / 5, 1e-12);
+    NEAR(s.q1, 4, 1e-12);
+    NEAR(s.median, 4.5, 1e-12);
+    NEAR(s.q3, 5.5, 1e-12);
+    cr_expect_eq(s.min, 2);
+    cr_expect_eq(s.max, 9);
+    cr_expect_eq(s.ci95_lo, 2);
+    cr_expect_eq(s.ci95_hi, 9);
+    cr_expect_eq(s.outliers, 1);
+    NEAR(s.drift_pct, 350, 1e-9);
+}
+
+Test(analysis_stats, quantiles_interpolate_linearly)
+{
+    /* numpy.percentile([1, 2, 3, 4], [25, 50, 75]) = 1.75, 2.5, 3.25 */
+    const double x[] = {1, 2, 3, 4};
+    NEAR(stats_quantile_sorted(x, 4, 0.25), 1.75, 1e-12);
+    NEAR(stats_quantile_sorted(x, 4, 0.5), 2.5, 1e-12);
+    NEAR(stats_quantile_sorted(x, 4, 0.75), 3.25, 1e-12);
+    cr_expect_eq(stats_quantile_sorted(x, 4, 0), 1);
+    cr_expect_eq(stats_quantile_sorted(x, 4, 1), 4);
+    cr_expect_eq(stats_quantile_sorted(x, 1, 0.25), 1);
+    cr_expect(isnan(stats_quantile_sorted(x, 0, 0.5)));
+}
+
+Test(analysis_stats, median_interval_ranks)
+{
+    /* P(B <= k-1) for B ~ Bin(n, 1/2): n = 5: 1/32 > 0.025, none;
+     * n = 6: 1/64 -> k = 1; n = 10: 11/1024 <= 0.025 < 56/1024 -> k = 2;
+     * n = 20: 21700/2^20 = 0.0207 <= 0.025 < 60460/2^20 -> k = 6 */
+    cr_expect_eq(stats_median_ci_rank(5), 0);
+    cr_expect_eq(stats_median_ci_rank(6), 1);
+    cr_expect_eq(stats_median_ci_rank(10), 2);
+    cr_expect_eq(stats_median_ci_rank(20), 6);
+    /* large n: the normal approximation n/2 - 1.96 sqrt(n)/2 = 469; no underflow */
+    int k = stats_median_ci_rank(1000);
+    cr_expect(k >= 468 && k <= 470, "k = %d", k);
+    cr_expect(stats_median_ci_rank(5000) > 2000);
+
+    const double five[] = {1, 2, 3, 4, 5};
+    stats_summary s;
+    cr_assert_eq(stats_describe(five, 5, &s), 0);
+    cr_expect(isnan(s.ci95_lo) && isnan(s.ci95_hi), "no interval below n = 6");
+    const double ten[] = {10, 1, 9, 2, 8, 3, 7, 4, 6, 5};
+    cr_assert_eq(stats_describe(ten, 10, &s), 0);
+    cr_expect_eq(s.ci95_lo, 2, "x(2)");
+    cr_expect_eq(s.ci95_hi, 9, "x(9)");
+}
+
+Test(analysis_stats, drift_uses_the_medians_of_the_fifths)
+{
+    /* n = 10: fifths of 2; first {12, 10} -> 11, last {8, 9} -> 8.5: -22.727...% */
+    const double x[] = {12, 10, 5, 5, 5, 5, 5, 5, 8, 9};
+    NEAR(stats_drift_pct(x, 10), 100.0 * (8.5 - 11) / 11, 1e-9);
+    cr_expect(isnan(stats_drift_pct(x, 4)), "no fifth below n = 5");
+}
+
+Test(analysis_stats, small_and_empty_samples)
+{
+    stats_summary s;
+    const double one[] = {3};
+    cr_assert_eq(stats_describe(one, 1, &s), 0);
+    cr_expect_eq(s.median, 3);
+    cr_expect(isnan(s.stddev) && isnan(s.cv), "no spread from one value");
+    cr_expect_eq(s.outliers, 0);
+    cr_assert_eq(stats_describe(one, 0, &s), 0);
+    cr_expect_eq(s.n, 0);
+    cr_expect(isnan(s.mean) && isnan(s.median) && isnan(s.min));
+}
+
+/* ---- roofline ----------------------------------------------------------- */
+
+/* DRAM roof 50 GB/s (dram_triad; the faster _1core row is one core's, not a
+ * roof), L2 400, fp32 200 GFLOP/s: ridge 4 FLOP/byte. */
+static const char *const peaks_csv =
+    "env,device,ceiling,value,unit,method,spec_value,threads_or_sms,notes\n"
+    "t,cpu,fp32_fma,200,GFLOP/s,m,,2,\"best of 3, pinned\"\n"
+    "t,cpu,fp32_fma_1core,100,GFLOP/s,m,,1,\n"
+    "t,cpu,fp64_fma,100,GFLOP/s,m,,2,\n"
+    "t,cpu,dram_copy,40,GB/s,m,,2,\n"
+    "t,cpu,dram_triad,50,GB/s,m,,2,\n"
+    "t,cpu,dram_triad_1core,60,GB/s,m,,1,\n"
+    "t,cpu,l2,400,GB/s,m,,2,\n"
+    "t,cpu,l3,300,GB/s,m,,2,\n"
+    "t,cpu,clock_ghz,3.5,GHz,m,,2,\n";
+
+static const char *const kernels_header =
+    "env,model,res,batch,precision,repeat,seq,kernel,layer,layer_type,phase,duration_ns,"
+    "flops_fp64,flops_fp32,flops_fp16,flops_tensor,dram_read_bytes,dram_write_bytes,"
+    "l2_bytes,l1_bytes,source\n";
+
+/* One step of t/resnet18-cifar/32/8/fp32 (durations 1+2+1+1+1 = 6 ms):
+ *  conv1   1e8 FLOP / 1e7 B = AI 10 > 4: compute; achieved 100, attainable 200 (50%)
+ *  bn1     1e6 / 1e7 = AI 0.1 < 4: memory; achieved 0.5, attainable 5 (10%)
+ *  relu    0 FLOP, 4e6 B: memory at AI 0, attainable 0
+ *  conv2   4e7 / 1e7 = AI 4, on the ridge: compute; achieved 40 (20%)
+ *  fc      tensor FLOPs at fp32: no fp32_tensor ceiling -> unknown */
+static const char *const kernels_rows =
+    "t,resnet18-cifar,32,8,fp32,0,0,conv_fwd,conv1,conv,fwd,1000000,0,100000000,0,0,6000000,4000000,,,analytic\n"
+    "t,resnet18-cifar,32,8,fp32,0,1,bn_fwd,bn1,bn,fwd,2000000,0,1000000,0,0,5000000,5000000,,,analytic\n"
+    "t,resnet18-cifar,32,8,fp32,0,2,eltwise,relu,relu,fwd,1000000,0,0,0,0,2000000,2000000,,,analytic\n"
+    "t,resnet18-cifar,32,8,fp32,0,3,conv_fwd,conv2,conv,fwd,1000000,0,40000000,0,0,5000000,5000000,,,analytic\n"
+    "t,resnet18-cifar,32,8,fp32,0,4,gemm,fc,fc,fwd,1000000,0,0,0,1000000,50000,50000,,,perf\n";
+
+static csv_table *table_from(const char *dir, const char *name, const char *text)
+{
+    write_text(dir, name, text);
+    return read_ok(dir, name);
+}
+
+Test(analysis_roofline, roofs_from_peaks)
+{
+    char *dir = temp_dir(), err[256];
+    csv_table *p = table_from(dir, "peaks.csv", peaks_csv);
+    roofs r;
+    cr_assert_eq(roofs_init(&r, p, "peaks.csv", err, sizeof err), 0, "%s", err);
+    cr_expect_eq(r.dram_gbs, 50);
+    cr_expect_str_eq(r.dram_ceiling, "dram_triad");
+    cr_expect_eq(r.l2_gbs, 400);
+    cr_expect_eq(roofs_peak(&r, "fp32_fma"), 200);
+    cr_expect_eq(roofs_peak(&r, "fp64_fma"), 100);
+    cr_expect(isnan(roofs_peak(&r, "bf16_tensor")));
+    cr_expect(isnan(roofs_peak(&r, "clock_ghz")), "GHz is no compute roof");
+
+    char buf[ROOF_CEILING_LEN];
+    cr_expect_str_eq(roof_kernel_ceiling("bf16", 0, 5, 10, 0, buf), "fp16_fma");
+    cr_expect_str_eq(roof_kernel_ceiling("bf16", 0, 5, 10, 1, buf), "bf16_tensor");
+    cr_expect_str_eq(roof_kernel_ceiling("fp32", 7, 5, NAN, NAN, buf), "fp64_fma");
+    cr_expect_str_eq(roof_kernel_ceiling("fp32", 0, 0, 0, 0, buf), "");
+    cr_expect_str_eq(roof_precision_ceiling(&r, "fp32", buf), "fp32_fma");
+    cr_expect_str_eq(roof_precision_ceiling(&r, "bf16", buf), "bf16_tensor");
+    cr_expect_str_eq(roof_precision_ceiling(&r, "fp16", buf), "fp16_fma",
+                     "no fp16_tensor figure here");
+    csv_free(p);
+
+    p = table_from(dir, "bad.csv", "env,device,value,unit\n");
+    cr_expect_eq(roofs_init(&r, p, "bad.csv", err, sizeof err), -1);
+    cr_expect_str_eq(err, "bad.csv: no column 'ceiling' in the header");
+    csv_free(p);
+
+    p = table_from(dir, "gpu.csv",
+                   "ceiling,value,unit\nhbm_copy,3000,GB/s\nhbm_triad,3100,GB/s\n"
+                   "dramatic,9999,GB/s\n");
+    cr_assert_eq(roofs_init(&r, p, "gpu.csv", err, sizeof err), 0);
+    cr_expect_eq(r.dram_gbs, 3100, "hbm_* is the DRAM roof; 'dramatic' is no dram_ row");
+    cr_expect(isnan(r.l2_gbs));
+    csv_free(p);
+    free(dir);
+}
+
+Test(analysis_roofline, point_arithmetic_both_sides_of_the_ridge)
+{
+    roof_point left = {.flops = 1e6, .dram_bytes = 1e7, .l2_bytes = NAN, .duration_ns = 2e6,
+                       .peak_gflops = 200, .dram_gbs = 50, .l2_gbs = NAN};
+    roof_point_eval(&left);
+    NEAR(left.ridge_ai, 4, 1e-12);
+    NEAR(left.ai_dram, 0.1, 1e-12);
+    cr_expect(isnan(left.ai_l2));
+    NEAR(left.achieved_gflops, 0.5, 1e-12);
+    NEAR(left.attainable_gflops, 5, 1e-12);
+    NEAR(left.pct_of_attainable, 10, 1e-9);
+    cr_expect_eq(left.bound, BOUND_MEMORY);
+
+    roof_point right = left;
+    right.flops = 1e8;
+    right.duration_ns = 1e6;
+    roof_point_eval(&right);
+    NEAR(right.ai_dram, 10, 1e-12);
+    NEAR(right.attainable_gflops, 200, 1e-12);
+    NEAR(right.pct_of_attainable, 50, 1e-9);
+    cr_expect_eq(right.bound, BOUND_COMPUTE);
+
+    roof_point ridge = left;
+    ridge.flops = 4e7;
+    roof_point_eval(&ridge);
+    cr_expect_eq(ridge.bound, BOUND_COMPUTE, "on the ridge is not left of it");
+
+    roof_point no_peak = right;
+    no_peak.peak_gflops = NAN;
+    roof_point_eval(&no_peak);
+    cr_expect_eq(no_peak.bound, BOUND_UNKNOWN);
+    cr_expect(isnan(no_peak.attainable_gflops) && isnan(no_peak.pct_of_attainable));
+    NEAR(no_peak.achieved_gflops, 100, 1e-12);
+    cr_expect_str_eq(roof_bound_name(no_peak.bound), "unknown");
+}
+
+Test(analysis_roofline, kernels_layer_types_and_step)
+{
+    char *dir = temp_dir(), err[256], text[4096];
+    csv_table *p = table_from(dir, "peaks.csv", peaks_csv);
+    snprintf(text, sizeof text, "%s%s", kernels_header, kernels_rows);
+    csv_table *k = table_from(dir, "kernels.csv", text);
+    roofs r;
+    cr_assert_eq(roofs_init(&r, p, "peaks.csv", err, sizeof err), 0);
+    roofline rl;
+    cr_assert_eq(roofline_build(k, "kernels.csv", &r, &rl, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(rl.n, 1);
+    const roof_config *c = roofline_find(&rl, "t", "resnet18-cifar", 32, 8, "fp32");
+    cr_assert_not_null(c);
+    cr_expect_null(roofline_find(&rl, "t", "resnet18-cifar", 32, 16, "fp32"));
+    /* 5 kernels, 4 layer types (conv, bn, relu, fc), 1 step */
+    cr_assert_eq(c->n, 10);
+    const roof_row *conv1 = &c->rows[0], *bn = &c->rows[1], *relu = &c->rows[2],
+                   *conv2 = &c->rows[3], *fc = &c->rows[4];
+    cr_expect_str_eq(conv1->layer, "conv1");
+    cr_expect_eq(conv1->pt.bound, BOUND_COMPUTE);
+    NEAR(conv1->pt.pct_of_attainable, 50, 1e-9);
+    NEAR(conv1->time_share, 1.0 / 6, 1e-12);
+    cr_expect_str_eq(conv1->ceiling, "fp32_fma");
+    cr_expect_eq(bn->pt.bound, BOUND_MEMORY);
+    NEAR(bn->pt.attainable_gflops, 5, 1e-12);
+    cr_expect_eq(relu->pt.bound, BOUND_MEMORY, "zero FLOPs sit at AI 0");
+    cr_expect_eq(relu->pt.attainable_gflops, 0);
+    cr_expect(isnan(relu->pt.pct_of_attainable));
+    cr_expect_eq(conv2->pt.bound, BOUND_COMPUTE);
+    NEAR(conv2->pt.pct_of_attainable, 20, 1e-9);
+    cr_expect_str_eq(fc->ceiling, "fp32_tensor");
+    cr_expect_eq(fc->pt.bound, BOUND_UNKNOWN, "a missing ceiling");
+    cr_expect(isnan(fc->pt.attainable_gflops));
+
+    /* conv: 2 ms, 1.4e8 FLOP, 2e7 B: AI 7, achieved 70, attainable 200: 35% */
+    const roof_row *conv = &c->rows[5];
+    cr_expect_str_eq(conv->level, "layer_type");
+    cr_expect_str_eq(conv->name, "conv");
+    NEAR(conv->count, 2, 0);
+    NEAR(conv->pt.ai_dram, 7, 1e-12);
+    NEAR(conv->pt.pct_of_attainable, 35, 1e-9);
+    NEAR(conv->time_share, 2.0 / 6, 1e-12);
+    cr_expect_str_eq(c->rows[6].name, "bn");
+    cr_expect_str_eq(c->rows[7].name, "relu");
+    cr_expect_str_eq(c->rows[8].name, "fc");
+    /* step: 1.42e8 FLOP over 3.41e7 B = AI 4.164 > 4: compute, under fp32_fma
+     * (1.41e8 of the FLOPs); memory-bound time (bn 2 + relu 1) / 6 = 0.5 */
+    const roof_row *step = &c->rows[9];
+    cr_expect_str_eq(step->level, "step");
+    cr_expect_str_eq(step->ceiling, "fp32_fma");
+    NEAR(step->pt.duration_ns, 6e6, 0);
+    NEAR(step->pt.ai_dram, 1.42e8 / 3.41e7, 1e-9);
+    cr_expect_eq(step->pt.bound, BOUND_COMPUTE);
+    NEAR(step->time_share, 1, 1e-12);
+    cr_expect_str_eq(step->source, "mixed");
+    NEAR(c->mem_bound_share, 0.5, 1e-12);
+    roofline_free(&rl);
+    csv_free(k);
+    csv_free(p);
+    free(dir);
+}
+
+Test(analysis_roofline, repeats_and_repeated_kernels_average_per_step)
+{
+    /* The same conv twice per step (count 2) in two traced repeats: per-step
+     * sums are half the file's. */
+    char *dir = temp_dir(), err[256];
+    char text[2048];
+    snprintf(text, sizeof text, "%s%s", kernels_header,
+             "t,m,32,8,fp32,0,0,k,l,conv,fwd,1000,0,1000,0,0,100,100,,,perf\n"
+             "t,m,32,8,fp32,0,1,k,l,conv,fwd,3000,0,1000,0,0,100,100,,,perf\n"
+             "t,m,32,8,fp32,1,0,k,l,conv,fwd,1000,0,1000,0,0,100,100,,,perf\n"
+             "t,m,32,8,fp32,1,1,k,l,conv,fwd,3000,0,1000,0,0,100,100,,,perf\n"
+             "t,m,64,8,fp32,0,0,k,l,conv,fwd,1000,0,1000,0,0,100,100,,,perf\n");
+    csv_table *k = table_from(dir, "kernels.csv", text);
+    roofs r;
+    cr_assert_eq(roofs_init(&r, NULL, "peaks.csv", err, sizeof err), 0);
+    roofline rl;
+    cr_assert_eq(roofline_build(k, "kernels.csv", &r, &rl, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(rl.n, 2, "res 32 and res 64 are two configurations");
+    const roof_config *c = &rl.configs[0];
+    cr_expect_eq(c->repeats, 2);
+    cr_assert_eq(c->n, 3);
+    NEAR(c->rows[0].count, 2, 0);
+    NEAR(c->rows[0].pt.duration_ns, 4000, 0);
+    NEAR(c->rows[0].pt.flops, 2000, 0);
+    NEAR(c->rows[0].pt.dram_bytes, 400, 0);
+    NEAR(c->rows[0].pt.achieved_gflops, 0.5, 1e-12);
+    cr_expect_eq(c->rows[0].pt.bound, BOUND_UNKNOWN, "no peaks.csv: no bound");
+    cr_expect(isnan(c->mem_bound_share));
+    roofline_free(&rl);
+    csv_free(k);
+    free(dir);
+}
+
+Test(analysis_roofline, bad_kernel_rows_name_the_line)
+{
+    char *dir = temp_dir(), err[256], text[2048];
+    roofs r;
+    roofs_init(&r, NULL, "", err, sizeof err);
+    roofline rl;
+    snprintf(text, sizeof text, "%s%s", kernels_header,
+             "t,m,32,8,fp32,0,0,k,l,conv,fwd,1000,0,lots,0,0,100,100,,,perf\n");
+    csv_table *k = table_from(dir, "kernels.csv", text);
+    cr_expect_eq(roofline_build(k, "kernels.csv", &r, &rl, err, sizeof err), -1);
+    cr_expect_str_eq(err, "kernels.csv:2: flops_fp32 'lots' is not a number");
+    csv_free(k);
+    k = table_from(dir, "k2.csv", "env,model\nt,m\n");
+    cr_expect_eq(roofline_build(k, "k2.csv", &r, &rl, err, sizeof err), -1);
+    cr_expect_str_eq(err, "k2.csv: no column 'res' in the header");
+    csv_free(k);
+    free(dir);
+}
+
+Test(analysis_roofline, csv_round_trip)
+{
+    char *dir = temp_dir(), err[256], text[4096], path[512];
+    csv_table *p = table_from(dir, "peaks.csv", peaks_csv);
+    snprintf(text, sizeof text, "%s%s", kernels_header, kernels_rows);
+    csv_table *k = table_from(dir, "kernels.csv", text);
+    roofs r;
+    roofs_init(&r, p, "peaks.csv", err, sizeof err);
+    roofline rl;
+    cr_assert_eq(roofline_build(k, "kernels.csv", &r, &rl, err, sizeof err), 0);
+    snprintf(path, sizeof path, "%s/roofline.csv", dir);
+    cr_assert_eq(roofline_write(&rl, path, err, sizeof err), 0, "%s", err);
+    csv_table *out = read_ok(dir, "roofline.csv");
+    cr_expect_eq(csv_cols(out), 28);
+    cr_expect_eq(csv_rows(out), 10);
+    int bn = find_row(out, "name", "bn_fwd", NULL, NULL);
+    cr_expect_str_eq(cell(out, bn, "bound"), "memory");
+    NEAR(num(out, bn, "ridge_ai"), 4, 1e-12);
+    NEAR(num(out, bn, "pct_of_attainable"), 10, 1e-4);
+    cr_expect_str_eq(cell(out, bn, "l2_bytes"), "", "not measured stays empty");
+    int fc = find_row(out, "name", "gemm", NULL, NULL);
+    cr_expect_str_eq(cell(out, fc, "bound"), "unknown");
+    cr_expect_str_eq(cell(out, fc, "attainable_gflops"), "");
+    int step = find_row(out, "level", "step", NULL, NULL);
+    NEAR(num(out, step, "duration_ns"), 6e6, 0);
+    csv_free(out);
+    roofline_free(&rl);
+    csv_free(k);
+    csv_free(p);
+    free(dir);
+}
+
+/* ---- summary and variability --------------------------------------------- */
+
+static const char *const steps_header =
+    "env,backend,model,res,batch,precision,world_size,rank,repeat,iter,step_ms,images_per_s,"
+    "loss\n";
+
+/* resnet18-cifar: repeat 0 takes 10 20 30 40 50 ms (written out of order),
+ * repeat 1 takes 20 20 20 20 20; rank 1's rows are ignored. */
+static const char *const steps_rows =
+    "t,cpu,resnet18-cifar,32,8,fp32,1,0,0,1,20,400,1\n"
+    "t,cpu,resnet18-cifar,32,8,fp32,1,0,0,0,10,800,1\n"
+    "t,cpu,resnet18-cifar,32,8,fp32,1,0,0,2,30,266.667,1\n"
+    "t,cpu,resnet18-cifar,32,8,fp32,1,0,0,3,40,200,1\n"
+    "t,cpu,resnet18-cifar,32,8,fp32,1,0,0,4,50,160,1\n"
+    "t,cpu,resnet18-cifar,32,8,fp32,1,1,0,0,999,8,1\n"
+    "t,cpu,resnet18-cifar,32,8,fp32,1,0,1,0,20,400,1\n"
+    "t,cpu,resnet18-cifar,32,8,fp32,1,0,1,1,20,400,1\n"
+    "t,cpu,resnet18-cifar,32,8,fp32,1,0,1,2,20,400,1\n"
+    "t,cpu,resnet18-cifar,32,8,fp32,1,0,1,3,20,400,1\n"
+    "t,cpu,resnet18-cifar,32,8,fp32,1,0,1,4,20,400,1\n"
+    "t,cpu,nosuchnet,32,8,fp32,1,0,0,0,5,,1\n";
+
+static const char *const configs_csv =
+    "config,model,res,batch,precision,repeat,status,seconds,log\n"
+    "1/4,resnet18-cifar,32,8,fp32,0,ok,3,logs/1.log\n"
+    "2/4,resnet18-cifar,32,8,fp32,1,failed (exit 1),3,logs/2.log\n"
+    "1/4,resnet18-cifar,32,8,fp32,trace,ok,3,logs/1t.log\n"
+    "3/4,nosuchnet,32,8,fp32,0,ok,1,logs/3.log\n"
+    "3/4,nosuchnet,32,8,fp32,trace,failed (exit 1),1,logs/3t.log\n"
+    "4/4,vgg16-cifar,32,8,fp32,0,\"skipped (needs 9 GiB, has 4)\",0,logs/4.log\n";
+
+Test(analysis_summary, steps_grouping)
+{
+    char *dir = temp_dir(), err[256], text[4096];
+    snprintf(text, sizeof text, "%s%s", steps_header, steps_rows);
+    csv_table *t = table_from(dir, "steps.csv", text);
+    step_table st;
+    cr_assert_eq(steps_group(t, "steps.csv", &st, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(st.n, 2);
+    const step_config *c = &st.configs[0];
+    cr_expect_eq(c->n, 10, "rank 0's rows");
+    cr_expect_eq(c->repeats, 2);
+    cr_expect_eq(c->iters, 5);
+    const double want[] = {10, 20, 30, 40, 50};
+    for (int i = 0; i < 5; i++)
+        cr_expect_eq(c->step_ms[i], want[i], "sorted by iter");
+    int n, start = steps_of_repeat(c, 1, &n);
+    cr_expect_eq(start, 5);
+    cr_expect_eq(n, 5);
+    steps_free(&st);
+    csv_free(t);
+
+    snprintf(text, sizeof text, "%s%s", steps_header, "t,cpu,m,32,8,fp32,1,0,0,0,-3,1,1\n");
+    t = table_from(dir, "bad.csv", text);
+    cr_expect_eq(steps_group(t, "bad.csv", &st, err, sizeof err), -1);
+    cr_expect_str_eq(err, "bad.csv:2: step_ms '-3' is out of range (expected milliseconds > 0)");
+    csv_free(t);
+    free(dir);
+}
+
+Test(analysis_summary, rows_status_and_analytic_flops)
+{
+    char *dir = temp_dir(), err[256], text[4096], path[512];
+    snprintf(text, sizeof text, "%s%s", steps_header, steps_rows);
+    csv_table *steps_t = table_from(dir, "steps.csv", text);
+    csv_table *configs = table_from(dir, "configs.csv", configs_csv);
+    csv_table *p = table_from(dir, "peaks.csv", peaks_csv);
+    snprintf(text, sizeof text, "%s%s", kernels_header, kernels_rows);
+    csv_table *k = table_from(dir, "kernels.csv", text);
+    roofs r;
+    roofs_init(&r, p, "peaks.csv", err, sizeof err);
+    roofline rl;
+    cr_assert_eq(roofline_build(k, "kernels.csv", &r, &rl, err, sizeof err), 0);
+    step_table st;
+    cr_assert_eq(steps_group(steps_t, "steps.csv", &st, err, sizeof err), 0);
+    summary s;
+    cr_assert_eq(summary_build(&st, configs, "configs.csv", &rl, &r, &s, err, sizeof err), 0,
+                 "%s", err);
+    cr_assert_eq(s.n, 3, "two measured configurations and one skipped");
+
+    /* pooled step times 10 20 20 20 20 20 20 30 40 50: median 20;
+     * images/s 160 200 266.667 400 x 6 800: q1 at h = 2.25 -> 266.667 + 0.25 x 133.333 */
+    const summary_row *a = &s.rows[0];
+    cr_expect_str_eq(a->model, "resnet18-cifar");
+    cr_expect_eq(a->repeats, 2);
+    cr_expect_eq(a->iters, 5);
+    NEAR(a->step_ms_median, 20, 1e-12);
+    NEAR(a->ips_median, 400, 1e-12);
+    NEAR(a->ips_q1, 266.667 + 0.25 * (400 - 266.667), 1e-9);
+    NEAR(a->ips_q3, 400, 1e-12);
+    network net = build_or_fail("resnet18-cifar", 32, 10);
+    double gflop = cost_step(&net, 8, PREC_FP32, NULL).step_flops / 1e9;
+    net_free(&net);
+    NEAR(a->analytic_gflop, gflop, 1e-9);
+    NEAR(a->achieved_tflops, gflop / 20, 1e-12);
+    cr_expect_str_eq(a->ceiling, "fp32_fma");
+    NEAR(a->pct_of_peak, 100 * gflop / 20 * 1e3 / 200, 1e-9);
+    NEAR(a->mem_bound_share, 0.5, 1e-12);
+    cr_expect_str_eq(a->status, "failed (exit 1)", "the first attempt that was not ok");
+
+    const summary_row *b = &s.rows[1];
+    cr_expect_str_eq(b->model, "nosuchnet");
+    cr_expect(isnan(b->analytic_gflop) && isnan(b->achieved_tflops) && isnan(b->pct_of_peak),
+              "a model the zoo does not know has empty analytic columns");
+    NEAR(b->ips_median, 8 * 1e3 / 5, 1e-9); /* images_per_s empty: from the batch */
+    cr_expect_str_eq(b->status, "ok; trace: failed (exit 1)");
+    cr_expect_eq(b->repeats, 1, "the trace pass is no repeat");
+
+    const summary_row *c = &s.rows[2];
+    cr_expect_str_eq(c->model, "vgg16-cifar");
+    cr_expect_str_eq(c->status, "skipped (needs 9 GiB, has 4)");
+    cr_expect(isnan(c->ips_median) && isnan(c->step_ms_median));
+    cr_expect_eq(c->repeats, 1);
+
+    snprintf(path, sizeof path, "%s/summary.csv", dir);
+    cr_assert_eq(summary_write(&s, path, err, sizeof err), 0, "%s", err);
+    csv_table *out = read_ok(dir, "summary.csv");
+    cr_expect_eq(csv_cols(out), 21);
+    cr_expect_eq(csv_rows(out), 3);
+    int skipped = find_row(out, "model", "vgg16-cifar", NULL, NULL);
+    cr_expect_str_eq(cell(out, skipped, "status"), "skipped (needs 9 GiB, has 4)");
+    cr_expect_str_eq(cell(out, skipped, "images_per_s_median"), "");
+    cr_expect_str_eq(cell(out, skipped, "iters"), "");
+    int unknown = find_row(out, "model", "nosuchnet", NULL, NULL);
+    cr_expect_str_eq(cell(out, unknown, "analytic_gflop_per_step"), "");
+    cr_expect_str_eq(cell(out, unknown, "mem_bound_time_share"), "");
+    csv_free(out);
+    summary_free(&s);
+    steps_free(&st);
+    roofline_free(&rl);
+    csv_free(k);
+    csv_free(p);
+    csv_free(configs);
+    csv_free(steps_t);
+    free(dir);
+}
+
+Test(analysis_summary, variability_rows)
+{
+    char *dir = temp_dir(), err[256], text[4096], path[512];
+    snprintf(text, sizeof text, "%s%s", steps_header, steps_rows);
+    csv_table *t = table_from(dir, "steps.csv", text);
+    step_table st;
+    cr_assert_eq(steps_group(t, "steps.csv", &st, err, sizeof err), 0);
+    snprintf(path, sizeof path, "%s/variability.csv", dir);
+    cr_assert_eq(variability_write(&st, path, err, sizeof err), 0, "%s", err);
+    csv_table *v = read_ok(dir, "variability.csv");
+    cr_expect_eq(csv_cols(v), 17);
+    /* resnet18-cifar: repeat=0, repeat=1, iterations, repeats; nosuchnet: repeat=0,
+     * iterations, repeats */
+    cr_expect_eq(csv_rows(v), 7);
+    /* repeat 0: 10..50: mean 30, sample sd sqrt(1000/4) = 15.811, cv 0.527,
+     * drift (50 - 10) / 10 = +400% */
+    int r0 = find_row(v, "scope", "repeat=0", "model", "resnet18-cifar");
+    NEAR(num(v, r0, "n"), 5, 0);
+    NEAR(num(v, r0, "mean"), 30, 1e-9);
+    NEAR(num(v, r0, "stddev"), sqrt(250.0), 1e-4);
+    NEAR(num(v, r0, "cv"), sqrt(250.0) / 30, 1e-5);
+    NEAR(num(v, r0, "drift_pct"), 400, 1e-9);
+    cr_expect_str_eq(cell(v, r0, "ci95_lo"), "", "no interval for n = 5");
+    /* pooled: 10 20 20 20 20 20 20 30 40 50: q1 20, q3 27.5, fences 8.75 and 38.75:
+     * 40 and 50 are outliers; n = 10 interval [x(2), x(9)] = [20, 40] */
+    int pooled = find_row(v, "scope", "iterations", "model", "resnet18-cifar");
+    NEAR(num(v, pooled, "n"), 10, 0);
+    NEAR(num(v, pooled, "median"), 20, 1e-9);
+    NEAR(num(v, pooled, "outliers"), 2, 0);
+    NEAR(num(v, pooled, "ci95_lo"), 20, 1e-9);
+    NEAR(num(v, pooled, "ci95_hi"), 40, 1e-9);
+    /* over the repeats' medians 30 and 20 */
+    int reps = find_row(v, "scope", "repeats", "model", "resnet18-cifar");
+    NEAR(num(v, reps, "n"), 2, 0);
+    NEAR(num(v, reps, "median"), 25, 1e-9);
+    NEAR(num(v, reps, "min"), 20, 1e-9);
+    csv_free(v);
+    steps_free(&st);
+    csv_free(t);
+    free(dir);
+}
+
+/* ---- bin/analyze end to end ---------------------------------------------- */
+
+static void write_run(const char *dir, bool kernels)
+{
+    char text[4096];
+    snprintf(text, sizeof text, "%s%s", steps_header, steps_rows);
+    write_text(dir, "steps.csv", text);
+    write_text(dir, "peaks.csv", peaks_csv);
+    write_text(dir, "configs.csv", configs_csv);
+    if (kernels) {
+        snprintf(text, sizeof text, "%s%s", kernels_header, kernels_rows);
+        write_text(dir, "kernels.csv", text);
+    }
+}
+
+Test(analysis_bin, writes_three_csvs, .timeout = 60)
+{
+    char *dir = temp_dir(), args[512], out[8192], path[512];
+    write_run(dir, true);
+    snprintf(args, sizeof args, "analyze %s", dir);
+    cr_assert_eq(run_bin(args, 0, out, sizeof out), 0, "%s", out);
+    cr_expect(strstr(out, "img/s median [IQR]") && strstr(out, "resnet18-cifar") &&
+                  strstr(out, "skipped (needs 9 GiB, has 4)"),
+              "%s", out);
+    const char *names[] = {"roofline.csv", "summary.csv", "variability.csv"};
+    const int cols[] = {28, 21, 17}, rows[] = {10, 3, 7};
+    for (int i = 0; i < 3; i++) {
+        csv_table *t = read_ok(dir, names[i]);
+        cr_expect_eq(csv_cols(t), cols[i], "%s", names[i]);
+        cr_expect_eq(csv_rows(t), rows[i], "%s", names[i]);
+        csv_free(t);
+        snprintf(path, sizeof path, "%s/%s.tmp", dir, names[i]);
+        cr_expect_neq(access(path, F_OK), 0, "%s left behind", path);
+    }
+    free(dir);
+}
+
+Test(analysis_bin, without_kernels_the_roofline_is_empty, .timeout = 60)
+{
+    char *dir = temp_dir(), args[512], out[8192];
+    write_run(dir, false);
+    snprintf(args, sizeof args, "analyze %s", dir);
+    cr_assert_eq(run_bin(args, 0, out, sizeof out), 0, "%s", out);
+    cr_expect(strstr(out, "no kernels.csv"), "%s", out);
+    csv_table *t = read_ok(dir, "roofline.csv");
+    cr_expect_eq(csv_rows(t), 0);
+    cr_expect_eq(csv_cols(t), 28);
+    csv_free(t);
+    t = read_ok(dir, "summary.csv");
+    cr_expect_eq(csv_rows(t), 3);
+    csv_free(t);
+    free(dir);
+}
+
+Test(analysis_bin, bad_input_is_one_line_and_status_2, .timeout = 60)
+{
+    char *dir = temp_dir(), args[600];
+    expect_usage_error("analyze", "missing RUN_DIR");
+    expect_usage_error("analyze --bogus x", "--bogus");
+    snprintf(args, sizeof args, "analyze %s/nowhere", dir);
+    expect_usage_error(args, "is not a directory");
+    snprintf(args, sizeof args, "analyze %s", dir);
+    expect_usage_error(args, "steps.csv: cannot open");
+    char text[4096];
+    snprintf(text, sizeof text, "%s%s", steps_header, "t,cpu,m,32,8,fp32,1,0,0,0,5\n");
+    write_text(dir, "steps.csv", text);
+    expect_usage_error(args, "steps.csv:2: 11 fields, header has 13");
+    snprintf(text, sizeof text, "%s%s", steps_header, steps_rows);
+    write_text(dir, "steps.csv", text);
+    write_text(dir, "kernels.csv", "env,model\nt,m\n");
+    write_text(dir, "peaks.csv", peaks_csv);
+    expect_usage_error(args, "kernels.csv: no column 'res'");
+    free(dir);
+}
