@@ -14,7 +14,10 @@
 #include "graph.h"
 
 /* The host-visible buffers of a layer. For batch norm WEIGHT is gamma and BIAS
- * beta; for conv and fc WEIGHT is laid out as PyTorch's (out, in/groups, k, k). */
+ * beta; for conv and fc WEIGHT is laid out as PyTorch's (out, in/groups, k, k).
+ * Backends save memory as PyTorch does: an activation may overwrite its input
+ * (in place), and an OUTPUT_GRAD is only defined from the backward of its
+ * first consumer to the backward of its own layer. */
 typedef enum {
     BUF_OUTPUT,        /* N x C x H x W, NCHW */
     BUF_OUTPUT_GRAD,   /* gradient of the loss with respect to BUF_OUTPUT */

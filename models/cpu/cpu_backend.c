@@ -62,13 +62,14 @@ static int64_t available_memory_bytes(void)
 
 /* Bytes create() will allocate, so that a batch too large is reported as such
  * before anything is touched. */
-static int64_t planned_bytes(const network *net, int batch)
+static int64_t planned_bytes(const network *net, int batch, const cpu_plan *plan)
 {
     int64_t floats = (int64_t)batch * shape_elems(net->input), largest = 0;
+    floats += cpu_plan_floats(plan, net, batch);
     for (int i = 0; i < net->n_layers; i++) {
         const layer *l = &net->layers[i];
         int64_t out = backend_buffer_elems(net, i, batch, BUF_OUTPUT);
-        floats += 2 * out + 3 * l->params;
+        floats += 3 * l->params;
         largest = out > largest ? out : largest;
         if (l->type == LAYER_BN)
             floats += 4 * (int64_t)l->in_shape.c;
@@ -84,14 +85,21 @@ static void destroy(backend *b)
         for (int i = 0; i < b->net->n_layers; i++) {
             cpu_layer *cl = &b->layers[i];
             cpu_dnnl_destroy(&cl->dnnl);
-            void *bufs[] = {cl->out,  cl->grad,  cl->w,        cl->dw,      cl->vw,
-                            cl->bias, cl->dbias, cl->vbias,    cl->mean,    cl->rstd,
+            if (b->plan.out_owner && b->plan.out_owner[i] == i)
+                free(cl->out);
+            void *bufs[] = {cl->w,        cl->dw,      cl->vw,     cl->bias,
+                            cl->dbias,    cl->vbias,   cl->mean,   cl->rstd,
                             cl->run_mean, cl->run_var, cl->argmax, cl->keep};
             for (size_t k = 0; k < sizeof bufs / sizeof bufs[0]; k++)
                 free(bufs[k]);
         }
         free(b->layers);
     }
+    if (b->grad_slabs)
+        for (int s = 0; s < b->plan.n_slabs; s++)
+            free(b->grad_slabs[s]);
+    free(b->grad_slabs);
+    cpu_plan_free(&b->plan);
     free(b->input);
     free(b->labels);
     free(b->scratch);
@@ -114,7 +122,13 @@ static int allocate_layer(backend *b, int i, size_t *total)
     size_t wts = (size_t)backend_buffer_elems(net, i, n, BUF_WEIGHT) * sizeof(float);
     size_t bias = (size_t)backend_buffer_elems(net, i, n, BUF_BIAS) * sizeof(float);
     size_t ch = (size_t)l->in_shape.c * sizeof(float);
-    bool ok = (cl->out = alloc_zeroed(out, total)) && (cl->grad = alloc_zeroed(out, total));
+    int owner = b->plan.out_owner[i], slab = b->plan.grad_slab[i];
+    bool ok = true;
+    if (owner == i)
+        ok = (cl->out = alloc_zeroed(out, total)) != NULL;
+    else
+        cl->out = b->layers[owner].out; /* in place: the owner comes first */
+    cl->grad = slab >= 0 ? b->grad_slabs[slab] : NULL;
     if (ok && wts)
         ok = (cl->w = alloc_zeroed(wts, total)) && (cl->dw = alloc_zeroed(wts, total)) &&
              (cl->vw = alloc_zeroed(wts, total));
@@ -136,17 +150,20 @@ static int allocate_layer(backend *b, int i, size_t *total)
 
 static backend *create(const network *net, const backend_config *cfg, char *err, size_t err_len)
 {
-    int64_t need = planned_bytes(net, cfg->batch), have = available_memory_bytes();
+    backend *b = calloc(1, sizeof *b);
+    if (!b || cpu_plan_make(net, cfg->batch, &b->plan)) {
+        free(b);
+        snprintf(err, err_len, "out of memory creating the CPU backend");
+        return NULL;
+    }
+    int64_t need = planned_bytes(net, cfg->batch, &b->plan), have = available_memory_bytes();
     if (have > 0 && need > have) {
         snprintf(err, err_len,
                  "batch %d of %s needs %.2f GiB of memory for activations, gradients and "
                  "parameters; %.2f GiB is available: use a smaller --batch",
                  cfg->batch, net->model, need / 1073741824.0, have / 1073741824.0);
-        return NULL;
-    }
-    backend *b = calloc(1, sizeof *b);
-    if (!b) {
-        snprintf(err, err_len, "out of memory creating the CPU backend");
+        cpu_plan_free(&b->plan);
+        free(b);
         return NULL;
     }
     b->net = net;
@@ -164,7 +181,12 @@ static backend *create(const network *net, const backend_config *cfg, char *err,
     b->input = alloc_zeroed((size_t)cfg->batch * shape_elems(net->input) * sizeof(float), &total);
     b->labels = alloc_zeroed((size_t)cfg->batch * sizeof(int32_t), &total);
     b->scratch = alloc_zeroed((size_t)largest * sizeof(float), &total);
-    if (!b->layers || !b->input || !b->labels || !b->scratch)
+    b->grad_slabs = calloc((size_t)b->plan.n_slabs + 1, sizeof *b->grad_slabs);
+    for (int s = 0; b->grad_slabs && s < b->plan.n_slabs; s++)
+        if (!(b->grad_slabs[s] = alloc_zeroed((size_t)b->plan.slab_elems[s] * sizeof(float),
+                                              &total)))
+            rc = -1;
+    if (rc || !b->layers || !b->input || !b->labels || !b->scratch || !b->grad_slabs)
         rc = cpu_fail(b, "out of memory for the batch (%.2f GiB so far)", total / 1073741824.0);
     if (rc == 0 && dnnl_engine_create(&b->engine, dnnl_cpu, 0) != dnnl_success)
         rc = cpu_fail(b, "oneDNN: cannot create a CPU engine");
