@@ -1,79 +1,39 @@
 #include "peaks_csv.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-/* RFC 4180: quote only what needs it, so ordinary rows stay greppable. */
-static void put_field(FILE *f, const char *s)
-{
-    if (!strpbrk(s, ",\"\n\r")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
-static void put_number(FILE *f, double v)
-{
-    if (isfinite(v))
-        fprintf(f, "%.6g", v);
-}
+#include "../analysis/csv.h"
 
 int peaks_csv_write(const char *path, const char *env, const peak_table *t, char *err,
                     size_t err_len)
 {
     char tmp[4096];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp) {
-        snprintf(err, err_len, "output path too long: %s", path);
+    FILE *f = csv_create(path, tmp, sizeof tmp, err, err_len);
+    if (!f)
         return -1;
-    }
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        snprintf(err, err_len, "cannot write %s: %s", tmp, strerror(errno));
-        return -1;
-    }
     fputs(PEAKS_CSV_HEADER "\n", f);
     for (int i = 0; i < t->n; i++) {
         const peak_row *r = &t->rows[i];
-        put_field(f, env);
+        csv_put_field(f, env);
         fputc(',', f);
-        put_field(f, r->device);
+        csv_put_field(f, r->device);
         fputc(',', f);
-        put_field(f, r->ceiling);
+        csv_put_field(f, r->ceiling);
         fputc(',', f);
-        put_number(f, r->value);
+        csv_put_num(f, r->value);
         fputc(',', f);
-        put_field(f, r->unit);
+        csv_put_field(f, r->unit);
         fputc(',', f);
-        put_field(f, r->method);
+        csv_put_field(f, r->method);
         fputc(',', f);
-        put_number(f, r->spec_value);
+        csv_put_num(f, r->spec_value);
         fprintf(f, ",%d,", r->threads_or_sms);
-        put_field(f, r->notes);
+        csv_put_field(f, r->notes);
         fputc('\n', f);
     }
-    /* a full disk shows up at fflush/fclose, not at fprintf */
-    int failed = ferror(f) | fflush(f);
-    failed |= fclose(f);
-    if (failed) {
-        snprintf(err, err_len, "writing %s failed: %s", tmp, strerror(errno));
-        remove(tmp);
-        return -1;
-    }
-    if (rename(tmp, path) != 0) {
-        snprintf(err, err_len, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-        remove(tmp);
-        return -1;
-    }
-    return 0;
+    return csv_commit(f, tmp, path, err, err_len);
 }
 
 void peaks_print_table(FILE *out, const char *env, const peak_table *t)
