@@ -76,7 +76,7 @@ GPU_TESTS := $(patsubst tests/gpu/%.cu,$(BUILD)/tests/gpu/%,$(wildcard tests/gpu
 
 # ---- targets -----------------------------------------------------------------
 .SECONDARY:
-.PHONY: all test test-gpu cuda-compile deps info clean bench
+.PHONY: all test test-gpu cuda-compile deps info clean bench report compare FORCE
 
 all: $(BINS)
 
@@ -96,7 +96,19 @@ $(TEST_BIN): $(TEST_SRCS:%.c=$(BUILD)/%.o) $(CLI_OBJ) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $^ -o $@ -lcriterion $(LDLIBS)
 
-$(BUILD)/tests/%.o: ALL_CFLAGS += -DROOFLINE_BIN_DIR='"$(CURDIR)/$(BIN)"'
+$(BUILD)/tests/%.o: ALL_CFLAGS += -DROOFLINE_BIN_DIR='"$(CURDIR)/$(BIN)"' \
+                                   -DROOFLINE_SOURCE_DIR='"$(CURDIR)"'
+
+# env.json records the commit the programs were built from; git is read
+# without taking its index lock, and envinfo is rebuilt when either changes.
+GIT_COMMIT := $(or $(shell git rev-parse --short HEAD 2>/dev/null),unknown)
+GIT_DIRTY := $(if $(shell git --no-optional-locks status --porcelain --untracked-files=no 2>/dev/null),1,0)
+$(BUILD)/bench/envinfo.o: ALL_CFLAGS += -DROOFLINE_GIT_COMMIT='"$(GIT_COMMIT)"' \
+                                        -DROOFLINE_GIT_DIRTY=$(GIT_DIRTY)
+$(BUILD)/bench/envinfo.o: $(BUILD)/git-commit.txt
+$(BUILD)/git-commit.txt: FORCE
+	@mkdir -p $(@D)
+	@echo '$(GIT_COMMIT) $(GIT_DIRTY)' | cmp -s - $@ || echo '$(GIT_COMMIT) $(GIT_DIRTY)' > $@
 
 # CUDA: `make test` compiles every .cu file so that GPU code is checked on
 # every run, GPU or not.
@@ -129,8 +141,25 @@ endif
 deps:
 	@scripts/deps.sh
 
-bench:
-	@echo "bench: the runner (scripts/bench.sh) is not built yet; today bin/complexity gives the analytic cost (see README.md, Status)" >&2; exit 2
+# `make bench ENV=x` (default local: the row of this machine); RUN=runs/x/ID resumes
+# that run; MATRIX and RUNS_DIR point elsewhere (tests). ENV is taken from the
+# command line only: some shells export an unrelated ENV (the sh startup file).
+BENCH_ENV := $(if $(filter command line,$(origin ENV)),$(ENV),local)
+bench: all
+	@scripts/bench.sh '$(BENCH_ENV)' RUN='$(RUN)' BIN='$(BIN)' MATRIX='$(MATRIX)' RUNS_DIR='$(RUNS_DIR)'
+
+# Re-renders a run folder from its CSVs: analysis, figures, report.
+report: all
+	@$(if $(RUN),,echo "report: give the run folder: make report RUN=runs/<ENV>/<RUN_ID>" >&2; exit 2)
+	@test -x scripts/render.sh || { echo "report: scripts/render.sh is not there yet" >&2; exit 1; }
+	BIN='$(BIN)' scripts/render.sh '$(RUN)'
+
+# Environments side by side: make compare RUNS="runs/a/ID runs/b/ID" [COMPARE_OUT=dir]
+COMPARE_OUT ?= runs/compare/$(shell date -u +%Y%m%dT%H%M%SZ)
+compare: all
+	@$(if $(RUNS),,echo 'compare: give the run folders: make compare RUNS="runs/a/ID runs/b/ID"' >&2; exit 2)
+	@test -x scripts/compare.sh || { echo "compare: scripts/compare.sh is not there yet" >&2; exit 1; }
+	BIN='$(BIN)' scripts/compare.sh '$(COMPARE_OUT)' $(RUNS)
 
 info:
 	@CUDA_HOME='$(CUDA_HOME)' NVCC='$(NVCC)' CUDNN_H='$(CUDNN_H)' CUPTI_H='$(CUPTI_H)' \

@@ -1,0 +1,24 @@
+/* The sections of env.json (DESIGN.md §7) that bin/envinfo writes, each asked
+ * from the machine or the library itself rather than guessed: envinfo_host.c
+ * (host, CPU, memory, CPU clocks), envinfo_libs.c (library versions) and
+ * envinfo_gpu.h (GPUs). Where something is absent the member says why. */
+#ifndef ROOFLINE_ENVINFO_H
+#define ROOFLINE_ENVINFO_H
+
+#include "envinfo_gpu.h"
+#include "envinfo_json.h"
+
+/* "host": name, OS, kernel, architecture. */
+void envinfo_write_host(json_writer *w);
+
+/* "cpu": model, logical/usable CPUs, sockets, cores per socket, memory. */
+void envinfo_write_cpu(json_writer *w);
+
+/* "cpu_clocks": per-CPU MHz of /proc/cpuinfo, cpufreq governor and limits. */
+void envinfo_write_cpu_clocks(json_writer *w);
+
+/* "versions": compiler, CUDA toolkit/runtime/driver, cuDNN, cuBLAS, NCCL, MPI,
+ * oneDNN; "not found (...)" or "not built (...)" where absent. */
+void envinfo_write_versions(json_writer *w);
+
+#endif
