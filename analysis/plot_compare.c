@@ -1,0 +1,182 @@
+/* Data of the combined roofline of several run folders (bin/plotdata
+ * --compare): each environment's roof (the compute ceilings its traced steps
+ * used and its DRAM/HBM bandwidth) in its colour, and every traced step as a
+ * point whose shape names the model. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plot_data.h"
+#include "report_fmt.h"
+
+enum { COMPARE_MAX_MODELS = 32, COMPARE_MAX_CEILINGS = 8 };
+
+typedef struct {
+    char names[COMPARE_MAX_MODELS][REPORT_NAME_LEN];
+    int n;
+} model_set;
+
+static int model_index(model_set *m, const char *name)
+{
+    for (int i = 0; i < m->n; i++)
+        if (strcmp(m->names[i], name) == 0)
+            return i;
+    if (m->n == COMPARE_MAX_MODELS)
+        return COMPARE_MAX_MODELS - 1; /* beyond: share the last shape */
+    snprintf(m->names[m->n], sizeof m->names[0], "%s", name);
+    return m->n++;
+}
+
+typedef struct {
+    char name[48];
+    double gflops;
+} used_ceiling;
+
+/* The compute ceilings the run's traced steps were measured against. */
+static int used_ceilings(const csv_table *rl, used_ceiling *out)
+{
+    int n = 0;
+    for (int row = 0; rl && row < csv_rows(rl); row++) {
+        if (!plot_is_step_row(rl, row))
+            continue;
+        const char *name = report_cell(rl, row, "peak_ceiling");
+        double g = report_num(rl, row, "peak_gflops");
+        if (!*name || !(g > 0))
+            continue;
+        int i = 0;
+        while (i < n && strcmp(out[i].name, name) != 0)
+            i++;
+        if (i == n && n < COMPARE_MAX_CEILINGS) {
+            snprintf(out[n].name, sizeof out[n].name, "%s", name);
+            out[n++].gflops = g;
+        }
+    }
+    return n;
+}
+
+/* The DRAM/HBM bandwidth of a run: peaks.csv, else what the analysis used. */
+static double run_bandwidth(const report_run *run, const char **label)
+{
+    plot_roofs roofs;
+    plot_roofs_from_peaks(run->peaks, &roofs);
+    const plot_roof *m = plot_roofs_main_memory(&roofs);
+    *label = m ? m->label : "DRAM";
+    if (m)
+        return m->value;
+    for (int row = 0; run->roofline && row < csv_rows(run->roofline); row++) {
+        double bw = report_num(run->roofline, row, "dram_gbs");
+        if (bw > 0)
+            return bw;
+    }
+    return NAN;
+}
+
+int plot_write_roofline_compare(const report_run *runs, int n_runs, const char *prefix,
+                                char *err, size_t err_len)
+{
+    model_set models = {0};
+    double xlo = INFINITY, xhi = 0, ylo = INFINITY, yhi = 0;
+    /* one rate unit for all: from the highest roof or step of any run */
+    double top = 0;
+    for (int r = 0; r < n_runs; r++) {
+        used_ceiling used[COMPARE_MAX_CEILINGS];
+        int n_used = used_ceilings(runs[r].roofline, used);
+        for (int i = 0; i < n_used; i++)
+            top = fmax(top, used[i].gflops);
+        for (int row = 0; runs[r].roofline && row < csv_rows(runs[r].roofline); row++)
+            if (plot_is_step_row(runs[r].roofline, row))
+                top = fmax(top, report_num(runs[r].roofline, row, "achieved_gflops"));
+    }
+    const char *unit;
+    double yscale = plot_rate_unit(top, &unit);
+    plot_file data, vars;
+    if (plot_file_open(&data, prefix, ".steps", err, err_len))
+        return -1;
+    for (int r = 0; r < n_runs; r++) {
+        const csv_table *rl = runs[r].roofline;
+        fprintf(data.f, "%s# %s: ai_dram achieved (%s) point_type model\n", r ? "\n\n" : "",
+                runs[r].env, unit);
+        int drawn = 0;
+        for (int row = 0; rl && row < csv_rows(rl); row++) {
+            double ai = report_num(rl, row, "ai_dram"), g = report_num(rl, row, "achieved_gflops");
+            if (!plot_is_step_row(rl, row) || !(ai > 0) || !(g > 0))
+                continue;
+            int m = model_index(&models, report_cell(rl, row, "model"));
+            fprintf(data.f, "%.6g %.6g %d ", ai, g * yscale, plot_series_point(m));
+            plot_data_str(data.f, models.names[m]);
+            fputc('\n', data.f);
+            xlo = fmin(xlo, ai);
+            xhi = fmax(xhi, ai);
+            ylo = fmin(ylo, g * yscale);
+            yhi = fmax(yhi, g * yscale);
+            drawn++;
+        }
+        if (!drawn)
+            fprintf(data.f, "NaN NaN 7 \"\"\n");
+    }
+    if (plot_file_close(&data, err, err_len))
+        return -1;
+    if (plot_file_open(&vars, prefix, ".vars", err, err_len))
+        return -1;
+    fprintf(vars.f, "# written by bin/plotdata for scripts/gnuplot/roofline_compare.gp\n");
+    plot_var_str(vars.f, "yunit", unit);
+    plot_var_num(vars.f, "nenv", n_runs);
+    int n_ceil = 0;
+    for (int r = 0; r < n_runs; r++) {
+        plot_var_str_i(vars.f, "env_name", r + 1, runs[r].env);
+        plot_var_str_i(vars.f, "env_color", r + 1, plot_series_color(r));
+        const char *bw_label;
+        double bw = run_bandwidth(&runs[r], &bw_label);
+        used_ceiling used[COMPARE_MAX_CEILINGS];
+        int n_used = used_ceilings(runs[r].roofline, used);
+        double roof_top = 0;
+        char env_title[640], value[FMT_LEN];
+        size_t t = 0;
+        fmt_append(env_title, sizeof env_title, &t, "%s:", runs[r].env);
+        for (int i = 0; i < n_used; i++) {
+            roof_top = fmax(roof_top, used[i].gflops);
+            fmt_gflops(value, used[i].gflops);
+            fmt_append(env_title, sizeof env_title, &t, "%s %s %s", i ? "," : "", used[i].name, value);
+        }
+        if (bw > 0) {
+            fmt_gbs(value, bw);
+            fmt_append(env_title, sizeof env_title, &t, "%s %s %s", n_used ? "," : "", bw_label, value);
+        }
+        plot_var_str_i(vars.f, "env_title", r + 1, env_title);
+        for (int i = 0; i < n_used; i++) {
+            n_ceil++;
+            plot_var_num_i(vars.f, "ceil_env", n_ceil, r + 1);
+            plot_var_num_i(vars.f, "ceil_compute", n_ceil, 1);
+            plot_var_num_i(vars.f, "ceil_value", n_ceil, used[i].gflops * yscale);
+            plot_var_num_i(vars.f, "ceil_from", n_ceil, bw > 0 ? used[i].gflops / bw : 0);
+            yhi = fmax(yhi, used[i].gflops * yscale);
+            /* a decade left of the ridge shows the memory roof's slope */
+            if (bw > 0)
+                xlo = fmin(xlo, used[i].gflops / bw / 10), xhi = fmax(xhi, used[i].gflops / bw);
+        }
+        if (bw > 0) {
+            n_ceil++;
+            plot_var_num_i(vars.f, "ceil_env", n_ceil, r + 1);
+            plot_var_num_i(vars.f, "ceil_compute", n_ceil, 0);
+            plot_var_num_i(vars.f, "ceil_value", n_ceil, bw * yscale);
+            plot_var_num_i(vars.f, "ceil_to", n_ceil, roof_top > 0 ? roof_top / bw : NAN);
+        }
+    }
+    plot_var_num(vars.f, "nceil", n_ceil);
+    plot_var_num(vars.f, "nmodels", models.n);
+    for (int m = 0; m < models.n; m++) {
+        plot_var_str_i(vars.f, "model_name", m + 1, models.names[m]);
+        plot_var_num_i(vars.f, "model_pt", m + 1, plot_series_point(m));
+    }
+    if (!(xhi > 0))
+        xlo = 0.1, xhi = 100;
+    if (!(yhi > 0))
+        ylo = 1, yhi = 1000;
+    double xmin = plot_decade_below(xlo / 1.3), xmax = plot_decade_above(xhi * 1.3);
+    double ymax = plot_nice_above(yhi * 1.5), ymin = plot_decade_below(ylo / 1.3);
+    plot_var_num(vars.f, "xmin", xmin);
+    plot_var_num(vars.f, "xmax", xmax / xmin < 100 ? xmin * 100 : xmax);
+    plot_var_num(vars.f, "ymin", ymax / ymin < 100 ? ymax / 100 : ymin);
+    plot_var_num(vars.f, "ymax", ymax);
+    return plot_file_close(&vars, err, err_len);
+}

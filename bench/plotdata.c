@@ -1,0 +1,117 @@
+/* bin/plotdata: turns the CSV files of a run folder into the data files the
+ * gnuplot scripts read (scripts/gnuplot/, drawn by scripts/render.sh), so
+ * that gnuplot never parses CSV. Also the combined roofline of several run
+ * folders (scripts/compare.sh). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../analysis/plot_data.h"
+#include "cli.h"
+
+static const char *const prog = "plotdata";
+
+static void print_help(void)
+{
+    printf("usage: plotdata RUN_DIR\n"
+           "       plotdata --compare OUTDIR RUN_DIR...\n"
+           "Writes the data of every figure the run's CSV files support to\n"
+           "RUN_DIR/figures/data/ and the list of figures to RUN_DIR/figures/figures.tsv\n"
+           "(script, stem, title; scripts/render.sh draws them). --compare writes the\n"
+           "combined roofline of the run folders to OUTDIR/figures/.\n");
+}
+
+static void die(const char *err)
+{
+    fprintf(stderr, "%s: %s\n", prog, err);
+    exit(1);
+}
+
+/* figures/ and figures/data/ under dir; the manifest is opened there. */
+static void open_manifest(const char *dir, plot_file *manifest, char *data_dir, size_t len)
+{
+    char err[REPORT_PATH_LEN + 128];
+    snprintf(data_dir, len, "%s/figures/data", dir);
+    if (plot_make_dirs(data_dir, err, sizeof err))
+        die(err);
+    char prefix[REPORT_PATH_LEN + 16];
+    snprintf(prefix, sizeof prefix, "%s/figures/", dir);
+    if (plot_file_open(manifest, prefix, "figures.tsv", err, sizeof err))
+        die(err);
+}
+
+static void write_figure(const report_run *runs, int n_runs, const plot_figure *fig,
+                         const char *data_dir, FILE *manifest)
+{
+    char prefix[REPORT_PATH_LEN + 256], err[REPORT_PATH_LEN + 256];
+    snprintf(prefix, sizeof prefix, "%s/%s", data_dir, fig->stem);
+    int status = fig->kind == PLOT_ROOFLINE_COMPARE
+                     ? plot_write_roofline_compare(runs, n_runs, prefix, err, sizeof err)
+                     : plot_write_figure(runs, fig, prefix, err, sizeof err);
+    if (status)
+        die(err);
+    plot_manifest_line(manifest, fig);
+}
+
+static int run_one(const char *dir)
+{
+    char err[REPORT_PATH_LEN + 256], data_dir[REPORT_PATH_LEN + 32];
+    report_run run;
+    if (report_run_load(&run, dir, err, sizeof err))
+        die(err);
+    plot_figure_list figs;
+    if (plot_figures_of_run(&run, &figs))
+        die("out of memory");
+    plot_file manifest;
+    open_manifest(dir, &manifest, data_dir, sizeof data_dir);
+    for (int i = 0; i < figs.n; i++)
+        write_figure(&run, 1, &figs.items[i], data_dir, manifest.f);
+    if (plot_file_close(&manifest, err, sizeof err))
+        die(err);
+    printf("plotdata: %d figure(s) for %s\n", figs.n, dir);
+    plot_figure_list_free(&figs);
+    report_run_free(&run);
+    return 0;
+}
+
+static int run_compare(const char *out_dir, char **dirs, int n)
+{
+    char err[REPORT_PATH_LEN + 256], data_dir[REPORT_PATH_LEN + 32];
+    report_run *runs = calloc((size_t)n, sizeof *runs);
+    if (!runs)
+        die("out of memory");
+    for (int i = 0; i < n; i++)
+        if (report_run_load(&runs[i], dirs[i], err, sizeof err))
+            die(err);
+    plot_figure fig = {.kind = PLOT_ROOFLINE_COMPARE, .stem = "roofline_compare"};
+    int used = snprintf(fig.title, sizeof fig.title, "roofline of");
+    for (int i = 0; i < n && used > 0 && (size_t)used < sizeof fig.title; i++)
+        used += snprintf(fig.title + used, sizeof fig.title - (size_t)used, "%s %s",
+                         i == 0 ? "" : i == n - 1 ? " and" : ",", runs[i].env);
+    plot_file manifest;
+    open_manifest(out_dir, &manifest, data_dir, sizeof data_dir);
+    write_figure(runs, n, &fig, data_dir, manifest.f);
+    if (plot_file_close(&manifest, err, sizeof err))
+        die(err);
+    for (int i = 0; i < n; i++)
+        report_run_free(&runs[i]);
+    free(runs);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        print_help();
+        return 0;
+    }
+    if (argc >= 2 && strcmp(argv[1], "--compare") == 0) {
+        if (argc < 4)
+            cli_usage_error(prog, "--compare needs OUTDIR and at least one RUN_DIR");
+        return run_compare(argv[2], argv + 3, argc - 3);
+    }
+    if (argc != 2 || argv[1][0] == '-')
+        cli_usage_error(prog, "expected one RUN_DIR (or --compare OUTDIR RUN_DIR...), got %s",
+                        argc < 2 ? "nothing" : argc > 2 ? "several arguments" : argv[1]);
+    return run_one(argv[1]);
+}

@@ -1,0 +1,54 @@
+#!/bin/bash
+# Puts several run folders side by side (`make compare RUNS="runs/a/ID runs/b/ID"`):
+# OUTDIR/compare.md and a self-contained OUTDIR/compare.html with each model's
+# best images/s and share of peak per environment, the roofs side by side and
+# a combined roofline (OUTDIR/figures/roofline_compare.png and .svg).
+#   scripts/compare.sh OUTDIR RUN_DIR...   (env: BIN = folder of the programs, default
+#                                           bin/; GNUPLOT = the gnuplot to use)
+# A run folder without summary.csv is analysed first (bin/analyze).
+set -uo pipefail
+prog=compare
+if [ $# -lt 2 ] || [ "${1:0:1}" = "-" ]; then
+    echo "usage: $0 OUTDIR RUN_DIR...   (one or more run folders runs/<ENV>/<ID>)" >&2
+    exit 2
+fi
+out=${1%/}
+shift
+here=$(cd "$(dirname "$0")" && pwd)
+bin=${BIN:-$here/../bin}
+for p in analyze plotdata report; do
+    if [ ! -x "$bin/$p" ]; then
+        echo "$prog: $bin/$p not found: build it with 'make' (or set BIN)" >&2
+        exit 1
+    fi
+done
+runs=()
+for r in "$@"; do
+    r=${r%/}
+    if [ ! -d "$r" ]; then
+        echo "$prog: $r is not a folder (a run folder runs/<ENV>/<ID> was expected)" >&2
+        exit 2
+    fi
+    if [ ! -f "$r/summary.csv" ]; then
+        "$bin/analyze" "$r" >/dev/null || { echo "$prog: bin/analyze failed on $r" >&2; exit 1; }
+    fi
+    runs+=("$r")
+done
+
+mkdir -p "$out" || exit 1
+"$bin/plotdata" --compare "$out" "${runs[@]}" || { echo "$prog: bin/plotdata failed" >&2; exit 1; }
+gnuplot=${GNUPLOT:-$(command -v gnuplot || true)}
+figs=$out/figures
+if [ -z "$gnuplot" ]; then
+    echo "$prog: gnuplot not found (apt-get install gnuplot-nox); the comparison has no figure" >&2
+else
+    rm -f "$figs"/*.png "$figs"/*.svg
+    while IFS=$'\t' read -r script stem title; do
+        [ -n "$script" ] || continue
+        t=${title//\'/\'\'}
+        "$gnuplot" -e "datafile='$figs/data/$stem'; outfile='$figs/$stem.png'; title='$t'" \
+            "$here/gnuplot/$script" >>"$figs/gnuplot.log" 2>&1 && [ -s "$figs/$stem.png" ] ||
+            echo "$prog: gnuplot could not draw $stem; see $figs/gnuplot.log" >&2
+    done <"$figs/figures.tsv"
+fi
+"$bin/report" --compare "$out" "${runs[@]}" || { echo "$prog: bin/report failed" >&2; exit 1; }

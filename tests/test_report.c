@@ -1,0 +1,559 @@
+/* The figures and the report (scripts/gnuplot, bin/plotdata, bin/report,
+ * scripts/render.sh, analysis/report_* and plot_*): a hand-made run folder
+ * whose analysis CSVs carry known answers, the sentences and tables the
+ * report must derive from them, a self-contained HTML page, and gnuplot
+ * drawing PNGs of the expected size (skipped where gnuplot is missing). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "../analysis/plot_out.h"
+#include "../analysis/plot_roofs.h"
+#include "../analysis/report_doc.h"
+#include "../analysis/report_env.h"
+#include "../analysis/report_fmt.h"
+#include "helpers.h"
+
+/* ---- the hand-made run folder ---------------------------------------------
+ * One traced configuration (resnet18-cifar @32, batch 8, fp32) of three
+ * kernels against a 100 GFLOP/s peak and 25 GB/s DRAM (ridge 4 FLOP/byte):
+ *   conv  8e9 FLOP, 1e8 B (AI 80),   160 ms:  50 GFLOP/s = 50% of 100
+ *   bn    1.2e8 FLOP, 2.4e8 B (0.5),  12 ms:  10 GFLOP/s = 80% of 12.5
+ *   relu  2.5e7 FLOP, 2e8 B (0.125),   8 ms: 3.125 GFLOP/s = 100% of 3.125
+ * so 20 of 180 ms (11%) are memory-bound, bn 6.7% of the time. Batch 8 runs
+ * 40 images/s (41% of peak), batch 16 70 (71%); batch 32 failed twice. */
+
+static const char *const peaks_csv =
+    "env,device,ceiling,value,unit,method,spec_value,threads_or_sms,notes\n"
+    "toy,Toy CPU,fp32_fma_1core,50,GFLOP/s,fma,62.5,1,\n"
+    "toy,Toy CPU,fp32_fma,100,GFLOP/s,fma,125,4,\n"
+    "toy,Toy CPU,fp64_fma,50,GFLOP/s,fma,62.5,4,\n"
+    "toy,Toy CPU,dram_triad,20,GB/s,stream,,4,\n"
+    "toy,Toy CPU,dram_read,25,GB/s,sweep,,4,\n"
+    "toy,Toy CPU,dram_triad_1core,12,GB/s,stream,,1,\n"
+    "toy,Toy CPU,l2,100,GB/s,sweep,,4,\n"
+    "toy,Toy CPU,pcie_h2d,24,GB/s,memcpy,,1,\n";
+
+static const char *const roofline_csv =
+    "env,model,res,batch,precision,level,name,layer,layer_type,phase,count,duration_ns,"
+    "time_share,flops,dram_bytes,l2_bytes,ai_dram,ai_l2,achieved_gflops,peak_ceiling,"
+    "peak_gflops,dram_gbs,l2_gbs,ridge_ai,attainable_gflops,pct_of_attainable,bound,source\n"
+    "toy,resnet18-cifar,32,8,fp32,kernel,brg_conv,conv1,conv,fwd,1,160000000,0.888889,8e9,1e8,,"
+    "80,,50,fp32_fma,100,25,,4,100,50,compute,analytic\n"
+    "toy,resnet18-cifar,32,8,fp32,kernel,own bn loop,bn1,bn,fwd,1,12000000,0.0666667,1.2e8,2.4e8,,"
+    "0.5,,10,fp32_fma,100,25,,4,12.5,80,memory,analytic\n"
+    "toy,resnet18-cifar,32,8,fp32,kernel,own relu loop,relu,relu,fwd,1,8000000,0.0444444,2.5e7,2e8,"
+    ",0.125,,3.125,fp32_fma,100,25,,4,3.125,100,memory,analytic\n"
+    "toy,resnet18-cifar,32,8,fp32,layer_type,conv,,conv,,1,160000000,0.888889,8e9,1e8,,80,,50,"
+    "fp32_fma,100,25,,4,100,50,compute,analytic\n"
+    "toy,resnet18-cifar,32,8,fp32,layer_type,bn,,bn,,1,12000000,0.0666667,1.2e8,2.4e8,,0.5,,10,"
+    "fp32_fma,100,25,,4,12.5,80,memory,analytic\n"
+    "toy,resnet18-cifar,32,8,fp32,layer_type,relu,,relu,,1,8000000,0.0444444,2.5e7,2e8,,0.125,,"
+    "3.125,fp32_fma,100,25,,4,3.125,100,memory,analytic\n"
+    "toy,resnet18-cifar,32,8,fp32,step,step,,,,3,180000000,1,8.145e9,5.4e8,,15.0833,,45.25,"
+    "fp32_fma,100,25,,4,100,45.25,compute,analytic\n";
+
+static const char *const summary_csv =
+    "env,backend,model,res,batch,precision,world_size,repeats,iters,images_per_s_median,"
+    "images_per_s_q1,images_per_s_q3,step_ms_median,analytic_gflop_per_step,achieved_tflops,"
+    "peak_ceiling,peak_gflops,pct_of_peak,mfu,mem_bound_time_share,status\n"
+    "toy,cpu,resnet18-cifar,32,8,fp32,1,2,12,40,39,41,200,8.2,0.041,fp32_fma,100,41,41,0.111111,ok\n"
+    "toy,cpu,resnet18-cifar,32,16,fp32,1,2,12,70,69,71,228.571,16.25,0.0711,fp32_fma,100,71.1,71.1,"
+    ",ok\n"
+    "toy,cpu,resnet18-cifar,32,32,fp32,1,0,0,,,,,32.5,,fp32_fma,100,,,,failed (exit 137)\n";
+
+static const char *const variability_csv =
+    "env,model,res,batch,precision,scope,n,mean,median,stddev,cv,min,max,ci95_lo,ci95_hi,"
+    "drift_pct,outliers\n"
+    "toy,resnet18-cifar,32,8,fp32,iterations,12,200.5,200,2.4,0.012,197,205,198,203,0.5,0\n"
+    "toy,resnet18-cifar,32,8,fp32,repeats,2,200.4,200.4,1.6,0.008,199.2,201.5,,,,0\n"
+    "toy,resnet18-cifar,32,16,fp32,iterations,12,229,228.6,3.2,0.014,225,235,226,231,-0.4,1\n"
+    "toy,resnet18-cifar,32,16,fp32,repeats,2,228.9,228.9,1.1,0.005,228,229.6,,,,0\n";
+
+static const char *const configs_csv =
+    "config,model,res,batch,precision,repeat,status,seconds,log\n"
+    "1/6,resnet18-cifar,32,8,fp32,1,ok,3.1,logs/a.log\n"
+    "2/6,resnet18-cifar,32,8,fp32,2,ok,3.0,logs/b.log\n"
+    "3/6,resnet18-cifar,32,16,fp32,1,ok,5.2,logs/c.log\n"
+    "4/6,resnet18-cifar,32,16,fp32,2,ok,5.1,logs/d.log\n"
+    "5/6,resnet18-cifar,32,32,fp32,1,failed (exit 137),0.5,logs/e.log\n"
+    "6/6,resnet18-cifar,32,32,fp32,2,failed (exit 137),0.5,logs/f.log\n";
+
+static const char *const kernels_csv =
+    "env,model,res,batch,precision,repeat,seq,kernel,layer,layer_type,phase,duration_ns,flops_fp64,"
+    "flops_fp32,flops_fp16,flops_tensor,dram_read_bytes,dram_write_bytes,l2_bytes,l1_bytes,source\n"
+    "toy,resnet18-cifar,32,8,fp32,1,0,brg_conv,conv1,conv,fwd,160000000,0,8000000000,0,0,60000000,"
+    "40000000,,,analytic\n"
+    "toy,resnet18-cifar,32,8,fp32,1,1,own bn loop,bn1,bn,fwd,12000000,0,120000000,0,0,120000000,"
+    "120000000,,,analytic\n"
+    "toy,resnet18-cifar,32,8,fp32,1,2,own relu loop,relu,relu,fwd,8000000,0,25000000,0,0,100000000,"
+    "100000000,,,analytic\n";
+
+static const char *const scaling_csv =
+    "env,model,res,mode,world_size,nodes,per_rank_batch,global_batch,step_ms,images_per_s,comm_ms,"
+    "exposed_comm_ms,efficiency\n"
+    "toy,resnet18-cifar,32,strong,1,1,16,16,228.6,70,0,0,1\n"
+    "toy,resnet18-cifar,32,strong,2,1,8,16,121.2,132,10,4,0.943\n";
+
+static const char *const env_json =
+    "{\n  \"schema\": \"roofline-suite env.json 1\",\n  \"env\": \"toy\",\n"
+    "  \"date_utc\": \"2025-01-01T00:00:00Z\",\n"
+    "  \"cpu\": {\"model\": \"Toy CPU\", \"logical_cpus\": 4, \"mhz\": [1000, 2000.5]},\n"
+    "  \"gpu\": {\"count\": 0, \"devices\": []},\n"
+    "  \"versions\": {\"onednn\": \"2.6 \\\"quoted\\\"\"},\n"
+    "  \"ranks\": [{\"rank\": 0, \"host\": \"h0\"}, {\"rank\": 1, \"host\": \"h1\"}]\n}\n";
+
+/* A valid 1x1 RGB PNG: signature, IHDR, IDAT, IEND. */
+static const unsigned char tiny_png[] = {
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44,
+    0x52, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x02, 0x00, 0x00, 0x00, 0x90,
+    0x77, 0x53, 0xde, 0x00, 0x00, 0x00, 0x0c, 0x49, 0x44, 0x41, 0x54, 0x08, 0xd7, 0x63, 0xf8,
+    0xcf, 0xc0, 0x00, 0x00, 0x03, 0x01, 0x01, 0x00, 0x18, 0xdd, 0x8d, 0xb0, 0x00, 0x00, 0x00,
+    0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82};
+
+/* ---- helpers ------------------------------------------------------------- */
+
+static void fmt(char *out, size_t len, const char *format, ...) __attribute__((format(printf, 3, 4)));
+
+static void fmt(char *out, size_t len, const char *format, ...)
+{
+    va_list ap;
+    va_start(ap, format);
+    int n = vsnprintf(out, len, format, ap);
+    va_end(ap);
+    cr_assert(n >= 0 && (size_t)n < len, "'%s' does not fit in %zu bytes", format, len);
+}
+
+static void write_bytes(const char *dir, const char *name, const void *data, size_t len)
+{
+    char path[1024];
+    fmt(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "cannot write %s", path);
+    cr_assert_eq(fwrite(data, 1, len, f), len);
+    cr_assert_eq(fclose(f), 0);
+}
+
+static void write_text(const char *dir, const char *name, const char *text)
+{
+    write_bytes(dir, name, text, strlen(text));
+}
+
+/* The whole file, NUL-terminated; fails the test when it is missing. */
+static char *slurp(const char *dir, const char *name)
+{
+    char path[1024];
+    fmt(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s is missing", path);
+    cr_assert_eq(fseek(f, 0, SEEK_END), 0);
+    long n = ftell(f);
+    rewind(f);
+    char *text = malloc((size_t)n + 1);
+    cr_assert_not_null(text);
+    cr_assert_eq(fread(text, 1, (size_t)n, f), (size_t)n);
+    text[n] = '\0';
+    fclose(f);
+    return text;
+}
+
+/* Runs a shell command; its exit status (output to /dev/null unless redirected). */
+static int sh(const char *format, ...) __attribute__((format(printf, 1, 2)));
+
+static int sh(const char *format, ...)
+{
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, format);
+    int n = vsnprintf(cmd, sizeof cmd, format, ap);
+    va_end(ap);
+    cr_assert(n > 0 && (size_t)n < sizeof cmd);
+    int status = system(cmd);
+    cr_assert(status != -1 && WIFEXITED(status), "%s did not exit normally", cmd);
+    return WEXITSTATUS(status);
+}
+
+static void remove_dir(char *dir)
+{
+    sh("rm -rf '%s'", dir);
+    free(dir);
+}
+
+/* The hand-made run folder: every file the runner and bin/analyze write. */
+static char *toy_run(void)
+{
+    char *dir = temp_dir();
+    write_text(dir, "peaks.csv", peaks_csv);
+    write_text(dir, "roofline.csv", roofline_csv);
+    write_text(dir, "summary.csv", summary_csv);
+    write_text(dir, "variability.csv", variability_csv);
+    write_text(dir, "configs.csv", configs_csv);
+    write_text(dir, "kernels.csv", kernels_csv);
+    write_text(dir, "env.json", env_json);
+    write_text(dir, "scaling.csv", scaling_csv);
+    /* two repeats of six steps for batch 8 and 16 */
+    char steps[8192];
+    size_t used = 0;
+    used += (size_t)snprintf(steps, sizeof steps,
+                             "env,backend,model,res,batch,precision,world_size,rank,repeat,iter,"
+                             "step_ms,images_per_s,loss\n");
+    for (int b = 8; b <= 16; b += 8)
+        for (int r = 1; r <= 2; r++)
+            for (int i = 1; i <= 6; i++) {
+                double ms = (b == 8 ? 200 : 228.6) * (1 + 0.004 * ((i * 7 + r) % 5 - 2));
+                used += (size_t)snprintf(steps + used, sizeof steps - used,
+                                         "toy,cpu,resnet18-cifar,32,%d,fp32,1,0,%d,%d,%.3f,%.3f,2.3\n",
+                                         b, r, i, ms, b / ms * 1000);
+            }
+    write_text(dir, "steps.csv", steps);
+    return dir;
+}
+
+static bool have_gnuplot(void)
+{
+    return system("command -v gnuplot >/dev/null 2>&1") == 0;
+}
+
+/* Width and height from a PNG's IHDR chunk (big-endian at bytes 16 and 20). */
+static void png_size(const char *path, uint32_t *w, uint32_t *h)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s was not drawn", path);
+    unsigned char b[24];
+    cr_assert_eq(fread(b, 1, sizeof b, f), sizeof b, "%s is shorter than a PNG header", path);
+    fclose(f);
+    cr_assert(memcmp(b, "\x89PNG\r\n\x1a\n", 8) == 0 && memcmp(b + 12, "IHDR", 4) == 0,
+              "%s is not a PNG", path);
+    *w = (uint32_t)b[16] << 24 | (uint32_t)b[17] << 16 | (uint32_t)b[18] << 8 | b[19];
+    *h = (uint32_t)b[20] << 24 | (uint32_t)b[21] << 16 | (uint32_t)b[22] << 8 | b[23];
+}
+
+static void expect_contains(const char *text, const char *what, const char *file)
+{
+    cr_expect(strstr(text, what) != NULL, "%s lacks \"%s\"", file, what);
+}
+
+static int count_of(const char *text, const char *what)
+{
+    int n = 0;
+    for (const char *p = strstr(text, what); p; p = strstr(p + 1, what))
+        n++;
+    return n;
+}
+
+/* ---- the pieces ---------------------------------------------------------- */
+
+Test(report_fmt, numbers_percentages_and_missing_values)
+{
+    char b[FMT_LEN];
+    cr_expect_str_eq(fmt_num(b, 0.012345), "0.0123");
+    cr_expect_str_eq(fmt_num(b, 1.2345), "1.23");
+    cr_expect_str_eq(fmt_num(b, 12.345), "12.3");
+    cr_expect_str_eq(fmt_num(b, 123.45), "123");
+    cr_expect_str_eq(fmt_num(b, 12345.6), "12346");
+    cr_expect_str_eq(fmt_num(b, NAN), "-");
+    cr_expect_str_eq(fmt_pct(b, 61.4), "61%");
+    cr_expect_str_eq(fmt_pct(b, 8.44), "8.4%");
+    cr_expect_str_eq(fmt_pct(b, 0.01), "<0.1%");
+    cr_expect_str_eq(fmt_pct(b, 0), "0.0%");
+    cr_expect_str_eq(fmt_share(b, 0.111111), "11%");
+    cr_expect_str_eq(fmt_signed_pct(b, 4.06), "+4.1%");
+    cr_expect_str_eq(fmt_signed_pct(b, -12.4), "-12%");
+    cr_expect_str_eq(fmt_ms_of_ns(b, 1.5e6), "1.50");
+    cr_expect_str_eq(fmt_gflops(b, 234.476), "234 GFLOP/s");
+    cr_expect_str_eq(fmt_gflops(b, 62000), "62.0 TFLOP/s");
+    cr_expect_str_eq(fmt_gbs(b, 4210), "4210 GB/s");
+    cr_expect_str_eq(fmt_gbs(b, 31000), "31.0 TB/s");
+    cr_expect_str_eq(fmt_value_unit(b, 3.694, "GHz"), "3.69 GHz");
+    char text[16];
+    size_t used = 0;
+    fmt_append(text, sizeof text, &used, "%s", "0123456789");
+    fmt_append(text, sizeof text, &used, "%s", "abcdefghij");
+    cr_expect_str_eq(text, "0123456789abcde", "the appended text is cut at the buffer's end");
+    cr_expect_eq(used, sizeof text);
+}
+
+Test(report_env, flattens_nested_keys_arrays_and_escapes)
+{
+    char *dir = temp_dir(), path[256], err[256];
+    write_text(dir, "env.json", env_json);
+    fmt(path, sizeof path, "%s/env.json", dir);
+    env_entries e;
+    cr_assert_eq(report_env_read(path, &e, err, sizeof err), 0, "%s", err);
+    cr_expect(e.complete);
+    cr_expect_str_eq(report_env_get(&e, "env"), "toy");
+    cr_expect_str_eq(report_env_get(&e, "cpu.model"), "Toy CPU");
+    cr_expect_str_eq(report_env_get(&e, "cpu.logical_cpus"), "4");
+    cr_expect_str_eq(report_env_get(&e, "cpu.mhz"), "1000, 2000.5");
+    cr_expect_str_eq(report_env_get(&e, "gpu.devices"), "(none)");
+    cr_expect_str_eq(report_env_get(&e, "versions.onednn"), "2.6 \"quoted\"");
+    cr_expect_str_eq(report_env_get(&e, "ranks[1].host"), "h1");
+    cr_expect_null(report_env_get(&e, "ranks"));
+    cr_expect_str_eq(e.items[0].key, "schema", "entries keep the file's order");
+    report_env_free(&e);
+
+    /* cut off inside the cpu object: what came before is kept */
+    write_text(dir, "env.json", "{\"env\": \"toy\", \"cpu\": {\"model\": \"Toy");
+    cr_assert_eq(report_env_read(path, &e, err, sizeof err), 0, "%s", err);
+    cr_expect_not(e.complete);
+    cr_expect_str_eq(report_env_get(&e, "env"), "toy");
+    cr_expect_null(report_env_get(&e, "cpu.model"));
+    report_env_free(&e);
+    remove_dir(dir);
+}
+
+Test(report_plot, roofs_take_the_best_of_each_level_and_skip_one_core_and_pcie)
+{
+    char *dir = temp_dir(), path[256], err[256];
+    write_text(dir, "peaks.csv", peaks_csv);
+    fmt(path, sizeof path, "%s/peaks.csv", dir);
+    csv_table *t = csv_read(path, err, sizeof err);
+    cr_assert_not_null(t, "%s", err);
+    plot_roofs r;
+    plot_roofs_from_peaks(t, &r);
+    cr_expect_eq(r.n_compute, 2, "fp32_fma and fp64_fma, not the single-core row");
+    cr_expect_str_eq(r.compute[0].label, "fp32 FMA");
+    cr_expect_eq(r.n_memory, 2, "dram and l2; pcie and the single-core triad are not levels");
+    cr_expect_str_eq(r.memory[0].label, "DRAM");
+    cr_expect_float_eq(r.memory[0].value, 25.0, 1e-9, "the best dram_* row");
+    cr_expect_float_eq(plot_roofs_top_memory(&r), 100.0, 1e-9);
+    cr_expect_float_eq(plot_roofs_top_compute(&r), 100.0, 1e-9);
+    cr_expect_eq(plot_roofs_main_memory(&r), &r.memory[0]);
+    cr_expect_float_eq(plot_decade_below(0.034), 0.01, 1e-12);
+    cr_expect_float_eq(plot_decade_above(1000), 1000, 1e-9);
+    cr_expect_float_eq(plot_nice_above(234 * 1.5), 500, 1e-9);
+    cr_expect_float_eq(plot_nice_above(1100), 2000, 1e-9);
+    cr_expect_float_eq(plot_nice_below(4.6), 2, 1e-12);
+    cr_expect_float_eq(plot_nice_below(0.07), 0.05, 1e-12);
+    csv_free(t);
+    remove_dir(dir);
+}
+
+Test(report_doc, writers_escape_what_their_format_needs)
+{
+    char *dir = temp_dir(), md[256], html[256], err[256];
+    report_doc d;
+    doc_init(&d, "T <1>");
+    doc_heading(&d, 1, "Section");
+    doc_para(&d, "a*b < c & d");
+    doc_table(&d, "lr", (const char *const[]){"name", "value"});
+    doc_cell(&d, "x|y");
+    doc_cell(&d, "-");
+    cr_expect_eq(doc_table_rows(&d), 1);
+    doc_list(&d);
+    doc_item(&d, "item %d", 1);
+    fmt(md, sizeof md, "%s/r.md", dir);
+    fmt(html, sizeof html, "%s/r.html", dir);
+    cr_assert_eq(doc_write_md(&d, md, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(doc_write_html(&d, dir, html, err, sizeof err), 0, "%s", err);
+    char *m = slurp(dir, "r.md"), *h = slurp(dir, "r.html");
+    expect_contains(m, "| x\\|y | - |", "r.md");
+    expect_contains(m, "|---|---:|", "r.md");
+    expect_contains(m, "a\\*b \\< c & d", "r.md");
+    expect_contains(m, "- item 1", "r.md");
+    expect_contains(h, "<title>T &lt;1&gt;</title>", "r.html");
+    expect_contains(h, "<p>a*b &lt; c &amp; d</p>", "r.html");
+    expect_contains(h, "<td>x|y</td><td class=\"r\">-</td>", "r.html");
+    expect_contains(h, "<a href=\"#s1\">Section</a>", "r.html");
+    free(m);
+    free(h);
+    doc_free(&d);
+    remove_dir(dir);
+}
+
+Test(report_cli, bad_arguments_are_usage_errors)
+{
+    expect_usage_error("report", "expected one RUN_DIR");
+    expect_usage_error("report a b", "expected one RUN_DIR");
+    expect_usage_error("report --bogus", "--bogus");
+    expect_usage_error("report --compare /tmp", "--compare needs OUTDIR and at least one RUN_DIR");
+    expect_usage_error("plotdata", "expected one RUN_DIR");
+    char err[1024];
+    cr_expect_eq(run_bin("report /nonexistent/run", 1, err, sizeof err), 1);
+    cr_expect(strstr(err, "/nonexistent/run") != NULL, "the message names the folder: %s", err);
+    cr_expect_eq(count_lines(err), 1, "one line: %s", err);
+}
+
+/* ---- the report of the hand-made run --------------------------------------- */
+
+Test(report_run, headline_numbers_come_from_the_csv_files)
+{
+    char *dir = toy_run(), args[512], out[4096];
+    /* a figure the run supports, drawn by hand: it must be embedded */
+    sh("mkdir -p '%s/figures'", dir);
+    char png[256];
+    fmt(png, sizeof png, "%s/figures", dir);
+    write_bytes(png, "throughput_fp32.png", tiny_png, sizeof tiny_png);
+    fmt(args, sizeof args, "report %s", dir);
+    cr_assert_eq(run_bin(args, 1, out, sizeof out), 0, "bin/report failed: %s", out);
+
+    char *md = slurp(dir, "report.md");
+    expect_contains(md, "# Roofline report: toy", "report.md");
+    expect_contains(md, "Roofs: fp32_fma 100 GFLOP/s (80% of the spec 125 GFLOP/s), DRAM 25.0 GB/s; "
+                        "ridge point 4.00 FLOP/byte", "report.md");
+    expect_contains(md, "resnet18-cifar @32 b8 fp32 (analytic FLOPs and bytes): 11% of the traced step time is in "
+                        "memory-bound kernels; the largest of them, bn (6.7% of the time), "
+                        "reaches 80% of the DRAM roof", "report.md");
+    expect_contains(md, "The costliest layer type is conv: 89% of the time at 50% of its "
+                        "attainable (compute-bound)", "report.md");
+    expect_contains(md, "The whole step: 45.2 GFLOP/s at 15.1 FLOP/byte", "report.md");
+    expect_contains(md, "the best use of the fp32_fma peak is resnet18-cifar at batch 16, 71% "
+                        "(70.0 images/s); the least, resnet18-cifar at batch 8, 41% (40.0 "
+                        "images/s)", "report.md");
+    expect_contains(md, "throughput depends on batch size (images/s: resnet18-cifar +75% from "
+                        "batch 8 to 16)", "report.md");
+    expect_contains(md, "cv of at most 0.8% (resnet18-cifar @32 b8 fp32): stable", "report.md");
+    expect_contains(md, "cv of all timed steps from 1.2% (resnet18-cifar @32 b8 fp32) to 1.4% "
+                        "(resnet18-cifar @32 b16 fp32): stable; 1 of 24 steps are outliers",
+                    "report.md");
+    expect_contains(md, "2 of 6 runs did not complete, 1 configuration: resnet18-cifar @32 b32 "
+                        "fp32 (failed (exit 137))", "report.md");
+    /* tables */
+    expect_contains(md, "| resnet18-cifar | 32 | 8 | fp32 | 40.0 | 39.0 to 41.0 | 200 | 41.0 | "
+                        "fp32_fma | 41% | 41% | 11% | ok |", "report.md");
+    expect_contains(md, "| Toy CPU | fp32_fma | 100 | GFLOP/s | 125 | 80% | 4 | fma |", "report.md");
+    expect_contains(md, "| cpu.model | Toy CPU |", "report.md");
+    expect_contains(md, "| ranks[1].host | h1 |", "report.md");
+    expect_contains(md, "| 1 | brg_conv | conv1 | conv | fwd | 160 | 89% | 80.0 | 50.0 | 50% | "
+                        "compute |", "report.md");
+    expect_contains(md, "| bn | 1 | 12.0 | 6.7% | 0.5 | 10.0 | 80% | memory |", "report.md");
+    expect_contains(md, "| resnet18-cifar | 32 | 8 | fp32 | 12 | 200 | 1.2% | 198 to 203 | "
+                        "+0.5% | 0 | 2 | 0.8% |", "report.md");
+    expect_contains(md, "| 5/6 | resnet18-cifar | 32 | 32 | fp32 | 1 | failed (exit 137) | "
+                        "logs/e.log |", "report.md");
+    expect_contains(md, "![toy, fp32: training throughput against batch size]"
+                        "(figures/throughput_fp32.png)", "report.md");
+    expect_contains(md, "analytic come from the cost model", "report.md");
+    expect_contains(md, "| resnet18-cifar | 32 | strong | 2 | 1 | 8 | 16 | 121 | 132 | 10.0 | "
+                        "4.00 | 0.943 |", "report.md");
+
+    char *html = slurp(dir, "report.html");
+    expect_contains(html, "<h1>Roofline report: toy (roofline-test-", "report.html");
+    /* the PNG signature's base64 opens the embedded image */
+    cr_expect_eq(count_of(html, "src=\"data:image/png;base64,iVBORw0KGgo"), 1,
+                 "the one PNG in figures/ is embedded once");
+    cr_expect_eq(count_of(html, "src="), 1, "no other source is referenced");
+    cr_expect_eq(count_of(html, "http:") + count_of(html, "https:") + count_of(html, "<link") +
+                     count_of(html, "<script") + count_of(html, "url("),
+                 0, "report.html loads nothing from outside");
+    cr_expect_eq(count_of(html, "<table>"), count_of(html, "</table>"));
+    free(md);
+    free(html);
+    remove_dir(dir);
+}
+
+Test(report_run, missing_stages_are_named_not_fatal)
+{
+    char *dir = temp_dir(), args[512], out[4096];
+    write_text(dir, "peaks.csv", peaks_csv);
+    fmt(args, sizeof args, "report %s", dir);
+    cr_assert_eq(run_bin(args, 1, out, sizeof out), 0, "bin/report failed: %s", out);
+    char *md = slurp(dir, "report.md");
+    expect_contains(md, "No summary.csv: run bin/analyze", "report.md");
+    expect_contains(md, "No env.json in this run folder", "report.md");
+    expect_contains(md, "No figures", "report.md");
+    free(md);
+    /* a malformed file stops the report with one line naming it */
+    write_text(dir, "summary.csv", "env,model\ntoy\n");
+    cr_expect_eq(run_bin(args, 1, out, sizeof out), 1);
+    cr_expect(strstr(out, "summary.csv:2") != NULL, "names the file and line: %s", out);
+    remove_dir(dir);
+}
+
+Test(report_run, compare_puts_environments_side_by_side)
+{
+    char *a = toy_run(), *b = toy_run(), *out = temp_dir(), args[1024], msg[4096];
+    /* b is the same machine twice as fast, named big */
+    char *summary = strdup(summary_csv);
+    cr_assert_not_null(summary);
+    for (char *p = strstr(summary, "toy,"); p; p = strstr(p + 1, "\ntoy,"))
+        memcpy(p[0] == '\n' ? p + 1 : p, "big", 3);
+    char *fast = strstr(summary, ",40,39,41,");
+    cr_assert_not_null(fast);
+    memcpy(fast, ",80,79,81,", 10);
+    write_text(b, "summary.csv", summary);
+    free(summary);
+    fmt(args, sizeof args, "report --compare %s %s %s", out, a, b);
+    cr_assert_eq(run_bin(args, 1, msg, sizeof msg), 0, "bin/report --compare failed: %s", msg);
+    char *md = slurp(out, "compare.md");
+    expect_contains(md, "# Comparison: toy, big", "compare.md");
+    expect_contains(md, "| resnet18-cifar | fp32 | 70.0 (16) | 71% | 80.0 (8) | 41% |", "compare.md");
+    expect_contains(md, "resnet18-cifar fp32: big is 1.14x toy (80.0 against 70.0 images/s",
+                    "compare.md");
+    expect_contains(md, "| fp32_fma | GFLOP/s | 100 | 100 |", "compare.md");
+    free(md);
+    char *html = slurp(out, "compare.html");
+    cr_expect_eq(count_of(html, "http:") + count_of(html, "https:"), 0);
+    free(html);
+    remove_dir(a);
+    remove_dir(b);
+    remove_dir(out);
+}
+
+/* ---- gnuplot ------------------------------------------------------------- */
+
+Test(report_gnuplot, draws_a_png_of_the_requested_size)
+{
+    if (!have_gnuplot())
+        cr_skip_test("gnuplot is not installed (apt-get install gnuplot-nox): render test skipped");
+    char *dir = temp_dir(), png[512], svg[512];
+    write_text(dir, "t.vars",
+               "env_name = \"toy\"\nprecision = \"fp32\"\nnseries = 1\n"
+               "series_name_1 = \"resnet18-cifar\"\nseries_color_1 = \"#1f77b4\"\n"
+               "series_pt_1 = 7\nxmin = 5.6\nxmax = 22.6\nylog = 0\nymin = 0\nymax = 90\n");
+    write_text(dir, "t.dat", "# batch median q1 q3 label\n8 40 39 41 \"41%\"\n16 70 69 71 \"71%\"\n");
+    fmt(png, sizeof png, "%s/t.png", dir);
+    fmt(svg, sizeof svg, "%s/t.svg", dir);
+    cr_assert_eq(sh("gnuplot -e \"datafile='%s/t'; outfile='%s'; title='toy'; width=640; "
+                    "height=480\" '%s/scripts/gnuplot/throughput.gp' 2>/dev/null",
+                    dir, png, ROOFLINE_SOURCE_DIR),
+                 0, "gnuplot failed on throughput.gp");
+    uint32_t w, h;
+    png_size(png, &w, &h);
+    cr_expect_eq(w, 640);
+    cr_expect_eq(h, 480);
+    struct stat st;
+    cr_expect(stat(svg, &st) == 0 && st.st_size > 0, "the SVG is drawn beside the PNG");
+    remove_dir(dir);
+}
+
+Test(report_gnuplot, every_figure_of_a_run_is_drawn_and_embedded, .timeout = 60)
+{
+    if (!have_gnuplot())
+        cr_skip_test("gnuplot is not installed (apt-get install gnuplot-nox): render test skipped");
+    char *dir = toy_run();
+    /* the whole pipeline: bin/analyze (from kernels.csv and steps.csv), bin/plotdata,
+     * gnuplot, bin/report */
+    cr_assert_eq(sh("BIN='%s' '%s/scripts/render.sh' '%s' >/dev/null 2>&1", ROOFLINE_BIN_DIR,
+                    ROOFLINE_SOURCE_DIR, dir),
+                 0, "scripts/render.sh failed on %s", dir);
+    char *manifest = slurp(dir, "figures/figures.tsv");
+    int figures = count_lines(manifest);
+    cr_expect_geq(figures, 4, "a roofline, throughput, variability and scaling at least:\n%s",
+                  manifest);
+    cr_expect(strstr(manifest, "scaling.gp\tscaling\t") != NULL, "scaling.csv has rows:\n%s",
+              manifest);
+    for (char *line = strtok(manifest, "\n"); line; line = strtok(NULL, "\n")) {
+        char *stem = strchr(line, '\t');
+        cr_assert_not_null(stem);
+        stem++;
+        *strchr(stem, '\t') = '\0';
+        char png[1024];
+        fmt(png, sizeof png, "%s/figures/%s.png", dir, stem);
+        uint32_t w, h;
+        png_size(png, &w, &h);
+        cr_expect(w == 1200 && h == 800, "%s is %ux%u, not 1200x800", png, w, h);
+    }
+    char *html = slurp(dir, "report.html");
+    cr_expect_eq(count_of(html, "src=\"data:image/png;base64,"), figures,
+                 "report.html embeds every drawn figure");
+    free(html);
+    free(manifest);
+    remove_dir(dir);
+}
