@@ -218,14 +218,16 @@ static int build_mobilenet_v2_cifar(network *net) { return mobilenet_v2(net, tru
 /* ---- the table ---- */
 
 static const model_info infos[] = {
-    {"resnet18", "ResNet-18 (torchvision), BasicBlock x[2,2,2,2], 11.7M params", 224, 1000},
-    {"resnet50", "ResNet-50 v1.5 (torchvision), Bottleneck x[3,4,6,3], 25.6M params", 224, 1000},
-    {"vgg16", "VGG-16 config D without BN (torchvision), 138.4M params", 224, 1000},
-    {"mobilenet_v2", "MobileNetV2 width 1.0 (torchvision), 3.5M params", 224, 1000},
-    {"resnet18-cifar", "ResNet-18 with a 3x3 stride-1 stem and no max-pool (kuangliu)", 32, 10},
-    {"resnet50-cifar", "ResNet-50 v1.5 with the CIFAR stem of resnet18-cifar", 32, 10},
-    {"vgg16-cifar", "VGG-16 with BN and one FC on the flattened features (kuangliu)", 32, 10},
-    {"mobilenet_v2-cifar", "MobileNetV2, stem and stage 2 at stride 1 (chenyaofo)", 32, 10},
+    {"resnet18", "ResNet-18 (torchvision), BasicBlock x[2,2,2,2], 11.7M params", 224, 1000, 0.1f},
+    {"resnet50", "ResNet-50 v1.5 (torchvision), Bottleneck x[3,4,6,3], 25.6M params", 224, 1000,
+     0.1f},
+    {"vgg16", "VGG-16 config D without BN (torchvision), 138.4M params", 224, 1000, 0.01f},
+    {"mobilenet_v2", "MobileNetV2 width 1.0 (torchvision), 3.5M params", 224, 1000, 0.1f},
+    {"resnet18-cifar", "ResNet-18 with a 3x3 stride-1 stem and no max-pool (kuangliu)", 32, 10,
+     0.1f},
+    {"resnet50-cifar", "ResNet-50 v1.5 with the CIFAR stem of resnet18-cifar", 32, 10, 0.1f},
+    {"vgg16-cifar", "VGG-16 with BN and one FC on the flattened features (kuangliu)", 32, 10, 0.1f},
+    {"mobilenet_v2-cifar", "MobileNetV2, stem and stage 2 at stride 1 (chenyaofo)", 32, 10, 0.1f},
 };
 /* In the order of infos[]. */
 static const build_fn builders[] = {

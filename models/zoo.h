@@ -12,6 +12,9 @@ typedef struct {
     const char *summary;
     int default_res;
     int default_classes;
+    /* SGD learning rate of torchvision's reference recipe: 0.1, but 0.01 for
+     * VGG, which has no batch norm and diverges at 0.1 */
+    float default_lr;
 } model_info;
 
 /* All models, in the order `bin/complexity --list` shows them. */

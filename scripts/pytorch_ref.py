@@ -64,7 +64,7 @@ def parse_args(argv):
     ncpu = len(os.sched_getaffinity(0))
     opts = {"--model": None, "--res": None, "--batch": None, "--precision": "fp32",
             "--warmup": "5", "--iters": "20", "--threads": str(ncpu), "--seed": "1",
-            "--lr": "0.1", "--repeat": "0", "--env": "local", "--out": None,
+            "--lr": None, "--repeat": "0", "--env": "local", "--out": None,
             "--classes": None}
     flags = {"--channels-last": False}
     i = 0
@@ -115,6 +115,8 @@ def parse_args(argv):
     a["repeat"] = int_option("--repeat", opts["--repeat"], 0, 1_000_000)
     a["classes"] = (int_option("--classes", opts["--classes"], 1, 1_000_000)
                     if opts["--classes"] is not None else dcls)
+    if opts["--lr"] is None:  # bin/train's default: torchvision's recipe
+        opts["--lr"] = "0.01" if a["model"] == "vgg16" else "0.1"
     try:
         lr = float(opts["--lr"])
     except ValueError:

@@ -194,3 +194,15 @@ Test(zoo, graph_builder_rejects_bad_layers)
     cr_expect_eq(net.status, NET_BAD_ARG);
     net_free(&net);
 }
+
+/* bin/train's default learning rate: torchvision's recipe, lower for VGG
+ * without batch norm (it diverges at 0.1 on a fixed batch). */
+Test(zoo, default_learning_rates_follow_torchvision)
+{
+    int n;
+    const model_info *models = zoo_models(&n);
+    for (int m = 0; m < n; m++) {
+        float expect = strcmp(models[m].name, "vgg16") == 0 ? 0.01f : 0.1f;
+        cr_expect_float_eq(models[m].default_lr, expect, 1e-7f, "%s", models[m].name);
+    }
+}
