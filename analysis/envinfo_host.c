@@ -10,20 +10,6 @@
 #include "../peaks/cpu_info.h"
 #include "../peaks/cpu_team.h"
 
-/* The first line of a small file, without its newline; -1 when unreadable. */
-static int read_first_line(const char *path, char *out, size_t len)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    int ok = fgets(out, (int)len, f) != NULL;
-    fclose(f);
-    if (!ok)
-        return -1;
-    out[strcspn(out, "\n")] = '\0';
-    return 0;
-}
-
 /* PRETTY_NAME of /etc/os-release, unquoted. */
 static int os_pretty_name(char *out, size_t len)
 {
@@ -153,7 +139,7 @@ static void write_cpufreq(json_writer *w)
     char path[256], text[128];
     json_object_begin(w, "cpufreq");
     snprintf(path, sizeof path, "%s/scaling_governor", dir);
-    if (read_first_line(path, text, sizeof text) != 0) {
+    if (cpu_read_first_line(path, text, sizeof text) != 0) {
         json_bool(w, "available", false);
         json_stringf(w, "reason", "no %s (a VM or a kernel without cpufreq)", dir);
         json_object_end(w);
@@ -167,13 +153,13 @@ static void write_cpufreq(json_writer *w)
         snprintf(path, sizeof path, "%s/%s", dir, limits[i]);
         char key[64];
         snprintf(key, sizeof key, "%s_khz_cpu0", limits[i]);
-        json_int(w, key, read_first_line(path, text, sizeof text) == 0 ? atoll(text) : 0);
+        json_int(w, key, cpu_read_first_line(path, text, sizeof text) == 0 ? atoll(text) : 0);
     }
     json_array_begin(w, "scaling_cur_khz");
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     for (long cpu = 0; cpu < n; cpu++) {
         snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%ld/cpufreq/scaling_cur_freq", cpu);
-        if (read_first_line(path, text, sizeof text) == 0)
+        if (cpu_read_first_line(path, text, sizeof text) == 0)
             json_int(w, NULL, atoll(text));
     }
     json_array_end(w);

@@ -75,6 +75,17 @@ static int traced_in_precision(const report_configs *traced, const char *precisi
     return n;
 }
 
+/* f (its precision set) as a figure of `kind` named "<stem>_<precision>". */
+static int push_precision_figure(plot_figure_list *out, plot_figure *f, plot_kind kind,
+                                 const char *stem, const char *env, const char *what)
+{
+    f->kind = kind;
+    snprintf(f->stem, sizeof f->stem, "%s_%s", stem, f->precision);
+    snprintf(f->title, sizeof f->title, "%s, %s: %s", env, f->precision, what);
+    sanitise(f->stem);
+    return push(out, f);
+}
+
 static int add_per_precision(const report_run *run, const report_strings *precisions,
                              const report_configs *traced, plot_figure_list *out)
 {
@@ -82,33 +93,18 @@ static int add_per_precision(const report_run *run, const report_strings *precis
         const char *p = precisions->items[i];
         plot_figure f = {0};
         snprintf(f.precision, sizeof f.precision, "%s", p);
-        if (traced_in_precision(traced, p) >= 2) {
-            f.kind = PLOT_ROOFLINE_MODELS;
-            snprintf(f.stem, sizeof f.stem, "roofline_models_%s", p);
-            snprintf(f.title, sizeof f.title, "%s, %s: roofline of the models (steps and layer types)",
-                     run->env, p);
-            sanitise(f.stem);
-            if (push(out, &f))
-                return -1;
-        }
-        if (precision_has_ok_rows(run->summary, p, "images_per_s_median")) {
-            f.kind = PLOT_THROUGHPUT;
-            snprintf(f.stem, sizeof f.stem, "throughput_%s", p);
-            snprintf(f.title, sizeof f.title, "%s, %s: training throughput against batch size",
-                     run->env, p);
-            sanitise(f.stem);
-            if (push(out, &f))
-                return -1;
-        }
-        if (precision_has_ok_rows(run->steps, p, "step_ms")) {
-            f.kind = PLOT_VARIABILITY;
-            snprintf(f.stem, sizeof f.stem, "variability_%s", p);
-            snprintf(f.title, sizeof f.title, "%s, %s: step time per configuration, all repeats",
-                     run->env, p);
-            sanitise(f.stem);
-            if (push(out, &f))
-                return -1;
-        }
+        if (traced_in_precision(traced, p) >= 2 &&
+            push_precision_figure(out, &f, PLOT_ROOFLINE_MODELS, "roofline_models", run->env,
+                                  "roofline of the models (steps and layer types)"))
+            return -1;
+        if (precision_has_ok_rows(run->summary, p, "images_per_s_median") &&
+            push_precision_figure(out, &f, PLOT_THROUGHPUT, "throughput", run->env,
+                                  "training throughput against batch size"))
+            return -1;
+        if (precision_has_ok_rows(run->steps, p, "step_ms") &&
+            push_precision_figure(out, &f, PLOT_VARIABILITY, "variability", run->env,
+                                  "step time per configuration, all repeats"))
+            return -1;
     }
     return 0;
 }

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "csv.h"
+
 static char *vformat(const char *fmt, va_list ap)
 {
     va_list copy;
@@ -193,4 +195,14 @@ void doc_figure(report_doc *d, const char *path, const char *alt, const char *ca
     b->alt = strdup(alt);
     if (!b->text || !b->path || !b->alt)
         d->failed = true;
+}
+
+FILE *doc_create(const report_doc *d, const char *path, char *tmp, size_t tmp_len, char *err,
+                 size_t err_len)
+{
+    if (d->failed) {
+        snprintf(err, err_len, "%s: out of memory while building the report", path);
+        return NULL;
+    }
+    return csv_create(path, tmp, tmp_len, err, err_len);
 }

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 typedef enum {
     DOC_HEADING,   /* level 1..3 */
@@ -68,6 +69,12 @@ void doc_figure(report_doc *d, const char *path, const char *alt, const char *ca
 
 /* Writers: "<path>.tmp", then a rename. base_dir is the folder figure paths
  * are relative to (the HTML writer reads and embeds them). -1 with err. */
+/* Opens "<path>.tmp" for one of the writers below (its name left in tmp);
+ * NULL with err when building the document ran out of memory or the file
+ * cannot be created. */
+FILE *doc_create(const report_doc *d, const char *path, char *tmp, size_t tmp_len, char *err,
+                 size_t err_len);
+
 int doc_write_md(const report_doc *d, const char *path, char *err, size_t err_len);
 int doc_write_html(const report_doc *d, const char *base_dir, const char *path, char *err,
                    size_t err_len);

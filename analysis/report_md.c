@@ -87,12 +87,8 @@ static void write_block(FILE *f, const doc_block *b)
 
 int doc_write_md(const report_doc *d, const char *path, char *err, size_t err_len)
 {
-    if (d->failed) {
-        snprintf(err, err_len, "%s: out of memory while building the report", path);
-        return -1;
-    }
     char tmp[4096];
-    FILE *f = csv_create(path, tmp, sizeof tmp, err, err_len);
+    FILE *f = doc_create(d, path, tmp, sizeof tmp, err, err_len);
     if (!f)
         return -1;
     fputs("# ", f);

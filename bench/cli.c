@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 bool cli_parse_long(const char *text, long min, long max, long *out)
 {
@@ -72,4 +73,30 @@ void cli_bad_option(const char *prog, int getopt_code, const char *arg, const ch
     if (getopt_code == ':')
         cli_usage_error(prog, "%s needs a value", arg);
     cli_usage_error(prog, "unknown option '%s' (accepted: %s)", arg, accepted);
+}
+
+const char *cli_file_option(const char *prog, const char *option, const char *text)
+{
+    if (!*text)
+        cli_usage_error(prog, "%s: '' is not a file name", option);
+    return text;
+}
+
+int cli_run_dirs_main(const char *prog, int argc, char **argv, void (*help)(void),
+                      int (*one)(const char *run_dir),
+                      int (*compare)(const char *out_dir, char **run_dirs, int n_runs))
+{
+    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        help();
+        return 0;
+    }
+    if (argc >= 2 && strcmp(argv[1], "--compare") == 0) {
+        if (argc < 4)
+            cli_usage_error(prog, "--compare needs OUTDIR and at least one RUN_DIR");
+        return compare(argv[2], argv + 3, argc - 3);
+    }
+    if (argc != 2 || argv[1][0] == '-')
+        cli_usage_error(prog, "expected one RUN_DIR (or --compare OUTDIR RUN_DIR...), got %s",
+                        argc < 2 ? "nothing" : argc > 2 ? "several arguments" : argv[1]);
+    return one(argv[1]);
 }

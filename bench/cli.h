@@ -29,6 +29,17 @@ precision cli_precision_option(const char *prog, const char *text);
 _Noreturn void cli_bad_option(const char *prog, int getopt_code, const char *arg,
                               const char *accepted);
 
+/* A file name given to `option` (--out FILE), or a usage error when empty. */
+const char *cli_file_option(const char *prog, const char *option, const char *text);
+
+/* The main() of the programs that read run folders (plotdata, report):
+ * "--help"/"-h" calls help and returns 0, "RUN_DIR" returns one(RUN_DIR),
+ * "--compare OUTDIR RUN_DIR..." returns compare(OUTDIR, the RUN_DIRs, their
+ * count); anything else is a usage error. */
+int cli_run_dirs_main(const char *prog, int argc, char **argv, void (*help)(void),
+                      int (*one)(const char *run_dir),
+                      int (*compare)(const char *out_dir, char **run_dirs, int n_runs));
+
 /* Checks --model (required, a zoo name) and turns --res and --classes (NULL:
  * the model's defaults) into numbers the model admits, or a usage error. */
 void cli_model_options(const char *prog, const char *model, const char *res_text,

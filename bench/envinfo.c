@@ -59,9 +59,7 @@ static options parse_options(int argc, char **argv)
     while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
         switch (c) {
         case 'o':
-            if (!*optarg)
-                cli_usage_error(prog, "--out: '' is not a file name");
-            o.out = optarg;
+            o.out = cli_file_option(prog, "--out", optarg);
             break;
         case 'e':
             if (!*optarg || strlen(optarg) > 63)

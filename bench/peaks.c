@@ -83,9 +83,7 @@ static options parse_options(int argc, char **argv)
         case 'q': o.quick = true; break;
         case 't': o.threads = cli_int_option(prog, "--threads", optarg, 1, max_threads); break;
         case 'o':
-            if (!*optarg)
-                cli_usage_error(prog, "--out: '' is not a file name");
-            o.out = optarg;
+            o.out = cli_file_option(prog, "--out", optarg);
             break;
         case 'e':
             if (!valid_env(optarg))

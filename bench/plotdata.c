@@ -4,7 +4,6 @@
  * folders (scripts/compare.sh). */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "../analysis/plot_data.h"
 #include "cli.h"
@@ -101,17 +100,5 @@ static int run_compare(const char *out_dir, char **dirs, int n)
 
 int main(int argc, char **argv)
 {
-    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-        print_help();
-        return 0;
-    }
-    if (argc >= 2 && strcmp(argv[1], "--compare") == 0) {
-        if (argc < 4)
-            cli_usage_error(prog, "--compare needs OUTDIR and at least one RUN_DIR");
-        return run_compare(argv[2], argv + 3, argc - 3);
-    }
-    if (argc != 2 || argv[1][0] == '-')
-        cli_usage_error(prog, "expected one RUN_DIR (or --compare OUTDIR RUN_DIR...), got %s",
-                        argc < 2 ? "nothing" : argc > 2 ? "several arguments" : argv[1]);
-    return run_one(argv[1]);
+    return cli_run_dirs_main(prog, argc, argv, print_help, run_one, run_compare);
 }

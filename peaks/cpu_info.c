@@ -51,7 +51,7 @@ void cpu_vendor_family(char *vendor, size_t len, int *family)
     *family = cpuinfo_field("cpu family", text, sizeof text) == 0 ? atoi(text) : -1;
 }
 
-static int read_line(const char *path, char *out, size_t len)
+int cpu_read_first_line(const char *path, char *out, size_t len)
 {
     FILE *f = fopen(path, "r");
     if (!f)
@@ -102,21 +102,23 @@ static int caches_from_sysfs(cpu_caches *c)
     for (int i = 0; i < 16; i++) {
         char path[128], text[128];
         snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
-        if (read_line(path, text, sizeof text) != 0)
+        if (cpu_read_first_line(path, text, sizeof text) != 0)
             break;
         int level = atoi(text);
         snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
-        if (read_line(path, text, sizeof text) != 0 || strcmp(text, "Instruction") == 0)
+        if (cpu_read_first_line(path, text, sizeof text) != 0 ||
+            strcmp(text, "Instruction") == 0)
             continue;
         if (level < 1 || level > CPU_CACHE_LEVELS)
             continue;
         snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
-        if (read_line(path, text, sizeof text) != 0)
+        if (cpu_read_first_line(path, text, sizeof text) != 0)
             continue;
         c->bytes[level] = parse_size(text);
         snprintf(path, sizeof path,
                  "/sys/devices/system/cpu/cpu0/cache/index%d/shared_cpu_list", i);
-        c->shared_by[level] = read_line(path, text, sizeof text) == 0 ? count_cpu_list(text) : 1;
+        c->shared_by[level] =
+            cpu_read_first_line(path, text, sizeof text) == 0 ? count_cpu_list(text) : 1;
         if (level > c->levels && c->bytes[level] > 0)
             c->levels = level;
     }

@@ -20,6 +20,10 @@ void cpu_model_name(char *out, size_t len);
 /* vendor_id and "cpu family" of /proc/cpuinfo (x86); "" and -1 elsewhere. */
 void cpu_vendor_family(char *vendor, size_t len, int *family);
 
+/* The first line of a small file (sysfs, procfs), without its newline; -1
+ * when it cannot be read. */
+int cpu_read_first_line(const char *path, char *out, size_t len);
+
 /* Reads /sys/devices/system/cpu/cpu0/cache; falls back to sysconf, then to a
  * 32 MiB last level, and says which in source. */
 void cpu_caches_read(cpu_caches *c);

@@ -2,6 +2,7 @@
 
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,11 +16,17 @@ network build_or_fail(const char *model, int res, int classes)
     return net;
 }
 
-int run_bin(const char *args, int want_stderr, char *buf, size_t len)
+void format_or_fail(char *out, size_t len, const char *format, ...)
 {
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s/%s %s", ROOFLINE_BIN_DIR, args,
-             want_stderr ? "2>&1 >/dev/null" : "2>/dev/null");
+    va_list ap;
+    va_start(ap, format);
+    int n = vsnprintf(out, len, format, ap);
+    va_end(ap);
+    cr_assert(n >= 0 && (size_t)n < len, "'%s' does not fit in %zu bytes", format, len);
+}
+
+int run_capture(const char *cmd, char *buf, size_t len)
+{
     FILE *p = popen(cmd, "r");
     cr_assert_not_null(p, "popen %s", cmd);
     size_t used = fread(buf, 1, len - 1, p);
@@ -27,6 +34,27 @@ int run_bin(const char *args, int want_stderr, char *buf, size_t len)
     int status = pclose(p);
     cr_assert(WIFEXITED(status), "%s did not exit normally", cmd);
     return WEXITSTATUS(status);
+}
+
+int sh(const char *format, ...)
+{
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, format);
+    int n = vsnprintf(cmd, sizeof cmd, format, ap);
+    va_end(ap);
+    cr_assert(n > 0 && (size_t)n < sizeof cmd, "command too long: %s", format);
+    int status = system(cmd);
+    cr_assert(status != -1 && WIFEXITED(status), "%s did not exit normally", cmd);
+    return WEXITSTATUS(status);
+}
+
+int run_bin(const char *args, int want_stderr, char *buf, size_t len)
+{
+    char cmd[1024];
+    format_or_fail(cmd, sizeof cmd, "%s/%s %s", ROOFLINE_BIN_DIR, args,
+                   want_stderr ? "2>&1 >/dev/null" : "2>/dev/null");
+    return run_capture(cmd, buf, len);
 }
 
 int count_lines(const char *text)
@@ -72,4 +100,43 @@ char *temp_dir(void)
     strcpy(dir, "/tmp/roofline-test-XXXXXX");
     cr_assert_not_null(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
     return dir;
+}
+
+void remove_temp_dir(char *dir)
+{
+    cr_expect_eq(sh("rm -rf '%s'", dir), 0);
+    free(dir);
+}
+
+char *read_text(const char *dir, const char *name)
+{
+    char path[1024];
+    format_or_fail(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s is missing", path);
+    cr_assert_eq(fseek(f, 0, SEEK_END), 0);
+    long n = ftell(f);
+    cr_assert(n >= 0, "cannot size %s", path);
+    rewind(f);
+    char *text = malloc((size_t)n + 1);
+    cr_assert_not_null(text);
+    cr_assert_eq(fread(text, 1, (size_t)n, f), (size_t)n, "cannot read %s", path);
+    text[n] = '\0';
+    fclose(f);
+    return text;
+}
+
+void write_bytes(const char *dir, const char *name, const void *data, size_t len)
+{
+    char path[1024];
+    format_or_fail(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "cannot write %s", path);
+    cr_assert_eq(fwrite(data, 1, len, f), len, "cannot write %s", path);
+    cr_assert_eq(fclose(f), 0, "cannot close %s", path);
+}
+
+void write_text(const char *dir, const char *name, const char *text)
+{
+    write_bytes(dir, name, text, strlen(text));
 }

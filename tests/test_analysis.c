@@ -18,16 +18,6 @@
 
 #define NEAR(got, want, tol) cr_expect(fabs((got) - (want)) <= (tol), "%s = %.9g, want %.9g", #got, (double)(got), (double)(want))
 
-static void write_text(const char *dir, const char *name, const char *text)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f, "cannot write %s", path);
-    fputs(text, f);
-    cr_assert_eq(fclose(f), 0);
-}
-
 static csv_table *read_ok(const char *dir, const char *name)
 {
     char path[512], err[512];
@@ -96,7 +86,7 @@ Test(analysis_csv, quoting_crlf_and_blank_lines)
     cr_expect_eq(csv_get_num(t, 2, 1, "a.csv", false, &v, err, sizeof err), -1);
     cr_expect_str_eq(err, "a.csv:6: notes 'plain' is not a number");
     csv_free(t);
-    free(dir);
+    remove_temp_dir(dir);
 }
 
 Test(analysis_csv, errors_name_the_file_and_line)
@@ -120,7 +110,7 @@ Test(analysis_csv, errors_name_the_file_and_line)
     snprintf(path, sizeof path, "%s/missing.csv", dir);
     cr_expect_null(csv_read(path, err, sizeof err));
     cr_expect(strstr(err, "missing.csv: cannot open"), "%s", err);
-    free(dir);
+    remove_temp_dir(dir);
 }
 
 Test(analysis_csv, writer_quotes_and_commits_atomically)
@@ -151,7 +141,7 @@ Test(analysis_csv, writer_quotes_and_commits_atomically)
     snprintf(path, sizeof path, "%s/no/such/dir/out.csv", dir);
     cr_expect_null(csv_create(path, tmp, sizeof tmp, err, sizeof err));
     cr_expect(strstr(err, "cannot write") && strstr(err, "out.csv.tmp"), "%s", err);
-    free(dir);
+    remove_temp_dir(dir);
 }
 
 /* ---- stats -------------------------------------------------------------- */
@@ -279,6 +269,21 @@ static csv_table *table_from(const char *dir, const char *name, const char *text
     return read_ok(dir, name);
 }
 
+/* dir/name holding header then rows. */
+static void write_joined(const char *dir, const char *name, const char *header, const char *rows)
+{
+    char text[4096];
+    format_or_fail(text, sizeof text, "%s%s", header, rows);
+    write_text(dir, name, text);
+}
+
+static csv_table *table_of(const char *dir, const char *name, const char *header,
+                           const char *rows)
+{
+    write_joined(dir, name, header, rows);
+    return read_ok(dir, name);
+}
+
 Test(analysis_roofline, roofs_from_peaks)
 {
     char *dir = temp_dir(), err[256];
@@ -316,7 +321,7 @@ Test(analysis_roofline, roofs_from_peaks)
     cr_expect_eq(r.dram_gbs, 3100, "hbm_* is the DRAM roof; 'dramatic' is no dram_ row");
     cr_expect(isnan(r.l2_gbs));
     csv_free(p);
-    free(dir);
+    remove_temp_dir(dir);
 }
 
 Test(analysis_roofline, point_arithmetic_both_sides_of_the_ridge)
@@ -357,10 +362,9 @@ Test(analysis_roofline, point_arithmetic_both_sides_of_the_ridge)
 
 Test(analysis_roofline, kernels_layer_types_and_step)
 {
-    char *dir = temp_dir(), err[256], text[4096];
+    char *dir = temp_dir(), err[256];
     csv_table *p = table_from(dir, "peaks.csv", peaks_csv);
-    snprintf(text, sizeof text, "%s%s", kernels_header, kernels_rows);
-    csv_table *k = table_from(dir, "kernels.csv", text);
+    csv_table *k = table_of(dir, "kernels.csv", kernels_header, kernels_rows);
     roofs r;
     cr_assert_eq(roofs_init(&r, p, "peaks.csv", err, sizeof err), 0);
     roofline rl;
@@ -414,7 +418,7 @@ Test(analysis_roofline, kernels_layer_types_and_step)
     roofline_free(&rl);
     csv_free(k);
     csv_free(p);
-    free(dir);
+    remove_temp_dir(dir);
 }
 
 Test(analysis_roofline, repeats_and_repeated_kernels_average_per_step)
@@ -422,14 +426,12 @@ Test(analysis_roofline, repeats_and_repeated_kernels_average_per_step)
     /* The same conv twice per step (count 2) in two traced repeats: per-step
      * sums are half the file's. */
     char *dir = temp_dir(), err[256];
-    char text[2048];
-    snprintf(text, sizeof text, "%s%s", kernels_header,
-             "t,m,32,8,fp32,0,0,k,l,conv,fwd,1000,0,1000,0,0,100,100,,,perf\n"
-             "t,m,32,8,fp32,0,1,k,l,conv,fwd,3000,0,1000,0,0,100,100,,,perf\n"
-             "t,m,32,8,fp32,1,0,k,l,conv,fwd,1000,0,1000,0,0,100,100,,,perf\n"
-             "t,m,32,8,fp32,1,1,k,l,conv,fwd,3000,0,1000,0,0,100,100,,,perf\n"
-             "t,m,64,8,fp32,0,0,k,l,conv,fwd,1000,0,1000,0,0,100,100,,,perf\n");
-    csv_table *k = table_from(dir, "kernels.csv", text);
+    csv_table *k = table_of(dir, "kernels.csv", kernels_header,
+                            "t,m,32,8,fp32,0,0,k,l,conv,fwd,1000,0,1000,0,0,100,100,,,perf\n"
+                            "t,m,32,8,fp32,0,1,k,l,conv,fwd,3000,0,1000,0,0,100,100,,,perf\n"
+                            "t,m,32,8,fp32,1,0,k,l,conv,fwd,1000,0,1000,0,0,100,100,,,perf\n"
+                            "t,m,32,8,fp32,1,1,k,l,conv,fwd,3000,0,1000,0,0,100,100,,,perf\n"
+                            "t,m,64,8,fp32,0,0,k,l,conv,fwd,1000,0,1000,0,0,100,100,,,perf\n");
     roofs r;
     cr_assert_eq(roofs_init(&r, NULL, "peaks.csv", err, sizeof err), 0);
     roofline rl;
@@ -447,18 +449,17 @@ Test(analysis_roofline, repeats_and_repeated_kernels_average_per_step)
     cr_expect(isnan(c->mem_bound_share));
     roofline_free(&rl);
     csv_free(k);
-    free(dir);
+    remove_temp_dir(dir);
 }
 
 Test(analysis_roofline, bad_kernel_rows_name_the_line)
 {
-    char *dir = temp_dir(), err[256], text[2048];
+    char *dir = temp_dir(), err[256];
     roofs r;
     roofs_init(&r, NULL, "", err, sizeof err);
     roofline rl;
-    snprintf(text, sizeof text, "%s%s", kernels_header,
-             "t,m,32,8,fp32,0,0,k,l,conv,fwd,1000,0,lots,0,0,100,100,,,perf\n");
-    csv_table *k = table_from(dir, "kernels.csv", text);
+    csv_table *k = table_of(dir, "kernels.csv", kernels_header,
+                            "t,m,32,8,fp32,0,0,k,l,conv,fwd,1000,0,lots,0,0,100,100,,,perf\n");
     cr_expect_eq(roofline_build(k, "kernels.csv", &r, &rl, err, sizeof err), -1);
     cr_expect_str_eq(err, "kernels.csv:2: flops_fp32 'lots' is not a number");
     csv_free(k);
@@ -466,15 +467,14 @@ Test(analysis_roofline, bad_kernel_rows_name_the_line)
     cr_expect_eq(roofline_build(k, "k2.csv", &r, &rl, err, sizeof err), -1);
     cr_expect_str_eq(err, "k2.csv: no column 'res' in the header");
     csv_free(k);
-    free(dir);
+    remove_temp_dir(dir);
 }
 
 Test(analysis_roofline, csv_round_trip)
 {
-    char *dir = temp_dir(), err[256], text[4096], path[512];
+    char *dir = temp_dir(), err[256], path[512];
     csv_table *p = table_from(dir, "peaks.csv", peaks_csv);
-    snprintf(text, sizeof text, "%s%s", kernels_header, kernels_rows);
-    csv_table *k = table_from(dir, "kernels.csv", text);
+    csv_table *k = table_of(dir, "kernels.csv", kernels_header, kernels_rows);
     roofs r;
     roofs_init(&r, p, "peaks.csv", err, sizeof err);
     roofline rl;
@@ -498,7 +498,7 @@ Test(analysis_roofline, csv_round_trip)
     roofline_free(&rl);
     csv_free(k);
     csv_free(p);
-    free(dir);
+    remove_temp_dir(dir);
 }
 
 /* ---- summary and variability --------------------------------------------- */
@@ -534,9 +534,8 @@ static const char *const configs_csv =
 
 Test(analysis_summary, steps_grouping)
 {
-    char *dir = temp_dir(), err[256], text[4096];
-    snprintf(text, sizeof text, "%s%s", steps_header, steps_rows);
-    csv_table *t = table_from(dir, "steps.csv", text);
+    char *dir = temp_dir(), err[256];
+    csv_table *t = table_of(dir, "steps.csv", steps_header, steps_rows);
     step_table st;
     cr_assert_eq(steps_group(t, "steps.csv", &st, err, sizeof err), 0, "%s", err);
     cr_assert_eq(st.n, 2);
@@ -553,23 +552,20 @@ Test(analysis_summary, steps_grouping)
     steps_free(&st);
     csv_free(t);
 
-    snprintf(text, sizeof text, "%s%s", steps_header, "t,cpu,m,32,8,fp32,1,0,0,0,-3,1,1\n");
-    t = table_from(dir, "bad.csv", text);
+    t = table_of(dir, "bad.csv", steps_header, "t,cpu,m,32,8,fp32,1,0,0,0,-3,1,1\n");
     cr_expect_eq(steps_group(t, "bad.csv", &st, err, sizeof err), -1);
     cr_expect_str_eq(err, "bad.csv:2: step_ms '-3' is out of range (expected milliseconds > 0)");
     csv_free(t);
-    free(dir);
+    remove_temp_dir(dir);
 }
 
 Test(analysis_summary, rows_status_and_analytic_flops)
 {
-    char *dir = temp_dir(), err[256], text[4096], path[512];
-    snprintf(text, sizeof text, "%s%s", steps_header, steps_rows);
-    csv_table *steps_t = table_from(dir, "steps.csv", text);
+    char *dir = temp_dir(), err[256], path[512];
+    csv_table *steps_t = table_of(dir, "steps.csv", steps_header, steps_rows);
     csv_table *configs = table_from(dir, "configs.csv", configs_csv);
     csv_table *p = table_from(dir, "peaks.csv", peaks_csv);
-    snprintf(text, sizeof text, "%s%s", kernels_header, kernels_rows);
-    csv_table *k = table_from(dir, "kernels.csv", text);
+    csv_table *k = table_of(dir, "kernels.csv", kernels_header, kernels_rows);
     roofs r;
     roofs_init(&r, p, "peaks.csv", err, sizeof err);
     roofline rl;
@@ -635,14 +631,13 @@ Test(analysis_summary, rows_status_and_analytic_flops)
     csv_free(p);
     csv_free(configs);
     csv_free(steps_t);
-    free(dir);
+    remove_temp_dir(dir);
 }
 
 Test(analysis_summary, variability_rows)
 {
-    char *dir = temp_dir(), err[256], text[4096], path[512];
-    snprintf(text, sizeof text, "%s%s", steps_header, steps_rows);
-    csv_table *t = table_from(dir, "steps.csv", text);
+    char *dir = temp_dir(), err[256], path[512];
+    csv_table *t = table_of(dir, "steps.csv", steps_header, steps_rows);
     step_table st;
     cr_assert_eq(steps_group(t, "steps.csv", &st, err, sizeof err), 0);
     snprintf(path, sizeof path, "%s/variability.csv", dir);
@@ -677,22 +672,18 @@ Test(analysis_summary, variability_rows)
     csv_free(v);
     steps_free(&st);
     csv_free(t);
-    free(dir);
+    remove_temp_dir(dir);
 }
 
 /* ---- bin/analyze end to end ---------------------------------------------- */
 
 static void write_run(const char *dir, bool kernels)
 {
-    char text[4096];
-    snprintf(text, sizeof text, "%s%s", steps_header, steps_rows);
-    write_text(dir, "steps.csv", text);
+    write_joined(dir, "steps.csv", steps_header, steps_rows);
     write_text(dir, "peaks.csv", peaks_csv);
     write_text(dir, "configs.csv", configs_csv);
-    if (kernels) {
-        snprintf(text, sizeof text, "%s%s", kernels_header, kernels_rows);
-        write_text(dir, "kernels.csv", text);
-    }
+    if (kernels)
+        write_joined(dir, "kernels.csv", kernels_header, kernels_rows);
 }
 
 Test(analysis_bin, writes_three_csvs, .timeout = 60)
@@ -714,7 +705,7 @@ Test(analysis_bin, writes_three_csvs, .timeout = 60)
         snprintf(path, sizeof path, "%s/%s.tmp", dir, names[i]);
         cr_expect_neq(access(path, F_OK), 0, "%s left behind", path);
     }
-    free(dir);
+    remove_temp_dir(dir);
 }
 
 Test(analysis_bin, without_kernels_the_roofline_is_empty, .timeout = 60)
@@ -731,7 +722,7 @@ Test(analysis_bin, without_kernels_the_roofline_is_empty, .timeout = 60)
     t = read_ok(dir, "summary.csv");
     cr_expect_eq(csv_rows(t), 3);
     csv_free(t);
-    free(dir);
+    remove_temp_dir(dir);
 }
 
 Test(analysis_bin, bad_input_is_one_line_and_status_2, .timeout = 60)
@@ -743,14 +734,11 @@ Test(analysis_bin, bad_input_is_one_line_and_status_2, .timeout = 60)
     expect_usage_error(args, "is not a directory");
     snprintf(args, sizeof args, "analyze %s", dir);
     expect_usage_error(args, "steps.csv: cannot open");
-    char text[4096];
-    snprintf(text, sizeof text, "%s%s", steps_header, "t,cpu,m,32,8,fp32,1,0,0,0,5\n");
-    write_text(dir, "steps.csv", text);
+    write_joined(dir, "steps.csv", steps_header, "t,cpu,m,32,8,fp32,1,0,0,0,5\n");
     expect_usage_error(args, "steps.csv:2: 11 fields, header has 13");
-    snprintf(text, sizeof text, "%s%s", steps_header, steps_rows);
-    write_text(dir, "steps.csv", text);
+    write_joined(dir, "steps.csv", steps_header, steps_rows);
     write_text(dir, "kernels.csv", "env,model\nt,m\n");
     write_text(dir, "peaks.csv", peaks_csv);
     expect_usage_error(args, "kernels.csv: no column 'res'");
-    free(dir);
+    remove_temp_dir(dir);
 }

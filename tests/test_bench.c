@@ -5,27 +5,12 @@
  * on 2 cores, most of it quick peaks and rendering. */
 #include <criterion/criterion.h>
 #include <dirent.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "helpers.h"
-
-/* snprintf that fails the test rather than truncate a path or command. */
-static void fmt(char *out, size_t len, const char *format, ...) __attribute__((format(printf, 3, 4)));
-
-static void fmt(char *out, size_t len, const char *format, ...)
-{
-    va_list ap;
-    va_start(ap, format);
-    int n = vsnprintf(out, len, format, ap);
-    va_end(ap);
-    cr_assert(n >= 0 && (size_t)n < len, "'%s' does not fit in %zu bytes", format, len);
-}
 
 static const char *const matrix =
     "| ENV | backend | models | res | batch | precision | warmup | iters | repeats | ranks | "
@@ -39,35 +24,15 @@ static const char *const matrix =
 static int bench(const char *args, char *out, size_t len)
 {
     char cmd[2048];
-    fmt(cmd, sizeof cmd, "cd '%s' && scripts/bench.sh %s BIN='%s' 2>&1",
-             ROOFLINE_SOURCE_DIR, args, ROOFLINE_BIN_DIR);
-    FILE *p = popen(cmd, "r");
-    cr_assert_not_null(p, "popen %s", cmd);
-    size_t used = fread(out, 1, len - 1, p);
-    out[used] = '\0';
-    int status = pclose(p);
-    cr_assert(WIFEXITED(status), "%s did not exit normally", cmd);
-    return WEXITSTATUS(status);
-}
-
-static char *read_file(const char *dir, const char *name)
-{
-    char path[1024];
-    fmt(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "%s is missing", path);
-    char *text = calloc(1, 1 << 20);
-    cr_assert_not_null(text);
-    size_t n = fread(text, 1, (1 << 20) - 1, f);
-    text[n] = '\0';
-    fclose(f);
-    return text;
+    format_or_fail(cmd, sizeof cmd, "cd '%s' && scripts/bench.sh %s BIN='%s' 2>&1",
+                   ROOFLINE_SOURCE_DIR, args, ROOFLINE_BIN_DIR);
+    return run_capture(cmd, out, len);
 }
 
 static bool exists(const char *dir, const char *name)
 {
     char path[1024];
-    fmt(path, sizeof path, "%s/%s", dir, name);
+    format_or_fail(path, sizeof path, "%s/%s", dir, name);
     return access(path, F_OK) == 0;
 }
 
@@ -75,7 +40,7 @@ static bool exists(const char *dir, const char *name)
 static void only_run(const char *runs, const char *env, char *out, size_t len)
 {
     char parent[1024];
-    fmt(parent, sizeof parent, "%s/%s", runs, env);
+    format_or_fail(parent, sizeof parent, "%s/%s", runs, env);
     DIR *d = opendir(parent);
     cr_assert_not_null(d, "no %s", parent);
     int n = 0;
@@ -83,7 +48,7 @@ static void only_run(const char *runs, const char *env, char *out, size_t len)
     while ((e = readdir(d))) {
         if (e->d_name[0] == '.')
             continue;
-        fmt(out, len, "%s/%s", parent, e->d_name);
+        format_or_fail(out, len, "%s/%s", parent, e->d_name);
         n++;
     }
     closedir(d);
@@ -95,35 +60,32 @@ Test(bench, smoke_run_resume_and_failure, .timeout = 120)
     char *dir = temp_dir();
     char path[1024], runs[1024], args[2048], run[1024];
     static char out[1 << 16];
-    fmt(path, sizeof path, "%s/matrix.md", dir);
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    fputs(matrix, f);
-    cr_assert_eq(fclose(f), 0);
-    fmt(runs, sizeof runs, "%s/runs", dir);
+    write_text(dir, "matrix.md", matrix);
+    format_or_fail(path, sizeof path, "%s/matrix.md", dir);
+    format_or_fail(runs, sizeof runs, "%s/runs", dir);
     bool can_render = access(ROOFLINE_SOURCE_DIR "/scripts/render.sh", X_OK) == 0;
 
     /* a new run */
-    fmt(args, sizeof args, "smoke MATRIX='%s' RUNS_DIR='%s'", path, runs);
+    format_or_fail(args, sizeof args, "smoke MATRIX='%s' RUNS_DIR='%s'", path, runs);
     int status = bench(args, out, sizeof out);
     cr_expect_eq(status, 0, "bench exited %d:\n%s", status, out);
     cr_expect(strstr(out, "configuration 1 of 1, repeat 2 of 2 (run 2 of 3)") != NULL, "%s", out);
     cr_expect(strstr(out, "est. time left") != NULL, "%s", out);
     cr_expect(strstr(out, "scaling: skipped (") != NULL, "%s", out);
     only_run(runs, "smoke", run, sizeof run);
-    char *steps = read_file(run, "steps.csv");
+    char *steps = read_text(run, "steps.csv");
     cr_expect_eq(count_lines(steps), 1 + 2 * 2, "header + 2 repeats x 2 iterations:\n%s", steps);
     cr_expect(strncmp(steps, "env,backend,model,res,batch,precision,world_size,rank,repeat,iter,",
                       66) == 0, "%s", steps);
     cr_expect(strstr(steps, "\nsmoke,cpu,resnet18-cifar,32,2,fp32,1,0,2,1,") != NULL, "%s", steps);
-    char *configs = read_file(run, "configs.csv");
+    char *configs = read_text(run, "configs.csv");
     const char *first = "config,model,res,batch,precision,repeat,status,seconds,log\n"
                         "1/1,resnet18-cifar,32,2,fp32,1,ok,";
     cr_expect(strncmp(configs, first, strlen(first)) == 0, "%s", configs);
     cr_expect(strstr(configs, "\n1/1,resnet18-cifar,32,2,fp32,2,ok,") != NULL, "%s", configs);
     cr_expect(strstr(configs, "\n1/1,resnet18-cifar,32,2,fp32,trace,ok,") != NULL, "%s", configs);
     cr_expect_eq(count_lines(configs), 4, "%s", configs);
-    char *kernels = read_file(run, "kernels.csv");
+    char *kernels = read_text(run, "kernels.csv");
     cr_expect_gt(count_lines(kernels), 50, "one row per operation of the traced step");
     cr_expect(strstr(kernels, "\nsmoke,resnet18-cifar,32,2,fp32,0,") != NULL, "%.300s", kernels);
     cr_expect(exists(run, "env.json") && exists(run, "peaks.csv") && exists(run, "complete"),
@@ -137,38 +99,39 @@ Test(bench, smoke_run_resume_and_failure, .timeout = 120)
     }
 
     /* resuming a run whose configurations are complete trains nothing */
-    fmt(args, sizeof args, "smoke MATRIX='%s' RUNS_DIR='%s' RUN='%s'", path, runs, run);
+    format_or_fail(args, sizeof args, "smoke MATRIX='%s' RUNS_DIR='%s' RUN='%s'", path, runs,
+                   run);
     status = bench(args, out, sizeof out);
     cr_expect_eq(status, 0, "resume exited %d:\n%s", status, out);
     cr_expect(strstr(out, "3 of 3 runs complete, 0 to run") != NULL, "%s", out);
     cr_expect(strstr(out, "configuration 1 of 1") == NULL, "trained again:\n%s", out);
-    char *again = read_file(run, "steps.csv");
+    char *again = read_text(run, "steps.csv");
     cr_expect_str_eq(again, steps, "steps.csv changed on resume");
 
     /* the latest unfinished run is resumed when no RUN is given */
-    fmt(args, sizeof args, "%s/complete", run);
+    format_or_fail(args, sizeof args, "%s/complete", run);
     cr_assert_eq(unlink(args), 0);
-    fmt(args, sizeof args, "smoke MATRIX='%s' RUNS_DIR='%s'", path, runs);
+    format_or_fail(args, sizeof args, "smoke MATRIX='%s' RUNS_DIR='%s'", path, runs);
     status = bench(args, out, sizeof out);
     cr_expect_eq(status, 0, "%s", out);
     cr_expect(strstr(out, "0 to run") != NULL, "%s", out);
     only_run(runs, "smoke", run, sizeof run);
 
     /* a configuration that fails is a row with its status; the matrix goes on */
-    fmt(args, sizeof args, "smokefail MATRIX='%s' RUNS_DIR='%s'", path, runs);
+    format_or_fail(args, sizeof args, "smokefail MATRIX='%s' RUNS_DIR='%s'", path, runs);
     status = bench(args, out, sizeof out);
     cr_expect_eq(status, 1, "%s", out);
     cr_expect(strstr(out, "1 of 2 runs failed") != NULL, "%s", out);
     cr_expect(strstr(out, "scaling: skipped (") != NULL, "the matrix went on:\n%s", out);
     only_run(runs, "smokefail", run, sizeof run);
-    char *failed = read_file(run, "configs.csv");
+    char *failed = read_text(run, "configs.csv");
     cr_expect(strstr(failed, "\n1/1,resnet18-cifar,32,2,fp32,1,failed (exit 2),") != NULL, "%s",
               failed);
     cr_expect(strstr(failed, "\n1/1,resnet18-cifar,32,2,fp32,trace,skipped (every repeat failed),")
               != NULL, "%s", failed);
 
     /* an unknown ENV lists the known ones */
-    fmt(args, sizeof args, "nosuch MATRIX='%s' RUNS_DIR='%s'", path, runs);
+    format_or_fail(args, sizeof args, "nosuch MATRIX='%s' RUNS_DIR='%s'", path, runs);
     status = bench(args, out, sizeof out);
     cr_expect_eq(status, 2, "%s", out);
     cr_expect(strstr(out, "unknown ENV 'nosuch' (known: smoke, smokefail, local;") != NULL, "%s",
@@ -180,7 +143,5 @@ Test(bench, smoke_run_resume_and_failure, .timeout = 120)
     free(kernels);
     free(again);
     free(failed);
-    fmt(args, sizeof args, "rm -rf '%s'", dir);
-    cr_expect_eq(system(args), 0);
-    free(dir);
+    remove_temp_dir(dir);
 }

@@ -142,18 +142,6 @@ Test(envinfo, validator_knows_valid_from_invalid)
 
 /* ---- the writer ---------------------------------------------------------------- */
 
-static char *read_all(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "cannot open %s", path);
-    char *text = calloc(1, 1 << 20);
-    cr_assert_not_null(text);
-    size_t n = fread(text, 1, (1 << 20) - 1, f);
-    text[n] = '\0';
-    fclose(f);
-    return text;
-}
-
 Test(envinfo, writer_escapes_and_nests)
 {
     char *buf = NULL;
@@ -199,7 +187,7 @@ Test(envinfo, writes_valid_json_with_the_expected_keys)
     cr_expect_eq(out[0], '\0', "nothing on stderr: %s", out);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     cr_expect_neq(access(tmp, F_OK), 0, "the temporary file is renamed away");
-    char *json = read_all(path);
+    char *json = read_text(dir, "env.json");
     cr_expect(json_valid(json), "invalid JSON:\n%s", json);
     static const char *const keys[] = {
         "\"env\": \"test-env\"", "\"date_utc\": \"20", "\"command_lines\": [",
@@ -219,9 +207,7 @@ Test(envinfo, writes_valid_json_with_the_expected_keys)
     if (strstr(json, "\"count\": 0"))
         cr_expect(strstr(json, "\"reason\": ") != NULL, "%s", json);
     free(json);
-    snprintf(args, sizeof args, "rm -rf '%s'", dir);
-    cr_expect_eq(system(args), 0);
-    free(dir);
+    remove_temp_dir(dir);
 }
 
 Test(envinfo, rejects_bad_options_and_unwritable_paths)

@@ -229,14 +229,6 @@ static const char *write_file(const char *dir, const char *name, const char *tex
     return path;
 }
 
-static void remove_dir(char *dir)
-{
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    cr_expect_eq(system(cmd), 0);
-    free(dir);
-}
-
 Test(matrix, program_prints_configurations_tab_separated)
 {
     char *dir = temp_dir();
@@ -254,7 +246,7 @@ Test(matrix, program_prints_configurations_tab_separated)
     snprintf(args, sizeof args, "matrix --file %s --resolve tiny", path);
     cr_assert_eq(run_bin(args, 0, out, sizeof out), 0);
     cr_expect_str_eq(out, "tiny\n");
-    remove_dir(dir);
+    remove_temp_dir(dir);
 }
 
 Test(matrix, program_rejects_bad_tables_and_unknown_env)
@@ -295,5 +287,5 @@ Test(matrix, program_rejects_bad_tables_and_unknown_env)
     snprintf(args, sizeof args, "matrix --file %s/absent.md t", dir);
     expect_usage_error(args, "absent.md: cannot open");
     expect_usage_error("matrix --file x.md", "give an ENV");
-    remove_dir(dir);
+    remove_temp_dir(dir);
 }

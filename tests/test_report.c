@@ -5,13 +5,11 @@
  * drawing PNGs of the expected size (skipped where gnuplot is missing). */
 #include <criterion/criterion.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 #include "../analysis/plot_out.h"
 #include "../analysis/plot_roofs.h"
@@ -117,74 +115,6 @@ static const unsigned char tiny_png[] = {
     0xcf, 0xc0, 0x00, 0x00, 0x03, 0x01, 0x01, 0x00, 0x18, 0xdd, 0x8d, 0xb0, 0x00, 0x00, 0x00,
     0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82};
 
-/* ---- helpers ------------------------------------------------------------- */
-
-static void fmt(char *out, size_t len, const char *format, ...) __attribute__((format(printf, 3, 4)));
-
-static void fmt(char *out, size_t len, const char *format, ...)
-{
-    va_list ap;
-    va_start(ap, format);
-    int n = vsnprintf(out, len, format, ap);
-    va_end(ap);
-    cr_assert(n >= 0 && (size_t)n < len, "'%s' does not fit in %zu bytes", format, len);
-}
-
-static void write_bytes(const char *dir, const char *name, const void *data, size_t len)
-{
-    char path[1024];
-    fmt(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    cr_assert_not_null(f, "cannot write %s", path);
-    cr_assert_eq(fwrite(data, 1, len, f), len);
-    cr_assert_eq(fclose(f), 0);
-}
-
-static void write_text(const char *dir, const char *name, const char *text)
-{
-    write_bytes(dir, name, text, strlen(text));
-}
-
-/* The whole file, NUL-terminated; fails the test when it is missing. */
-static char *slurp(const char *dir, const char *name)
-{
-    char path[1024];
-    fmt(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "%s is missing", path);
-    cr_assert_eq(fseek(f, 0, SEEK_END), 0);
-    long n = ftell(f);
-    rewind(f);
-    char *text = malloc((size_t)n + 1);
-    cr_assert_not_null(text);
-    cr_assert_eq(fread(text, 1, (size_t)n, f), (size_t)n);
-    text[n] = '\0';
-    fclose(f);
-    return text;
-}
-
-/* Runs a shell command; its exit status (output to /dev/null unless redirected). */
-static int sh(const char *format, ...) __attribute__((format(printf, 1, 2)));
-
-static int sh(const char *format, ...)
-{
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, format);
-    int n = vsnprintf(cmd, sizeof cmd, format, ap);
-    va_end(ap);
-    cr_assert(n > 0 && (size_t)n < sizeof cmd);
-    int status = system(cmd);
-    cr_assert(status != -1 && WIFEXITED(status), "%s did not exit normally", cmd);
-    return WEXITSTATUS(status);
-}
-
-static void remove_dir(char *dir)
-{
-    sh("rm -rf '%s'", dir);
-    free(dir);
-}
-
 /* The hand-made run folder: every file the runner and bin/analyze write. */
 static char *toy_run(void)
 {
@@ -283,7 +213,7 @@ Test(report_env, flattens_nested_keys_arrays_and_escapes)
 {
     char *dir = temp_dir(), path[256], err[256];
     write_text(dir, "env.json", env_json);
-    fmt(path, sizeof path, "%s/env.json", dir);
+    format_or_fail(path, sizeof path, "%s/env.json", dir);
     env_entries e;
     cr_assert_eq(report_env_read(path, &e, err, sizeof err), 0, "%s", err);
     cr_expect(e.complete);
@@ -305,14 +235,14 @@ Test(report_env, flattens_nested_keys_arrays_and_escapes)
     cr_expect_str_eq(report_env_get(&e, "env"), "toy");
     cr_expect_null(report_env_get(&e, "cpu.model"));
     report_env_free(&e);
-    remove_dir(dir);
+    remove_temp_dir(dir);
 }
 
 Test(report_plot, roofs_take_the_best_of_each_level_and_skip_one_core_and_pcie)
 {
     char *dir = temp_dir(), path[256], err[256];
     write_text(dir, "peaks.csv", peaks_csv);
-    fmt(path, sizeof path, "%s/peaks.csv", dir);
+    format_or_fail(path, sizeof path, "%s/peaks.csv", dir);
     csv_table *t = csv_read(path, err, sizeof err);
     cr_assert_not_null(t, "%s", err);
     plot_roofs r;
@@ -332,7 +262,7 @@ Test(report_plot, roofs_take_the_best_of_each_level_and_skip_one_core_and_pcie)
     cr_expect_float_eq(plot_nice_below(4.6), 2, 1e-12);
     cr_expect_float_eq(plot_nice_below(0.07), 0.05, 1e-12);
     csv_free(t);
-    remove_dir(dir);
+    remove_temp_dir(dir);
 }
 
 Test(report_doc, writers_escape_what_their_format_needs)
@@ -348,11 +278,11 @@ Test(report_doc, writers_escape_what_their_format_needs)
     cr_expect_eq(doc_table_rows(&d), 1);
     doc_list(&d);
     doc_item(&d, "item %d", 1);
-    fmt(md, sizeof md, "%s/r.md", dir);
-    fmt(html, sizeof html, "%s/r.html", dir);
+    format_or_fail(md, sizeof md, "%s/r.md", dir);
+    format_or_fail(html, sizeof html, "%s/r.html", dir);
     cr_assert_eq(doc_write_md(&d, md, err, sizeof err), 0, "%s", err);
     cr_assert_eq(doc_write_html(&d, dir, html, err, sizeof err), 0, "%s", err);
-    char *m = slurp(dir, "r.md"), *h = slurp(dir, "r.html");
+    char *m = read_text(dir, "r.md"), *h = read_text(dir, "r.html");
     expect_contains(m, "| x\\|y | - |", "r.md");
     expect_contains(m, "|---|---:|", "r.md");
     expect_contains(m, "a\\*b \\< c & d", "r.md");
@@ -364,7 +294,7 @@ Test(report_doc, writers_escape_what_their_format_needs)
     free(m);
     free(h);
     doc_free(&d);
-    remove_dir(dir);
+    remove_temp_dir(dir);
 }
 
 Test(report_cli, bad_arguments_are_usage_errors)
@@ -388,12 +318,12 @@ Test(report_run, headline_numbers_come_from_the_csv_files)
     /* a figure the run supports, drawn by hand: it must be embedded */
     sh("mkdir -p '%s/figures'", dir);
     char png[256];
-    fmt(png, sizeof png, "%s/figures", dir);
+    format_or_fail(png, sizeof png, "%s/figures", dir);
     write_bytes(png, "throughput_fp32.png", tiny_png, sizeof tiny_png);
-    fmt(args, sizeof args, "report %s", dir);
+    format_or_fail(args, sizeof args, "report %s", dir);
     cr_assert_eq(run_bin(args, 1, out, sizeof out), 0, "bin/report failed: %s", out);
 
-    char *md = slurp(dir, "report.md");
+    char *md = read_text(dir, "report.md");
     expect_contains(md, "# Roofline report: toy", "report.md");
     expect_contains(md, "Roofs: fp32_fma 100 GFLOP/s (80% of the spec 125 GFLOP/s), DRAM 25.0 GB/s; "
                         "ridge point 4.00 FLOP/byte", "report.md");
@@ -433,7 +363,7 @@ Test(report_run, headline_numbers_come_from_the_csv_files)
     expect_contains(md, "| resnet18-cifar | 32 | strong | 2 | 1 | 8 | 16 | 121 | 132 | 10.0 | "
                         "4.00 | 0.943 |", "report.md");
 
-    char *html = slurp(dir, "report.html");
+    char *html = read_text(dir, "report.html");
     expect_contains(html, "<h1>Roofline report: toy (roofline-test-", "report.html");
     /* the PNG signature's base64 opens the embedded image */
     cr_expect_eq(count_of(html, "src=\"data:image/png;base64,iVBORw0KGgo"), 1,
@@ -445,16 +375,16 @@ Test(report_run, headline_numbers_come_from_the_csv_files)
     cr_expect_eq(count_of(html, "<table>"), count_of(html, "</table>"));
     free(md);
     free(html);
-    remove_dir(dir);
+    remove_temp_dir(dir);
 }
 
 Test(report_run, missing_stages_are_named_not_fatal)
 {
     char *dir = temp_dir(), args[512], out[4096];
     write_text(dir, "peaks.csv", peaks_csv);
-    fmt(args, sizeof args, "report %s", dir);
+    format_or_fail(args, sizeof args, "report %s", dir);
     cr_assert_eq(run_bin(args, 1, out, sizeof out), 0, "bin/report failed: %s", out);
-    char *md = slurp(dir, "report.md");
+    char *md = read_text(dir, "report.md");
     expect_contains(md, "No summary.csv: run bin/analyze", "report.md");
     expect_contains(md, "No env.json in this run folder", "report.md");
     expect_contains(md, "No figures", "report.md");
@@ -463,7 +393,7 @@ Test(report_run, missing_stages_are_named_not_fatal)
     write_text(dir, "summary.csv", "env,model\ntoy\n");
     cr_expect_eq(run_bin(args, 1, out, sizeof out), 1);
     cr_expect(strstr(out, "summary.csv:2") != NULL, "names the file and line: %s", out);
-    remove_dir(dir);
+    remove_temp_dir(dir);
 }
 
 Test(report_run, compare_puts_environments_side_by_side)
@@ -479,21 +409,21 @@ Test(report_run, compare_puts_environments_side_by_side)
     memcpy(fast, ",80,79,81,", 10);
     write_text(b, "summary.csv", summary);
     free(summary);
-    fmt(args, sizeof args, "report --compare %s %s %s", out, a, b);
+    format_or_fail(args, sizeof args, "report --compare %s %s %s", out, a, b);
     cr_assert_eq(run_bin(args, 1, msg, sizeof msg), 0, "bin/report --compare failed: %s", msg);
-    char *md = slurp(out, "compare.md");
+    char *md = read_text(out, "compare.md");
     expect_contains(md, "# Comparison: toy, big", "compare.md");
     expect_contains(md, "| resnet18-cifar | fp32 | 70.0 (16) | 71% | 80.0 (8) | 41% |", "compare.md");
     expect_contains(md, "resnet18-cifar fp32: big is 1.14x toy (80.0 against 70.0 images/s",
                     "compare.md");
     expect_contains(md, "| fp32_fma | GFLOP/s | 100 | 100 |", "compare.md");
     free(md);
-    char *html = slurp(out, "compare.html");
+    char *html = read_text(out, "compare.html");
     cr_expect_eq(count_of(html, "http:") + count_of(html, "https:"), 0);
     free(html);
-    remove_dir(a);
-    remove_dir(b);
-    remove_dir(out);
+    remove_temp_dir(a);
+    remove_temp_dir(b);
+    remove_temp_dir(out);
 }
 
 /* ---- gnuplot ------------------------------------------------------------- */
@@ -508,8 +438,8 @@ Test(report_gnuplot, draws_a_png_of_the_requested_size)
                "series_name_1 = \"resnet18-cifar\"\nseries_color_1 = \"#1f77b4\"\n"
                "series_pt_1 = 7\nxmin = 5.6\nxmax = 22.6\nylog = 0\nymin = 0\nymax = 90\n");
     write_text(dir, "t.dat", "# batch median q1 q3 label\n8 40 39 41 \"41%\"\n16 70 69 71 \"71%\"\n");
-    fmt(png, sizeof png, "%s/t.png", dir);
-    fmt(svg, sizeof svg, "%s/t.svg", dir);
+    format_or_fail(png, sizeof png, "%s/t.png", dir);
+    format_or_fail(svg, sizeof svg, "%s/t.svg", dir);
     cr_assert_eq(sh("gnuplot -e \"datafile='%s/t'; outfile='%s'; title='toy'; width=640; "
                     "height=480\" '%s/scripts/gnuplot/throughput.gp' 2>/dev/null",
                     dir, png, ROOFLINE_SOURCE_DIR),
@@ -520,7 +450,7 @@ Test(report_gnuplot, draws_a_png_of_the_requested_size)
     cr_expect_eq(h, 480);
     struct stat st;
     cr_expect(stat(svg, &st) == 0 && st.st_size > 0, "the SVG is drawn beside the PNG");
-    remove_dir(dir);
+    remove_temp_dir(dir);
 }
 
 Test(report_gnuplot, every_figure_of_a_run_is_drawn_and_embedded, .timeout = 60)
@@ -533,7 +463,7 @@ Test(report_gnuplot, every_figure_of_a_run_is_drawn_and_embedded, .timeout = 60)
     cr_assert_eq(sh("BIN='%s' '%s/scripts/render.sh' '%s' >/dev/null 2>&1", ROOFLINE_BIN_DIR,
                     ROOFLINE_SOURCE_DIR, dir),
                  0, "scripts/render.sh failed on %s", dir);
-    char *manifest = slurp(dir, "figures/figures.tsv");
+    char *manifest = read_text(dir, "figures/figures.tsv");
     int figures = count_lines(manifest);
     cr_expect_geq(figures, 4, "a roofline, throughput, variability and scaling at least:\n%s",
                   manifest);
@@ -545,15 +475,15 @@ Test(report_gnuplot, every_figure_of_a_run_is_drawn_and_embedded, .timeout = 60)
         stem++;
         *strchr(stem, '\t') = '\0';
         char png[1024];
-        fmt(png, sizeof png, "%s/figures/%s.png", dir, stem);
+        format_or_fail(png, sizeof png, "%s/figures/%s.png", dir, stem);
         uint32_t w, h;
         png_size(png, &w, &h);
         cr_expect(w == 1200 && h == 800, "%s is %ux%u, not 1200x800", png, w, h);
     }
-    char *html = slurp(dir, "report.html");
+    char *html = read_text(dir, "report.html");
     cr_expect_eq(count_of(html, "src=\"data:image/png;base64,"), figures,
                  "report.html embeds every drawn figure");
     free(html);
     free(manifest);
-    remove_dir(dir);
+    remove_temp_dir(dir);
 }

@@ -18,9 +18,22 @@ typedef struct {
     char source[32];
 } kernels_totals;
 
-/* Sums the kernels.csv written by one traced step; checks its shape on the way. */
-static kernels_totals read_kernels(const char *path)
+/* Runs "bin/train <args> --trace <new folder>/kernels.csv", which must
+ * succeed; its stdout or stderr (want_stderr) into out. Returns the folder. */
+static char *train_traced(const char *args, int want_stderr, char *out, size_t len)
 {
+    char *dir = temp_dir();
+    char cmd[512];
+    format_or_fail(cmd, sizeof cmd, "train %s --trace %s/kernels.csv", args, dir);
+    cr_assert_eq(run_bin(cmd, want_stderr, out, len), 0, "%s", out);
+    return dir;
+}
+
+/* Sums dir/kernels.csv written by one traced step; checks its shape on the way. */
+static kernels_totals read_kernels(const char *dir)
+{
+    char path[512];
+    format_or_fail(path, sizeof path, "%s/kernels.csv", dir);
     FILE *f = fopen(path, "r");
     cr_assert_not_null(f, "%s", path);
     char line[1024];
@@ -62,18 +75,12 @@ static kernels_totals read_kernels(const char *path)
 
 Test(trace, rows_add_up_to_the_analytic_step, .timeout = 120)
 {
-    char *dir = temp_dir();
-    char args[512], out[4096];
-    snprintf(args, sizeof args,
-             "train --model mobilenet_v2-cifar --batch 2 --warmup 1 --iters 2 --threads 1 "
-             "--counters analytic --env test --trace %s/kernels.csv",
-             dir);
-    cr_assert_eq(run_bin(args, 0, out, sizeof out), 0, "%s", out);
+    char out[4096];
+    char *dir = train_traced("--model mobilenet_v2-cifar --batch 2 --warmup 1 --iters 2 "
+                             "--threads 1 --counters analytic --env test",
+                             0, out, sizeof out);
     cr_expect(strstr(out, "of the median untraced step"), "%s", out);
-
-    char path[256];
-    snprintf(path, sizeof path, "%s/kernels.csv", dir);
-    kernels_totals t = read_kernels(path);
+    kernels_totals t = read_kernels(dir);
     network net = build_or_fail("mobilenet_v2-cifar", 32, 10);
     int expect[PASS_COUNT] = {0};
     for (int i = 0; i < net.n_layers; i++) {
@@ -93,23 +100,17 @@ Test(trace, rows_add_up_to_the_analytic_step, .timeout = 120)
     cr_expect_eq(t.nonpositive_durations, 0);
     cr_expect_str_eq(t.source, "analytic");
     net_free(&net);
-    free(dir);
+    remove_temp_dir(dir);
 }
 
 Test(trace, counters_fail_over_with_one_line, .timeout = 120)
 {
-    char *dir = temp_dir();
-    char args[512], err[4096];
-    snprintf(args, sizeof args,
-             "train --model resnet18-cifar --batch 2 --warmup 0 --iters 1 --threads 1 "
-             "--trace %s/kernels.csv",
-             dir);
-    cr_assert_eq(run_bin(args, 1, err, sizeof err), 0, "%s", err);
+    char err[4096];
+    char *dir = train_traced("--model resnet18-cifar --batch 2 --warmup 0 --iters 1 --threads 1",
+                             1, err, sizeof err);
     char why[240];
     perf_fp *p = perf_fp_open(why, sizeof why);
-    char path[256];
-    snprintf(path, sizeof path, "%s/kernels.csv", dir);
-    kernels_totals t = read_kernels(path);
+    kernels_totals t = read_kernels(dir);
     if (p) {
         cr_expect_str_eq(t.source, "perf");
         cr_expect(t.flops > 0);
@@ -119,7 +120,7 @@ Test(trace, counters_fail_over_with_one_line, .timeout = 120)
         cr_expect(strstr(err, "FLOPs from the analytic model") && strstr(err, why), "%s", err);
     }
     perf_fp_close(p);
-    free(dir);
+    remove_temp_dir(dir);
 }
 
 Test(trace, bad_counters_option)
