@@ -254,3 +254,26 @@ int *report_rows_by(const csv_table *t, const char *key, int order,
     free(k);
     return out;
 }
+
+report_run *report_runs_load(char **dirs, int n, char *err, size_t err_len)
+{
+    report_run *runs = calloc((size_t)n, sizeof *runs);
+    if (!runs) {
+        snprintf(err, err_len, "out of memory");
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        if (report_run_load(&runs[i], dirs[i], err, err_len)) {
+            report_runs_free(runs, i);
+            return NULL;
+        }
+    }
+    return runs;
+}
+
+void report_runs_free(report_run *runs, int n)
+{
+    for (int i = 0; i < n; i++)
+        report_run_free(&runs[i]);
+    free(runs);
+}

@@ -31,6 +31,11 @@ typedef struct {
 int report_run_load(report_run *run, const char *dir, char *err, size_t err_len);
 void report_run_free(report_run *run);
 
+/* report_run_load for each of n folders (the compare mode), in a calloc'd
+ * array; NULL with err naming what failed, nothing left loaded. */
+report_run *report_runs_load(char **dirs, int n, char *err, size_t err_len);
+void report_runs_free(report_run *runs, int n);
+
 /* The key of row `row` of a table with model, res, batch, precision columns
  * (a column the table lacks reads as empty / 0). */
 report_config report_config_of(const csv_table *t, int row);

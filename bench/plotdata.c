@@ -76,12 +76,9 @@ static int run_one(const char *dir)
 static int run_compare(const char *out_dir, char **dirs, int n)
 {
     char err[REPORT_PATH_LEN + 256], data_dir[REPORT_PATH_LEN + 32];
-    report_run *runs = calloc((size_t)n, sizeof *runs);
+    report_run *runs = report_runs_load(dirs, n, err, sizeof err);
     if (!runs)
-        die("out of memory");
-    for (int i = 0; i < n; i++)
-        if (report_run_load(&runs[i], dirs[i], err, sizeof err))
-            die(err);
+        die(err);
     plot_figure fig = {.kind = PLOT_ROOFLINE_COMPARE, .stem = "roofline_compare"};
     int used = snprintf(fig.title, sizeof fig.title, "roofline of");
     for (int i = 0; i < n && used > 0 && (size_t)used < sizeof fig.title; i++)
@@ -92,9 +89,7 @@ static int run_compare(const char *out_dir, char **dirs, int n)
     write_figure(runs, n, &fig, data_dir, manifest.f);
     if (plot_file_close(&manifest, err, sizeof err))
         die(err);
-    for (int i = 0; i < n; i++)
-        report_run_free(&runs[i]);
-    free(runs);
+    report_runs_free(runs, n);
     return 0;
 }
 

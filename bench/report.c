@@ -71,25 +71,19 @@ static int run_compare(const char *out_dir, char **dirs, int n)
                         MAX_COMPARE_RUNS);
     if (plot_make_dirs(out_dir, err, sizeof err))
         die(err);
-    report_run *runs = calloc((size_t)n, sizeof *runs);
+    report_run *runs = report_runs_load(dirs, n, err, sizeof err);
     if (!runs)
-        die("out of memory");
+        die(err);
     size_t used = (size_t)snprintf(title, sizeof title, "Comparison:");
-    for (int i = 0; i < n; i++) {
-        if (report_run_load(&runs[i], dirs[i], err, sizeof err))
-            die(err);
-        if (used < sizeof title)
-            used += (size_t)snprintf(title + used, sizeof title - used, "%s %s", i ? "," : "",
-                                     runs[i].env[0] ? runs[i].env : dirs[i]);
-    }
+    for (int i = 0; i < n && used < sizeof title; i++)
+        used += (size_t)snprintf(title + used, sizeof title - used, "%s %s", i ? "," : "",
+                                 runs[i].env[0] ? runs[i].env : dirs[i]);
     report_doc doc;
     doc_init(&doc, title);
     report_build_compare(&doc, runs, n, out_dir);
     write_both(&doc, out_dir, "compare");
     doc_free(&doc);
-    for (int i = 0; i < n; i++)
-        report_run_free(&runs[i]);
-    free(runs);
+    report_runs_free(runs, n);
     return 0;
 }
 

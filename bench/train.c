@@ -169,7 +169,7 @@ static double median_of(double *v, int n)
 /* One traced step after the timed ones, so that tracing never slows them;
  * its operations' durations are set against the untraced median. */
 static int run_trace(const options *o, step_driver *drv, const network *net,
-                     const double *step_ms)
+                     double median)
 {
     trace_options topt = {.env = o->env, .repeat = o->repeat, .use_perf = o->use_perf};
     trace_result tr;
@@ -180,9 +180,6 @@ static int run_trace(const options *o, step_driver *drv, const network *net,
     }
     if (tr.perf_why[0] && o->use_perf)
         fprintf(stderr, "%s: trace: FLOPs from the analytic model: %s\n", prog, tr.perf_why);
-    double sorted[o->iters];
-    memcpy(sorted, step_ms, sizeof sorted);
-    double median = median_of(sorted, o->iters);
     step_cost cost = cost_step(net, o->batch, o->prec, NULL);
     printf("trace: %d rows to %s (FLOPs %s); operations sum to %.2f ms = %.1f%% of the "
            "median untraced step (%.2f ms); %.3f GFLOP = %.1f%% of the analytic step\n",
@@ -191,9 +188,10 @@ static int run_trace(const options *o, step_driver *drv, const network *net,
     return 0;
 }
 
-/* Warm-up and timed steps; rows to steps.csv as they are measured. */
+/* Warm-up and timed steps; rows to steps.csv as they are measured. On
+ * success *median_ms is the median step, then the trace step when asked. */
 static int run_steps(const options *o, const backend_ops *ops, backend *b, const network *net,
-                     double *step_ms)
+                     double *step_ms, double *median_ms)
 {
     step_driver drv;
     if (step_init(&drv, ops, b, net, (sgd_params){o->lr, 0.9f, 5e-4f})) {
@@ -237,15 +235,16 @@ static int run_steps(const options *o, const backend_ops *ops, backend *b, const
         fprintf(stderr, "%s: writing %s failed\n", prog, o->out);
         rc = 1;
     }
+    if (rc == 0) /* sorts step_ms: its rows are written already */
+        *median_ms = median_of(step_ms, o->iters);
     if (rc == 0 && o->trace)
-        rc = run_trace(o, &drv, net, step_ms);
+        rc = run_trace(o, &drv, net, *median_ms);
     step_free(&drv);
     return rc;
 }
 
-static void print_summary(const options *o, const network *net, double *step_ms)
+static void print_summary(const options *o, const network *net, double median)
 {
-    double median = median_of(step_ms, o->iters);
     step_cost cost = cost_step(net, o->batch, o->prec, NULL);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
@@ -301,9 +300,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: %s\n", prog, err[0] ? err : ops->error(b));
         goto done;
     }
-    rc = run_steps(&o, ops, b, &net, step_ms);
+    double median_ms = 0.0;
+    rc = run_steps(&o, ops, b, &net, step_ms, &median_ms);
     if (rc == 0)
-        print_summary(&o, &net, step_ms);
+        print_summary(&o, &net, median_ms);
 done:
     if (b)
         ops->destroy(b);
