@@ -13,6 +13,7 @@ BUILD := build
 BIN := bin
 
 # ---- optional parts ----------------------------------------------------------
+comma := ,
 MULTIARCH := $(shell gcc -print-multiarch 2>/dev/null)
 find_header = $(firstword $(wildcard $(foreach d,$(2),$(d)/$(1))))
 SYS_INC := /usr/include /usr/include/$(MULTIARCH) /usr/local/include
@@ -37,28 +38,47 @@ else
                -gencode arch=compute_$(lastword $(GPU_ARCH)),code=compute_$(lastword $(GPU_ARCH))
 endif
 NVCCFLAGS ?= -O3
-ALL_NVCCFLAGS := -std=c++17 $(NVCC_ARCH) $(NVCCFLAGS) -Xcompiler -Wall,-Wextra -MMD -MP
+ALL_NVCCFLAGS := -std=c++17 $(NVCC_ARCH) $(NVCCFLAGS) -Xcompiler -Wall,-Wextra -MMD -MP $(filter -D% -I%,$(GPU_DEFS)) -DHAVE_CUDA
 
 # ---- sources -----------------------------------------------------------------
 # The library holds models/, counters/, peaks/ and analysis/; the oneDNN backend
 # (models/cpu) and the .cu files of those folders join it when their parts are found.
+# Every .c under those folders (any depth) and under bench/<subfolder>/ is
+# library code; bench/*.c at the top are the programs.
 LIB_DIRS := models analysis counters peaks
+LIB_SRCS := $(shell find $(LIB_DIRS) $(wildcard bench/*/) -name '*.c' -not -path 'models/cpu/*' 2>/dev/null | sort)
 ifneq ($(DNNL_H),)
-  LIB_DIRS += models/cpu
+  LIB_SRCS += $(wildcard models/cpu/*.c)
   # oneDNN is built on OpenMP here; the backend's own loops share its threads
   ALL_CFLAGS += -DHAVE_DNNL -fopenmp
   LDLIBS += -ldnnl -fopenmp
 endif
-LIB_SRCS := $(wildcard $(addsuffix /*.c,$(LIB_DIRS)))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 ifneq ($(NVCC),)
-  LIB_CU_SRCS := $(wildcard models/cuda/*.cu counters/*.cu peaks/*.cu)
+  LIB_CU_SRCS := $(shell find models counters peaks -name '*.cu' 2>/dev/null | sort)
   LIB_OBJS += $(LIB_CU_SRCS:%.cu=$(BUILD)/cu/%.o)
   ALL_CFLAGS += -DHAVE_CUDA -I$(CUDA_INC)
   # cudart static: a binary still starts where no driver is installed
-  LDLIBS += -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcublasLt -lcublas -lcudnn \
-            -lcudart_static -ldl -lrt -lstdc++
+  LDLIBS += -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcublasLt -lcublas -lcudnn
+  ifneq ($(CUPTI_H),)
+    CUPTI_LIBDIR := $(firstword $(wildcard $(CUDA_LIBDIR)/libcupti.so $(CUDA_HOME)/extras/CUPTI/lib64/libcupti.so))
+    GPU_DEFS += -DHAVE_CUPTI -I$(dir $(CUPTI_H))
+    LDLIBS += $(if $(CUPTI_LIBDIR),-L$(dir $(CUPTI_LIBDIR)) -Wl$(comma)-rpath$(comma)$(dir $(CUPTI_LIBDIR))) \
+              -lcupti -lnvperf_host -lnvperf_target
+  endif
+  ifneq ($(NCCL_H),)
+    GPU_DEFS += -DHAVE_NCCL
+    LDLIBS += -lnccl
+  endif
+  LDLIBS += -lcudart_static -ldl -lrt -lstdc++
 endif
+# MPI for data-parallel runs: the flags of Open MPI's own wrapper, so the
+# library builds with the plain C compiler.
+ifneq ($(MPICC),)
+  GPU_DEFS += -DHAVE_MPI $(shell $(MPICC) --showme:compile 2>/dev/null)
+  LDLIBS += $(shell $(MPICC) --showme:link 2>/dev/null)
+endif
+ALL_CFLAGS += $(GPU_DEFS)
 LIB := $(BUILD)/libroofline.a
 
 # Every bench/*.c but the shared option parser is a program's main().

@@ -140,6 +140,14 @@ static double now_seconds(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* The process's peak resident memory so far (the CPU backend's footprint). */
+static long long peak_memory_bytes(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (long long)ru.ru_maxrss * 1024;
+}
+
 static int compare_doubles(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -155,7 +163,7 @@ static FILE *open_steps_csv(const char *path)
         return NULL;
     if (ftell(f) == 0)
         fprintf(f, "env,backend,model,res,batch,precision,world_size,rank,repeat,iter,step_ms,"
-                   "images_per_s,loss\n");
+                   "images_per_s,loss,peak_mem_bytes\n");
     return f;
 }
 
@@ -218,9 +226,9 @@ static int run_steps(const options *o, const backend_ops *ops, backend *b, const
         if (it >= 0) {
             step_ms[it] = ms;
             if (csv) {
-                fprintf(csv, "%s,%s,%s,%d,%d,%s,1,0,%d,%d,%.4f,%.3f,%.6f\n", o->env, ops->name,
-                        o->model, o->res, o->batch, precision_name(o->prec), o->repeat, it, ms,
-                        o->batch / (ms * 1e-3), loss);
+                fprintf(csv, "%s,%s,%s,%d,%d,%s,1,0,%d,%d,%.4f,%.3f,%.6f,%lld\n", o->env,
+                        ops->name, o->model, o->res, o->batch, precision_name(o->prec), o->repeat,
+                        it, ms, o->batch / (ms * 1e-3), loss, peak_memory_bytes());
                 fflush(csv);
             }
         }

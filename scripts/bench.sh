@@ -230,7 +230,7 @@ assemble() {
         # list each configuration with its status
         case $out in
         */steps.csv)
-            echo "env,backend,model,res,batch,precision,world_size,rank,repeat,iter,step_ms,images_per_s,loss" >"$out.tmp"
+            echo "env,backend,model,res,batch,precision,world_size,rank,repeat,iter,step_ms,images_per_s,loss,peak_mem_bytes" >"$out.tmp"
             mv "$out.tmp" "$out"
             ;;
         esac

@@ -25,7 +25,7 @@ import time
 
 PROG = "pytorch_ref.py"
 HEADER = ("env,backend,model,res,batch,precision,world_size,rank,repeat,iter,"
-          "step_ms,images_per_s,loss")
+          "step_ms,images_per_s,loss,peak_mem_bytes")
 
 # name: (default classes, default res, torchvision parameter count at the defaults,
 #        minimum res)
@@ -244,8 +244,9 @@ def main():
                 continue
             ms = (t1 - t0) * 1e3
             times.append(ms)
+            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
             out.write(prefix + f"{i - a['warmup']},{ms:.4f},{n / (ms / 1e3):.3f},"
-                      f"{lv:.6g}\n")
+                      f"{lv:.6g},{rss}\n")
             out.flush()
     except (RuntimeError, ValueError, MemoryError) as e:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

@@ -138,7 +138,7 @@ Test(training, bin_train_appends_one_row_per_iteration, .timeout = 120)
     char line[512];
     int rows = 0;
     while (fgets(line, sizeof line, f)) {
-        cr_expect_eq(count_char(line, ','), 12, "row %d: %s", rows, line);
+        cr_expect_eq(count_char(line, ','), 13, "row %d: %s", rows, line);
         if (rows == 0)
             cr_expect(strncmp(line, "env,backend,model,res,batch,precision,", 38) == 0, "%s", line);
         else
