@@ -218,7 +218,7 @@ static int run_steps(const options *o, const backend_ops *ops, backend *b, const
         float loss;
         double t0 = now_seconds();
         if (step_run(&drv, &loss)) {
-            fprintf(stderr, "%s: step %d: %s\n", prog, it, ops->error(b));
+            fprintf(stderr, "%s: step %d: %s\n", prog, it, step_error(&drv));
             rc = 1;
             break;
         }

@@ -4,19 +4,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "perf.h"
 
 typedef struct {
-    int layer;          /* -1: the loss */
+    int layer;          /* STEP_LOSS, STEP_ALL_LAYERS or a layer */
     pass phase;
     int64_t duration_ns;
     perf_fp_counts counted;
 } trace_row;
 
 typedef struct {
+    const step_driver *d;
     trace_row *rows;
     int n, cap;
+    double t0;              /* when the current operation began */
     perf_fp *perf;
     perf_fp_counts last;    /* counter values at the end of the previous row */
     int perf_failed;        /* a read failed: the step falls back to analytic */
@@ -24,24 +27,62 @@ typedef struct {
     size_t why_len;
 } trace_state;
 
-static void record(void *ctx, int layer, pass phase, bool is_loss, double seconds)
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* An operation a backend folded into another one's kernel has no time of its
+ * own: its work is booked on the row of the operation that does it. */
+static bool fused_away(const step_driver *d, int layer, pass phase)
+{
+    return layer >= 0 && d->ops->fused_into && d->ops->fused_into(d->b, layer, phase) >= 0;
+}
+
+/* Each operation runs alone: the backend is idle before and after it. */
+static int op_begin(void *ctx, int layer, pass phase, char *err, size_t err_len)
 {
     trace_state *s = ctx;
-    if (s->n == s->cap)
-        return; /* cannot happen: the capacity covers every operation of a step */
+    if (fused_away(s->d, layer, phase))
+        return 0;
+    if (s->d->ops->sync(s->d->b)) {
+        snprintf(err, err_len, "%s", s->d->ops->error(s->d->b));
+        return -1;
+    }
+    s->t0 = now_seconds();
+    return 0;
+}
+
+static int op_end(void *ctx, int layer, pass phase, char *err, size_t err_len)
+{
+    trace_state *s = ctx;
+    if (fused_away(s->d, layer, phase))
+        return 0;
+    if (s->d->ops->sync(s->d->b)) {
+        snprintf(err, err_len, "%s", s->d->ops->error(s->d->b));
+        return -1;
+    }
+    double seconds = now_seconds() - s->t0;
+    if (s->n == s->cap) {
+        snprintf(err, err_len, "more than %d operations in one step", s->cap);
+        return -1;
+    }
     trace_row *r = &s->rows[s->n++];
-    *r = (trace_row){.layer = is_loss ? -1 : layer, .phase = phase,
+    *r = (trace_row){.layer = layer, .phase = phase,
                      .duration_ns = (int64_t)(seconds * 1e9 + 0.5)};
     if (!s->perf || s->perf_failed)
-        return;
+        return 0;
     perf_fp_counts now;
     if (perf_fp_read(s->perf, &now, s->why, s->why_len)) {
         s->perf_failed = 1;
-        return;
+        return 0;
     }
     r->counted = (perf_fp_counts){now.fp64 - s->last.fp64, now.fp32 - s->last.fp32,
                                   now.unsplit - s->last.unsplit};
     s->last = now;
+    return 0;
 }
 
 static FILE *open_kernels_csv(const char *path, char *err, size_t err_len)
@@ -57,24 +98,46 @@ static FILE *open_kernels_csv(const char *path, char *err, size_t err_len)
 }
 
 /* One kernels.csv row; FLOPs and bytes of the analytic model unless counted. */
+/* Analytic FLOPs and bytes of one row: its operation's, plus those of the
+ * operations fused into it. */
+static void analytic_cost(const step_driver *d, const trace_row *r, int batch, precision prec,
+                          int64_t *flops, int64_t *bytes, int64_t *written)
+{
+    const network *net = d->net;
+    *flops = *bytes = *written = 0;
+    if (r->layer == STEP_LOSS) {
+        step_cost whole = cost_step(net, batch, prec, NULL);
+        *flops = whole.loss_flops;
+        *bytes = whole.loss_bytes;
+        *written = whole.loss_written;
+        return;
+    }
+    for (int i = 0; i < net->n_layers; i++) {
+        bool mine = r->layer == STEP_ALL_LAYERS || i == r->layer ||
+                    (d->ops->fused_into && d->ops->fused_into(d->b, i, r->phase) == r->layer);
+        if (!mine)
+            continue;
+        layer_cost c = cost_layer(net, i, batch, prec);
+        *flops += c.flops[r->phase];
+        *bytes += c.bytes[r->phase];
+        *written += c.written[r->phase];
+    }
+}
+
 static void write_row(FILE *f, const step_driver *d, const trace_row *r, int seq, int batch,
                       precision prec, const trace_options *opt, bool counted,
                       trace_result *result)
 {
     const network *net = d->net;
     int64_t flops, bytes, written;
+    analytic_cost(d, r, batch, prec, &flops, &bytes, &written);
     const char *layer_name, *type;
-    if (r->layer < 0) {
-        step_cost whole = cost_step(net, batch, prec, NULL);
-        flops = whole.loss_flops;
-        bytes = whole.loss_bytes;
-        written = whole.loss_written;
+    if (r->layer == STEP_LOSS) {
         layer_name = type = "loss";
+    } else if (r->layer == STEP_ALL_LAYERS) {
+        layer_name = "all";
+        type = "sgd";
     } else {
-        layer_cost c = cost_layer(net, r->layer, batch, prec);
-        flops = c.flops[r->phase];
-        bytes = c.bytes[r->phase];
-        written = c.written[r->phase];
         layer_name = net->layers[r->layer].name;
         type = r->phase == PASS_UPDATE ? "sgd" : layer_type_name(net->layers[r->layer].type);
     }
@@ -88,7 +151,7 @@ static void write_row(FILE *f, const step_driver *d, const trace_row *r, int seq
     d->ops->kernel_name(d->b, r->layer, r->phase, kernel, sizeof kernel);
     fprintf(f, "%s,%s,%d,%d,%s,%d,%d,%s,%s,%s,%s,%lld,%lld,%lld,0,0,%lld,%lld,,,%s\n", opt->env,
             net->model, net->res, batch, precision_name(prec), opt->repeat, seq, kernel,
-            layer_name, type, r->layer < 0 ? "loss" : pass_name(r->phase),
+            layer_name, type, r->layer == STEP_LOSS ? "loss" : pass_name(r->phase),
             (long long)r->duration_ns, (long long)fp64, (long long)fp32,
             (long long)(bytes - written), (long long)written, result->source);
     result->rows++;
@@ -103,7 +166,7 @@ int trace_step(step_driver *d, int batch, precision prec, const trace_options *o
     memset(result, 0, sizeof *result);
     trace_state s = {.why = result->perf_why, .why_len = sizeof result->perf_why};
     /* forward, backward-data, backward-weights and update per layer, and the loss */
-    s.cap = 4 * d->net->n_layers + 1;
+    s.cap = 4 * d->net->n_layers + 2;
     s.rows = calloc((size_t)s.cap, sizeof *s.rows);
     if (!s.rows) {
         snprintf(err, err_len, "out of memory for %d trace rows", s.cap);
@@ -115,16 +178,15 @@ int trace_step(step_driver *d, int batch, precision prec, const trace_options *o
              perf_fp_read(s.perf, &s.last, result->perf_why, sizeof result->perf_why))
         s.perf_failed = 1;
 
-    d->trace = record;
-    d->trace_ctx = &s;
+    s.d = d;
+    d->observer = (step_observer){.ctx = &s, .op_begin = op_begin, .op_end = op_end};
     float loss;
     int rc = step_run(d, &loss);
-    d->trace = NULL;
-    d->trace_ctx = NULL;
+    d->observer = (step_observer){0};
     bool counted = s.perf && !s.perf_failed;
     perf_fp_close(s.perf);
     if (rc) {
-        snprintf(err, err_len, "traced step: %s", d->ops->error(d->b));
+        snprintf(err, err_len, "traced step: %s", step_error(d));
         free(s.rows);
         return -1;
     }

@@ -12,6 +12,7 @@
 
 #include "cost.h"
 #include "graph.h"
+#include "precision.h"
 
 /* The host-visible buffers of a layer. For batch norm WEIGHT is gamma and BIAS
  * beta; for conv and fc WEIGHT is laid out as PyTorch's (out, in/groups, k, k).
@@ -37,11 +38,25 @@ typedef struct {
 typedef struct {
     int batch;
     int threads;
-    uint64_t seed;      /* dropout masks */
+    uint64_t seed;              /* dropout masks */
+    precision prec;             /* what the backend computes in (cpu: fp32 only) */
+    int device;                 /* GPU index (cuda) */
+    int64_t workspace_limit;    /* bytes of convolution workspace allowed (cuda; 0: default) */
 } backend_config;
+
+/* What a backend reports of a run (backend_ops.stats). */
+typedef struct {
+    int64_t device_bytes;       /* device memory the backend holds at its peak (0: host only) */
+    int64_t workspace_bytes;    /* of which convolution workspace */
+    int64_t skipped_steps;      /* fp16: steps skipped for a non-finite gradient */
+    float loss_scale;           /* fp16: the current dynamic loss scale (else 1) */
+} backend_stats;
 
 typedef struct backend backend;
 
+/* The operations of a training step. Operations may run asynchronously on a
+ * device: `sync` waits for all of them, and values a step produces (the loss)
+ * are read after it. Entries marked optional may be NULL. */
 typedef struct {
     const char *name;
     /* NULL on failure, with the reason in err (e.g. the memory a batch needs). */
@@ -49,26 +64,54 @@ typedef struct {
     void (*destroy)(backend *b);
     const char *(*error)(const backend *b);
 
+    /* Host copies in the host layout (NCHW; weights as PyTorch's), fp32 and
+     * unscaled whatever the backend computes in: weights are the fp32 master
+     * copy, gradients divided by any loss scale. */
     int (*read)(backend *b, int layer, buffer_kind kind, float *dst);
     int (*write)(backend *b, int layer, buffer_kind kind, const float *src);
     /* images N x 3 x H x W fp32, labels in [0, classes) */
     int (*set_batch)(backend *b, const float *images, const int32_t *labels);
 
     int (*forward)(backend *b, int layer);
-    /* mean softmax cross-entropy of the last layer's output; also writes the
-     * logits' gradient */
-    int (*loss)(backend *b, float *loss);
+    /* mean softmax cross-entropy of the last layer's output, and the logits'
+     * gradient; the value is read with read_loss after the next sync */
+    int (*loss)(backend *b);
+    int (*read_loss)(backend *b, float *loss);
     /* gradient into the inputs' BUF_OUTPUT_GRAD: added to what is there where
      * accumulate[k] is set (a tensor with several consumers), else written */
     int (*backward_data)(backend *b, int layer, const bool accumulate[LAYER_MAX_INPUTS]);
     int (*backward_weights)(backend *b, int layer);
     int (*update)(backend *b, int layer, const sgd_params *sgd);
+    /* optional: one fused update of every layer's parameters, used instead of
+     * `update` per layer (and where fp16 skips a step with a non-finite gradient) */
+    int (*update_all)(backend *b, const sgd_params *sgd);
     /* waits for all queued work (timing boundaries) */
     int (*sync)(backend *b);
-    /* What runs for a layer's pass (layer -1: the loss), for the trace's
-     * kernel column: the library's implementation or the backend's own loop. */
+    /* What runs for a layer's pass (layer STEP_LOSS: the loss, STEP_ALL_LAYERS:
+     * the fused update), for the trace's kernel column: the library's
+     * implementation or the backend's own kernel. */
     void (*kernel_name)(const backend *b, int layer, pass phase, char *buf, size_t len);
+    /* optional: the layer whose operation of the same pass also does this
+     * one's work (a ReLU fused into the batch norm before it), or -1 */
+    int (*fused_into)(const backend *b, int layer, pass phase);
+
+    /* optional: a step timed on the device's clock. timer_start before the
+     * step's first operation, timer_stop after its last, timer_read after the
+     * sync that follows; without them the caller times the host's clock. */
+    int (*timer_start)(backend *b);
+    int (*timer_stop)(backend *b);
+    int (*timer_read)(backend *b, double *ms);
+    /* optional: record the operations between capture_begin and capture_end
+     * once (nothing runs), then run them as one unit with replay */
+    int (*capture_begin)(backend *b);
+    int (*capture_end)(backend *b);
+    int (*replay)(backend *b);
+    /* optional: memory, loss scale and skipped steps */
+    int (*stats)(backend *b, backend_stats *out);
 } backend_ops;
+
+/* Pseudo layer indices of the operations that belong to no layer. */
+enum { STEP_LOSS = -1, STEP_ALL_LAYERS = -2 };
 
 /* Elements of a buffer of layer `index` at batch size `batch` (0: none). */
 int64_t backend_buffer_elems(const network *net, int index, int batch, buffer_kind kind);

@@ -31,7 +31,7 @@ static void train_losses(const char *model, float lr, int steps, int threads, fl
     step_driver d;
     cr_assert_eq(step_init(&d, ops, b, &net, (sgd_params){lr, 0.9f, 5e-4f}), 0);
     for (int s = 0; s < steps; s++)
-        cr_assert_eq(step_run(&d, &losses[s]), 0, "%s step %d: %s", model, s, ops->error(b));
+        cr_assert_eq(step_run(&d, &losses[s]), 0, "%s step %d: %s", model, s, step_error(&d));
     step_free(&d);
     ops->destroy(b);
     net_free(&net);

@@ -150,6 +150,11 @@ static int allocate_layer(backend *b, int i, size_t *total)
 
 static backend *create(const network *net, const backend_config *cfg, char *err, size_t err_len)
 {
+    if (cfg->prec != PREC_FP32) {
+        snprintf(err, err_len, "the cpu backend computes in fp32 only, not %s",
+                 precision_name(cfg->prec));
+        return NULL;
+    }
     backend *b = calloc(1, sizeof *b);
     if (!b || cpu_plan_make(net, cfg->batch, &b->plan)) {
         free(b);
@@ -323,7 +328,7 @@ static int sync(backend *b)
 
 static void kernel_name(const backend *b, int i, pass phase, char *buf, size_t len)
 {
-    if (i < 0) {
+    if (i == STEP_LOSS) {
         snprintf(buf, len, "omp:softmax_xent");
         return;
     }
@@ -353,6 +358,7 @@ const backend_ops cpu_backend_ops = {
     .set_batch = set_batch,
     .forward = forward,
     .loss = cpu_loss,
+    .read_loss = cpu_read_loss,
     .backward_data = backward_data,
     .backward_weights = backward_weights,
     .update = cpu_update,

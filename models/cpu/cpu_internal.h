@@ -67,6 +67,7 @@ struct backend {
     size_t blk_bytes[3];
     int diff_dst_blk_layer;         /* whose blocked diff_dst blk[1] holds, or -1 */
     uint64_t forward_count;         /* dropout masks differ from step to step */
+    float loss;                     /* of the last cpu_loss */
     dnnl_engine_t engine;
     dnnl_stream_t stream;
     char err[320];
@@ -103,7 +104,8 @@ int cpu_pointwise_backward(backend *b, int layer, const bool accumulate[LAYER_MA
 int cpu_pool_forward(backend *b, int layer);
 int cpu_pool_backward(backend *b, int layer, bool accumulate);
 
-int cpu_loss(backend *b, float *loss);
+int cpu_loss(backend *b);
+int cpu_read_loss(backend *b, float *loss);
 int cpu_update(backend *b, int layer, const sgd_params *sgd);
 
 #endif
