@@ -176,49 +176,4 @@ Test(training, bin_train_says_when_a_batch_does_not_fit)
     cr_expect_eq(status, 1, "%s", err);
     cr_expect(strstr(err, "GiB") && strstr(err, "smaller --batch"), "%s", err);
 }
-/* The memory plan: in-place activations, and gradients that share a slab
- * only where their lifetimes (first consumer's backward .. own backward) are
- * disjoint. */
-Test(training, memory_plan_shares_only_disjoint_lifetimes)
-{
-    const char *models[] = {"resnet18", "resnet50", "vgg16", "mobilenet_v2"};
-    for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
-        network net = build_or_fail(models[m], 64, 10);
-        cpu_plan plan;
-        cr_assert_eq(cpu_plan_make(&net, 2, &plan), 0);
-        int n = net.n_layers, in_place = 0;
-        int first[n];  /* backward step of the first writer of each gradient */
-        int64_t all = 0;
-        for (int i = 0; i < n; i++) {
-            first[i] = i == n - 1 ? -1 : n;
-            all += 2 * backend_buffer_elems(&net, i, 2, BUF_OUTPUT);
-            in_place += plan.out_owner[i] != i;
-            if (plan.out_owner[i] != i)
-                cr_expect(net.layers[i].type == LAYER_RELU || net.layers[i].type == LAYER_RELU6,
-                          "%s: only activations run in place", net.layers[i].name);
-        }
-        for (int i = 0; i < n; i++)
-            for (int k = 0; k < net.layers[i].n_inputs && net.layers[i].computes_input_grad; k++) {
-                int in = net.layers[i].inputs[k];
-                if (in >= 0 && n - 1 - i < first[in])
-                    first[in] = n - 1 - i;
-            }
-        for (int i = 0; i < n; i++) {
-            cr_expect((plan.grad_slab[i] >= 0) == (first[i] < n), "%s", net.layers[i].name);
-            for (int j = i + 1; j < n; j++) {
-                if (plan.grad_slab[i] < 0 || plan.grad_slab[i] != plan.grad_slab[j])
-                    continue;
-                /* layer j runs its backward first: i's gradient must start after it */
-                cr_expect(first[i] > n - 1 - j, "%s: %s and %s overlap in slab %d", net.model,
-                          net.layers[i].name, net.layers[j].name, plan.grad_slab[i]);
-            }
-        }
-        cr_expect(in_place > 0, "%s has in-place activations", net.model);
-        cr_expect(cpu_plan_floats(&plan, &net, 2) < all * 6 / 10,
-                  "%s: the plan keeps %lld of %lld floats", net.model,
-                  (long long)cpu_plan_floats(&plan, &net, 2), (long long)all);
-        cpu_plan_free(&plan);
-        net_free(&net);
-    }
-}
 #endif /* HAVE_DNNL */

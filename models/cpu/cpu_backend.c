@@ -8,6 +8,8 @@
 
 #include "cpu_internal.h"
 
+const memplan_rules cpu_memplan_rules = {.add_in_place = false, .grad_in_place = false};
+
 int cpu_fail(backend *b, const char *fmt, ...)
 {
     va_list ap;
@@ -62,10 +64,10 @@ static int64_t available_memory_bytes(void)
 
 /* Bytes create() will allocate, so that a batch too large is reported as such
  * before anything is touched. */
-static int64_t planned_bytes(const network *net, int batch, const cpu_plan *plan)
+static int64_t planned_bytes(const network *net, int batch, const mem_plan *plan)
 {
     int64_t floats = (int64_t)batch * shape_elems(net->input), largest = 0;
-    floats += cpu_plan_floats(plan, net, batch);
+    floats += memplan_elems(plan, net, batch);
     for (int i = 0; i < net->n_layers; i++) {
         const layer *l = &net->layers[i];
         int64_t out = backend_buffer_elems(net, i, batch, BUF_OUTPUT);
@@ -99,7 +101,7 @@ static void destroy(backend *b)
         for (int s = 0; s < b->plan.n_slabs; s++)
             free(b->grad_slabs[s]);
     free(b->grad_slabs);
-    cpu_plan_free(&b->plan);
+    memplan_free(&b->plan);
     free(b->input);
     free(b->labels);
     free(b->scratch);
@@ -156,7 +158,7 @@ static backend *create(const network *net, const backend_config *cfg, char *err,
         return NULL;
     }
     backend *b = calloc(1, sizeof *b);
-    if (!b || cpu_plan_make(net, cfg->batch, &b->plan)) {
+    if (!b || memplan_make(net, cfg->batch, &cpu_memplan_rules, &b->plan)) {
         free(b);
         snprintf(err, err_len, "out of memory creating the CPU backend");
         return NULL;
@@ -167,7 +169,7 @@ static backend *create(const network *net, const backend_config *cfg, char *err,
                  "batch %d of %s needs %.2f GiB of memory for activations, gradients and "
                  "parameters; %.2f GiB is available: use a smaller --batch",
                  cfg->batch, net->model, need / 1073741824.0, have / 1073741824.0);
-        cpu_plan_free(&b->plan);
+        memplan_free(&b->plan);
         free(b);
         return NULL;
     }

@@ -11,6 +11,7 @@
 
 #include "../backend.h"
 #include "../cost.h"
+#include "../memplan.h"
 
 enum { DNNL_IMPL_LEN = 40 };
 
@@ -42,23 +43,15 @@ typedef struct {
     dnnl_layer dnnl;
 } cpu_layer;
 
-/* Which buffers layers share (cpu_plan.c). */
-typedef struct {
-    int *out_owner;        /* the layer whose output buffer layer i writes (i, or in place) */
-    int *grad_slab;        /* the gradient slab of layer i's output, -1: none needed */
-    int64_t *slab_elems;
-    int n_slabs;
-} cpu_plan;
-
-int cpu_plan_make(const network *net, int batch, cpu_plan *p);
-int64_t cpu_plan_floats(const cpu_plan *p, const network *net, int batch);
-void cpu_plan_free(cpu_plan *p);
+/* Buffers shared by lifetime (models/memplan.c): ReLU in place, gradients in
+ * slabs. The CPU backend passes no gradient on in place. */
+extern const memplan_rules cpu_memplan_rules;
 
 struct backend {
     const network *net;
     backend_config cfg;
     cpu_layer *layers;
-    cpu_plan plan;
+    mem_plan plan;
     float **grad_slabs;             /* plan.n_slabs gradient buffers */
     float *input;
     int32_t *labels;
