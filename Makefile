@@ -165,7 +165,11 @@ deps:
 # that run; MATRIX and RUNS_DIR point elsewhere (tests). ENV is taken from the
 # command line only: some shells export an unrelated ENV (the sh startup file).
 BENCH_ENV := $(if $(filter command line,$(origin ENV)),$(ENV),local)
-bench: all
+# What is missing is installed first (scripts/deps.sh --bench; DEPS=off skips
+# it); the build comes after, in a new make, so that it sees what was installed.
+bench:
+	@$(if $(filter off,$(DEPS)),,scripts/deps.sh --bench)
+	@$(MAKE) --no-print-directory all
 	@scripts/bench.sh '$(BENCH_ENV)' RUN='$(RUN)' BIN='$(BIN)' MATRIX='$(MATRIX)' RUNS_DIR='$(RUNS_DIR)'
 
 # Re-renders a run folder from its CSVs: analysis, figures, report.

@@ -12,9 +12,9 @@ typedef struct {
     const char *summary;
     int default_res;
     int default_classes;
-    /* SGD learning rate of torchvision's reference recipe: 0.1, but 0.01 for
-     * VGG, which has no batch norm and diverges at 0.1 */
-    float default_lr;
+    /* SGD learning rate of torchvision's reference recipe at batch 256: 0.1,
+     * but 0.01 for VGG-16, which has no batch norm */
+    float base_lr;
 } model_info;
 
 /* All models, in the order `bin/complexity --list` shows them. */
@@ -30,6 +30,11 @@ int zoo_build(network *net, const char *model, int res, int classes);
 
 /* The smallest resolution the model admits, or 0 for an unknown model. */
 int zoo_min_res(const char *model);
+
+/* The default learning rate at a batch size: the linear-scaling rule of the
+ * reference recipes, base_lr x batch / 256. */
+float zoo_default_lr(const model_info *m, int batch);
+enum { ZOO_LR_BASE_BATCH = 256 };
 
 enum { ZOO_MAX_RES = 4096, ZOO_MAX_CLASSES = 1000000 };
 

@@ -315,7 +315,9 @@ run_one() {
         tag=rep$rep
         part=${keys[k]}.rep$rep.steps.csv
         what="repeat $rep of ${repeats[k]}"
-        args+=(--iters "${iters[k]}" --repeat "$rep" --out "$part.tmp")
+        # each repeat its own seed (data, initial weights, dropout masks), so
+        # run-to-run variability includes what the seed changes
+        args+=(--iters "${iters[k]}" --repeat "$rep" --seed "$rep" --out "$part.tmp")
     fi
     rel=logs/${keys[k]##*/}.$tag.log
     rm -f "$part.tmp"
@@ -399,8 +401,32 @@ else
     say "report: rendering is not available (no scripts/render.sh); the CSV files are in $run"
 fi
 
+# The failed runs, each with why (the first error line of its log) and the
+# command that reproduces it alone; the resume command retries them all.
+report_failures() {
+    local k r tag log why
+    say "failed runs:"
+    for ((k = 0; k < n_configs; k++)); do
+        for tag in $(seq -f 'rep%g' 1 "${repeats[k]}") trace; do
+            [[ -f ${keys[k]}.$tag.config.csv ]] || continue
+            grep -q ',failed' "${keys[k]}.$tag.config.csv" || continue
+            log=$run/logs/${keys[k]##*/}.$tag.log
+            why=$(grep -m1 -E '^[a-z_]+: ' "$log" 2>/dev/null || head -n 1 "$log" 2>/dev/null || true)
+            say "  ${models[k]} res ${res[k]} batch ${batch[k]} ${prec[k]} $tag: ${why:-no output} (log: $log)"
+            if [[ $tag == trace ]]; then
+                r="--iters 1 --trace kernels.csv"
+            else
+                r="--iters ${iters[k]} --seed ${tag#rep}"
+            fi
+            say "    alone: $BIN/train --model ${models[k]} --res ${res[k]} --batch ${batch[k]} --precision ${prec[k]} --backend ${backend[k]} --warmup ${warmup[k]} $r"
+        done
+    done
+    say "retry the failed runs (the others are kept): make bench ENV=$env_name RUN=$run"
+}
+
 if ((n_failed > 0)); then
-    say "done: $run; $n_failed of $total_runs runs failed (see $run/configs.csv); retry them with: make bench ENV=$env_name RUN=$run"
+    say "done: $run; $n_failed of $total_runs runs failed (see $run/configs.csv)"
+    report_failures
     exit 1
 fi
 if ! $rendered; then

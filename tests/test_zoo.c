@@ -195,14 +195,17 @@ Test(zoo, graph_builder_rejects_bad_layers)
     net_free(&net);
 }
 
-/* bin/train's default learning rate: torchvision's recipe, lower for VGG
- * without batch norm (it diverges at 0.1 on a fixed batch). */
-Test(zoo, default_learning_rates_follow_torchvision)
+/* bin/train's default learning rate: torchvision's recipe at batch 256
+ * (lower for VGG-16 without batch norm), scaled linearly with the batch. */
+Test(zoo, default_learning_rates_follow_torchvision_scaled_by_batch)
 {
     int n;
     const model_info *models = zoo_models(&n);
     for (int m = 0; m < n; m++) {
-        float expect = strcmp(models[m].name, "vgg16") == 0 ? 0.01f : 0.1f;
-        cr_expect_float_eq(models[m].default_lr, expect, 1e-7f, "%s", models[m].name);
+        float base = strcmp(models[m].name, "vgg16") == 0 ? 0.01f : 0.1f;
+        cr_expect_float_eq(models[m].base_lr, base, 1e-7f, "%s", models[m].name);
+        cr_expect_float_eq(zoo_default_lr(&models[m], 256), base, 1e-7f, "%s", models[m].name);
+        cr_expect_float_eq(zoo_default_lr(&models[m], 4), base / 64, 1e-9f, "%s",
+                           models[m].name);
     }
 }
