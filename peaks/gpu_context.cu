@@ -10,6 +10,7 @@ void gpu_context_open(gpu_context *c, int device, bool quick)
     memset(c, 0, sizeof *c);
     c->device = device;
     c->quick = quick;
+    c->effort = 1;
     CUDA_CHECK(cudaSetDevice(device));
     CUDA_CHECK(cudaGetDeviceProperties(&c->prop, device));
     c->sms = c->prop.multiProcessorCount;
@@ -27,6 +28,15 @@ void gpu_context_open(gpu_context *c, int device, bool quick)
     c->nvml = nvml_open(bus_id, why, sizeof why);
     if (!c->nvml)
         fprintf(stderr, "peaks: NVML unavailable (%s); GPU clock fields left empty\n", why);
+}
+
+gpu_result gpu_result_empty(void)
+{
+    gpu_result r;
+    memset(&r, 0, sizeof r);
+    r.second = r.sm_mhz = r.mem_mhz = NAN;
+    r.own = r.reference = r.issue_rate = NAN;
+    return r;
 }
 
 void gpu_context_close(gpu_context *c)

@@ -10,7 +10,7 @@
 extern "C" {
 #endif
 
-enum { PEAK_TEXT = 96, PEAK_NOTES = 384 };
+enum { PEAK_TEXT = 96, PEAK_NOTES = 1024 };
 
 typedef struct {
     char device[PEAK_TEXT];

@@ -9,10 +9,10 @@
 #include <strings.h>
 #include <unistd.h>
 
-enum { SPEC_COLUMNS = 13, LINE_MAX_LEN = 2048 };
+enum { SPEC_COLUMNS = 14, LINE_MAX_LEN = 2048 };
 
 static const char *const spec_header =
-    "gpu,match,sms,boost_mhz,fp64_tflops,fp32_tflops,fp16_tflops,tf32_tensor_tflops,"
+    "gpu,match,sms,boost_mhz,tensor_mhz,fp64_tflops,fp32_tflops,fp16_tflops,tf32_tensor_tflops,"
     "fp16_tensor_tflops,bf16_tensor_tflops,fp8_tensor_tflops,mem_gbs,source";
 
 /* Splits one CSV line in place (RFC 4180 quotes); returns the field count. */
@@ -109,15 +109,16 @@ int specs_load(const char *path, gpu_spec_table *t, char *err, size_t err_len)
         double sms = number_or_nan(fields[2], &bad);
         s->sms = isfinite(sms) ? (int)sms : 0;
         s->boost_mhz = number_or_nan(fields[3], &bad);
-        s->fp64_tflops = number_or_nan(fields[4], &bad);
-        s->fp32_tflops = number_or_nan(fields[5], &bad);
-        s->fp16_tflops = number_or_nan(fields[6], &bad);
-        s->tf32_tensor_tflops = number_or_nan(fields[7], &bad);
-        s->fp16_tensor_tflops = number_or_nan(fields[8], &bad);
-        s->bf16_tensor_tflops = number_or_nan(fields[9], &bad);
-        s->fp8_tensor_tflops = number_or_nan(fields[10], &bad);
-        s->mem_gbs = number_or_nan(fields[11], &bad);
-        snprintf(s->source, sizeof s->source, "%s", fields[12]);
+        s->tensor_mhz = number_or_nan(fields[4], &bad);
+        s->fp64_tflops = number_or_nan(fields[5], &bad);
+        s->fp32_tflops = number_or_nan(fields[6], &bad);
+        s->fp16_tflops = number_or_nan(fields[7], &bad);
+        s->tf32_tensor_tflops = number_or_nan(fields[8], &bad);
+        s->fp16_tensor_tflops = number_or_nan(fields[9], &bad);
+        s->bf16_tensor_tflops = number_or_nan(fields[10], &bad);
+        s->fp8_tensor_tflops = number_or_nan(fields[11], &bad);
+        s->mem_gbs = number_or_nan(fields[12], &bad);
+        snprintf(s->source, sizeof s->source, "%s", fields[13]);
         if (bad || !s->gpu[0] || !s->match[0]) {
             snprintf(err, err_len, "%s:%d: a name is empty or a figure is not a positive number",
                      path, line_no);
@@ -225,6 +226,18 @@ double specs_value(const gpu_spec *s, const char *ceiling)
             return 1000.0 * *(const double *)((const char *)s + tflops[i].offset);
     if (strncmp(ceiling, "hbm_", 4) == 0)
         return s->mem_gbs;
+    return NAN;
+}
+
+double specs_clock_mhz(const gpu_spec *s, const char *ceiling)
+{
+    if (!s)
+        return NAN;
+    size_t len = strlen(ceiling);
+    if (len > 7 && strcmp(ceiling + len - 7, "_tensor") == 0)
+        return isfinite(s->tensor_mhz) ? s->tensor_mhz : s->boost_mhz;
+    if (len > 4 && strcmp(ceiling + len - 4, "_fma") == 0)
+        return s->boost_mhz;
     return NAN;
 }
 

@@ -13,7 +13,8 @@ typedef struct {
     char gpu[48];
     char match[48];       /* words that must all be words of the device's name */
     int sms;
-    double boost_mhz;
+    double boost_mhz;     /* the clock the CUDA-core figures assume */
+    double tensor_mhz;    /* the clock the tensor figures assume (H100: 1830, not boost) */
     double fp64_tflops, fp32_tflops, fp16_tflops; /* CUDA cores; fp16 = half2 */
     double tf32_tensor_tflops, fp16_tensor_tflops, bf16_tensor_tflops, fp8_tensor_tflops;
     double mem_gbs;
@@ -42,6 +43,12 @@ const gpu_spec *specs_match(const gpu_spec_table *t, const char *device);
  * GB/s): fp64_fma, fp32_fma, fp16_fma, tf32/fp16/bf16/fp8_tensor, hbm_*.
  * NAN for anything else or where the GPU has no such figure. */
 double specs_value(const gpu_spec *s, const char *ceiling);
+
+/* The SM clock in MHz the figure for `ceiling` assumes: tensor_mhz for the
+ * *_tensor ceilings, boost_mhz for the CUDA-core ones; NAN otherwise. A
+ * figure scales with the clock, so figure x measured / this is the spec at
+ * the clock the GPU ran. */
+double specs_clock_mhz(const gpu_spec *s, const char *ceiling);
 
 void specs_free(gpu_spec_table *t);
 
