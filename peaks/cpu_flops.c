@@ -1,11 +1,13 @@
 #include "cpu_flops.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cpu_clock.h"
 #include "cpu_info.h"
 #include "cpu_team.h"
+#include "peak_check.h"
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -125,6 +127,11 @@ static double run_chains(cpu_precision p, long steps)
                          : fma_chains_f64(steps, 0.999999999, 1e-9);
 }
 
+int cpu_fma_lanes(cpu_precision p)
+{
+    return p == CPU_FP32 ? F32_LANES : F64_LANES;
+}
+
 const char *cpu_fma_isa(void)
 {
     return ISA_NAME;
@@ -214,13 +221,13 @@ int cpu_fma_measure(cpu_precision p, int threads, double seconds, int trials,
     bool pinned = false;
     if (cpu_team_run(threads, fma_worker, &job, &pinned, err, err_len) != 0)
         return -1;
-    double best = 0.0, ghz = 0.0;
+    double best = NAN, second = NAN, ghz = 0.0;
     double flops = flops_per_step(p) * (double)job.steps * threads;
     for (int t = 0; t < trials; t++)
-        if (times[t] > 0 && flops / times[t] > best)
-            best = flops / times[t];
+        check_top2(times[t] > 0 ? flops / times[t] : 0.0, &best, &second);
+    best = best > 0 ? best : 0.0;
     for (int i = 0; i < threads; i++)
         ghz += clocks[i] / threads;
-    *out = (cpu_fma_result){best * 1e-9, ghz, threads, pinned};
+    *out = (cpu_fma_result){best * 1e-9, second * 1e-9, ghz, threads, pinned};
     return 0;
 }

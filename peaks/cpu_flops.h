@@ -11,6 +11,7 @@ typedef enum { CPU_FP32, CPU_FP64 } cpu_precision;
 
 typedef struct {
     double gflops;    /* best trial, all threads together */
+    double second;    /* the runner-up trial (NAN with one trial): noise shows as a gap */
     double clock_ghz; /* mean core clock measured between the trials, per thread */
     int threads;
     bool pinned;
@@ -18,6 +19,9 @@ typedef struct {
 
 /* "avx512", "avx2+fma", "neon" or "scalar": the kernel this build runs. */
 const char *cpu_fma_isa(void);
+
+/* Lanes of the kernel's vectors for p (1 for the scalar fallback). */
+int cpu_fma_lanes(cpu_precision p);
 
 /* Theoretical FLOPs per cycle per core for the kernel this build runs (an FMA
  * counts 2), with how it was reckoned in `why`. */

@@ -1,9 +1,11 @@
 #include "cpu_mem.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "cpu_team.h"
+#include "peak_check.h"
 
 /* GCC turns a copy loop into a call to memcpy, whose large-size path uses
  * non-temporal stores: that would no longer be STREAM's copy. */
@@ -116,11 +118,13 @@ int cpu_stream_measure(size_t elems, int threads, int trials, stream_result *out
     *out = (stream_result){.array_bytes = bytes, .threads = threads, .trials = trials,
                            .pinned = pinned};
     for (int k = 0; k < STREAM_KERNELS; k++) {
-        double best = 1e300;
-        for (int t = 1; t <= trials; t++)
-            best = job->seconds[t][k] < best ? job->seconds[t][k] : best;
         double moved = (double)stream_kernel_arrays((stream_kernel)k) * (double)bytes;
-        out->gbs[k] = best > 0 ? moved / best * 1e-9 : 0.0;
+        double best = NAN, second = NAN;
+        for (int t = 1; t <= trials; t++)
+            if (job->seconds[t][k] > 0)
+                check_top2(moved / job->seconds[t][k] * 1e-9, &best, &second);
+        out->gbs[k] = best > 0 ? best : 0.0;
+        out->second[k] = second;
     }
     rc = 0;
 done:
@@ -172,6 +176,7 @@ typedef struct {
     size_t bytes_per_trial;
     int trials;
     double seconds[SWEEP_MAX_POINTS]; /* best per point, thread 0 */
+    double runner_up[SWEEP_MAX_POINTS]; /* second best per point, thread 0 */
     double sink[1024];
     int failed; /* threads that could not allocate */
 } sweep_job;
@@ -198,7 +203,7 @@ static void sweep_worker(cpu_team_member *self)
         size_t blocks = res->bytes_per_thread[p] / SWEEP_BLOCK;
         size_t passes = job->bytes_per_trial / res->bytes_per_thread[p];
         passes = passes ? passes : 1;
-        double best = 1e300;
+        double best = 1e300, next = 1e300;
         /* one untimed pass brings the working set into its level */
         sink += read_passes(buf, blocks, 1);
         for (int t = 0; t < job->trials; t++) {
@@ -207,10 +212,17 @@ static void sweep_worker(cpu_team_member *self)
             sink += read_passes(buf, blocks, passes);
             pthread_barrier_wait(self->barrier);
             double dt = cpu_now() - t0;
-            best = dt < best ? dt : best;
+            if (dt < best) {
+                next = best;
+                best = dt;
+            } else if (dt < next) {
+                next = dt;
+            }
         }
-        if (self->tid == 0)
+        if (self->tid == 0) {
             job->seconds[p] = best / (double)passes;
+            job->runner_up[p] = next < 1e300 ? next / (double)passes : NAN;
+        }
     }
     job->sink[self->tid] = sink;
     free(buf);
@@ -250,10 +262,11 @@ int cpu_sweep_measure(size_t min_bytes, size_t max_bytes, double step, size_t by
                  (double)out->bytes_per_thread[out->n - 1] / 1048576.0);
         rc = -1;
     }
-    for (int p = 0; rc == 0 && p < out->n; p++)
-        out->gbs[p] = job->seconds[p] > 0
-                          ? (double)out->bytes_per_thread[p] * threads / job->seconds[p] * 1e-9
-                          : 0.0;
+    for (int p = 0; rc == 0 && p < out->n; p++) {
+        double bytes = (double)out->bytes_per_thread[p] * threads;
+        out->gbs[p] = job->seconds[p] > 0 ? bytes / job->seconds[p] * 1e-9 : 0.0;
+        out->second[p] = job->runner_up[p] > 0 ? bytes / job->runner_up[p] * 1e-9 : NAN;
+    }
     free(job);
     return rc;
 }
@@ -282,4 +295,14 @@ double sweep_level_ceiling(const sweep_result *s, const cpu_caches *caches, int 
         if (s->bytes_per_thread[p] >= *lo && s->bytes_per_thread[p] <= *hi && s->gbs[p] > best)
             best = s->gbs[p];
     return best;
+}
+
+int sweep_level_point(const sweep_result *s, const cpu_caches *caches, int level)
+{
+    size_t lo, hi;
+    double best = sweep_level_ceiling(s, caches, level, &lo, &hi);
+    for (int p = 0; best > 0 && p < s->n; p++)
+        if (s->bytes_per_thread[p] >= lo && s->bytes_per_thread[p] <= hi && s->gbs[p] == best)
+            return p;
+    return -1;
 }

@@ -13,6 +13,7 @@ typedef enum { STREAM_COPY, STREAM_SCALE, STREAM_ADD, STREAM_TRIAD, STREAM_KERNE
 
 typedef struct {
     double gbs[STREAM_KERNELS]; /* best trial, STREAM's byte counting */
+    double second[STREAM_KERNELS]; /* runner-up trial (NAN with one trial) */
     size_t array_bytes;         /* each of the three arrays */
     int threads, trials;
     bool pinned;
@@ -35,6 +36,7 @@ enum { SWEEP_MAX_POINTS = 128 };
 typedef struct {
     size_t bytes_per_thread[SWEEP_MAX_POINTS];
     double gbs[SWEEP_MAX_POINTS]; /* all threads together, best trial */
+    double second[SWEEP_MAX_POINTS]; /* runner-up trial (NAN with one trial) */
     int n, threads;
     bool pinned;
 } sweep_result;
@@ -52,5 +54,8 @@ int cpu_sweep_measure(size_t min_bytes, size_t max_bytes, double step, size_t by
  * the range; lo/hi get the range used, in bytes per thread. */
 double sweep_level_ceiling(const sweep_result *s, const cpu_caches *caches, int level,
                            size_t *lo, size_t *hi);
+
+/* The point sweep_level_ceiling picked (its index in s), or -1. */
+int sweep_level_point(const sweep_result *s, const cpu_caches *caches, int level);
 
 #endif

@@ -118,6 +118,48 @@ int cpu_team_run(int threads, cpu_team_fn fn, void *arg, bool *pinned, char *err
     return 0;
 }
 
+/* (package, core) of a CPU from sysfs; the CPU number itself where unknown. */
+static long core_key(int cpu)
+{
+    char path[128], line[32];
+    long package = 0, core = -1;
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/physical_package_id", cpu);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (fgets(line, sizeof line, f))
+            package = strtol(line, NULL, 10);
+        fclose(f);
+    }
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/core_id", cpu);
+    f = fopen(path, "r");
+    if (f) {
+        if (fgets(line, sizeof line, f))
+            core = strtol(line, NULL, 10);
+        fclose(f);
+    }
+    return core < 0 ? -1 - cpu : package * 1000000L + core;
+}
+
+int cpu_team_cores(int threads)
+{
+    cpu_set_t set;
+    if (threads < 1 || sched_getaffinity(0, sizeof set, &set) != 0)
+        return 1;
+    long keys[CPU_SETSIZE];
+    int n = 0, cores = 0;
+    for (int c = 0; c < CPU_SETSIZE && n < threads; c++) {
+        if (!CPU_ISSET(c, &set))
+            continue;
+        long key = core_key(c);
+        bool seen = false;
+        for (int i = 0; i < n && !seen; i++)
+            seen = keys[i] == key;
+        keys[n++] = key;
+        cores += !seen;
+    }
+    return cores > 0 ? cores : 1;
+}
+
 double cpu_now(void)
 {
     struct timespec ts;

@@ -24,6 +24,12 @@ int cpu_team_run(int threads, cpu_team_fn fn, void *arg, bool *pinned, char *err
 /* CPUs this process may run on (its affinity mask), at least 1. */
 int cpu_usable_count(void);
 
+/* Physical cores under the CPUs a team of `threads` runs on (the first
+ * `threads` CPUs of the affinity mask, as cpu_team_run pins them): SMT
+ * siblings share a core and its FMA pipes. From sysfs topology; each CPU
+ * counts as a core where that is missing. At least 1. */
+int cpu_team_cores(int threads);
+
 /* Monotonic seconds. */
 double cpu_now(void);
 
