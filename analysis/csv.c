@@ -70,11 +70,11 @@ void csv_free(csv_table *t)
  * by the newlines consumed (quoted newlines included). */
 static int read_record(FILE *f, csv_table *t, int *line)
 {
-    int c = getc(f);
+    int c = getc_unlocked(f);
     if (c == EOF)
         return -1;
     if (c == '\r')
-        c = getc(f); /* CR is dropped wherever it is unquoted */
+        c = getc_unlocked(f); /* CR is dropped wherever it is unquoted */
     if (c == EOF)
         return -1;
     if (c == '\n') {
@@ -88,11 +88,11 @@ static int read_record(FILE *f, csv_table *t, int *line)
         fields++;
         if (c == '"') {
             for (;;) {
-                c = getc(f);
+                c = getc_unlocked(f);
                 if (c == EOF)
                     return -2;
                 if (c == '"') {
-                    c = getc(f);
+                    c = getc_unlocked(f);
                     if (c != '"')
                         break; /* closing quote; c is what follows */
                 }
@@ -106,12 +106,12 @@ static int read_record(FILE *f, csv_table *t, int *line)
         while (c != ',' && c != '\n' && c != EOF) {
             if (c != '\r' && put_char(t, (char)c))
                 return -3;
-            c = getc(f);
+            c = getc_unlocked(f);
         }
         if (put_char(t, '\0'))
             return -3;
         if (c == ',') {
-            c = getc(f);
+            c = getc_unlocked(f);
             continue;
         }
         if (c == '\n')
@@ -214,7 +214,7 @@ int csv_require(const csv_table *t, const char *path, const char *const *names, 
     for (int i = 0; names[i]; i++) {
         cols[i] = csv_col(t, names[i]);
         if (cols[i] < 0) {
-            snprintf(err, err_len, "%s: no column '%s' in the header", path, names[i]);
+            snprintf(err, err_len, "%s:1: no column '%s' in the header", path, names[i]);
             return -1;
         }
     }
@@ -317,13 +317,21 @@ void csv_put_field(FILE *f, const char *s)
     fputc('"', f);
 }
 
-void csv_put_num(FILE *f, double v)
+const char *csv_format_num(char buf[CSV_NUM_LEN], double v)
 {
+    buf[0] = '\0';
     if (!isfinite(v))
-        return;
+        return buf;
     /* counts (FLOPs, bytes, ns) stay exact; everything else reads as measured */
     if (v == floor(v) && fabs(v) < 1e15)
-        fprintf(f, "%.0f", v);
+        snprintf(buf, CSV_NUM_LEN, "%.0f", v);
     else
-        fprintf(f, "%.6g", v);
+        snprintf(buf, CSV_NUM_LEN, "%.6g", v);
+    return buf;
+}
+
+void csv_put_num(FILE *f, double v)
+{
+    char buf[CSV_NUM_LEN];
+    fputs(csv_format_num(buf, v), f);
 }

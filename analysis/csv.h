@@ -38,7 +38,7 @@ int csv_col(const csv_table *t, const char *name);
 int csv_line(const csv_table *t, int row);
 
 /* Looks up every name of the NULL-terminated list `names` into cols[] (in
- * order). Returns 0, or -1 with "path: no column 'x' in the header" for the
+ * order). Returns 0, or -1 with "path:1: no column 'x' in the header" for the
  * first one missing. */
 int csv_require(const csv_table *t, const char *path, const char *const *names, int *cols,
                 char *err, size_t err_len);
@@ -79,6 +79,11 @@ void csv_put_field(FILE *f, const char *s);
  * ("%.6g"). NaN and infinities write nothing, which reads back as an empty
  * ("not measured") cell. */
 void csv_put_num(FILE *f, double v);
+
+/* The text csv_put_num writes ("" for NaN), for a cell shown as the file
+ * holds it. Returns buf. */
+enum { CSV_NUM_LEN = 32 };
+const char *csv_format_num(char buf[CSV_NUM_LEN], double v);
 
 #ifdef __cplusplus
 }

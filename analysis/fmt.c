@@ -1,4 +1,6 @@
-#include "report_fmt.h"
+#include "fmt.h"
+
+#include "csv.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -95,4 +97,9 @@ void fmt_append(char *buf, size_t len, size_t *used, const char *fmt, ...)
     va_end(ap);
     if (n > 0)
         *used = *used + (size_t)n < len ? *used + (size_t)n : len;
+}
+
+const char *fmt_count(char buf[FMT_LEN], double v)
+{
+    return csv_format_num(buf, v);
 }

@@ -1,7 +1,7 @@
 /* Numbers as the report prints them: a few significant digits, no exponent,
  * and a dash for a value that was not measured (NaN). Each returns buf. */
-#ifndef ROOFLINE_REPORT_FMT_H
-#define ROOFLINE_REPORT_FMT_H
+#ifndef ROOFLINE_FMT_H
+#define ROOFLINE_FMT_H
 
 #include <stddef.h>
 
@@ -26,6 +26,10 @@ const char *fmt_gflops(char buf[FMT_LEN], double gflops);
 const char *fmt_gbs(char buf[FMT_LEN], double gbs);
 /* A value in `unit`: the two above for GFLOP/s and GB/s, else "3.69 GHz". */
 const char *fmt_value_unit(char buf[FMT_LEN], double v, const char *unit);
+
+/* A count as the CSV files write it: whole numbers in full, others with 6
+ * significant digits ("3", "1.5"); "" when NaN. */
+const char *fmt_count(char buf[FMT_LEN], double v);
 
 /* Appends to buf[len] at *used, never past the end (the text is cut there). */
 void fmt_append(char *buf, size_t len, size_t *used, const char *fmt, ...)

@@ -2,24 +2,9 @@
 
 #include <math.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Columns of kernels.csv this stage reads, in the order of enum kcol. */
-static const char *const kernel_columns[] = {
-    "env", "model", "res", "batch", "precision", "kernel", "layer", "layer_type", "phase",
-    "duration_ns", "flops_fp64", "flops_fp32", "flops_fp16", "flops_tensor",
-    "dram_read_bytes", "dram_write_bytes", "l2_bytes", "source", NULL};
-enum kcol {
-    K_ENV, K_MODEL, K_RES, K_BATCH, K_PREC, K_KERNEL, K_LAYER, K_LTYPE, K_PHASE, K_DUR,
-    K_F64, K_F32, K_F16, K_TENSOR, K_DRAM_R, K_DRAM_W, K_L2, K_SOURCE, K_COUNT
-};
-
-/* One kernels.csv row, its numbers parsed (NaN = empty). */
-typedef struct {
-    int row;
-    double num[K_COUNT]; /* only the numeric columns are set */
-} kernel_in;
 
 /* The sums a point is made of; NaN until a measured value is added, so a
  * column empty in every row stays "not measured". */
@@ -38,17 +23,17 @@ static sums sums_empty(void)
     return (sums){0, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
 }
 
-static void sums_add_kernel(sums *s, const kernel_in *k)
+static void sums_add_kernel(sums *s, const run_kernel *k)
 {
     s->rows += 1;
-    add(&s->duration_ns, k->num[K_DUR]);
-    add(&s->fp64, k->num[K_F64]);
-    add(&s->fp32, k->num[K_F32]);
-    add(&s->fp16, k->num[K_F16]);
-    add(&s->tensor, k->num[K_TENSOR]);
-    add(&s->dram_bytes, k->num[K_DRAM_R]);
-    add(&s->dram_bytes, k->num[K_DRAM_W]);
-    add(&s->l2_bytes, k->num[K_L2]);
+    add(&s->duration_ns, k->duration_ns);
+    add(&s->fp64, k->flops_fp64);
+    add(&s->fp32, k->flops_fp32);
+    add(&s->fp16, k->flops_fp16);
+    add(&s->tensor, k->flops_tensor);
+    add(&s->dram_bytes, k->dram_read_bytes);
+    add(&s->dram_bytes, k->dram_write_bytes);
+    add(&s->l2_bytes, k->l2_bytes);
 }
 
 static double total_flops(const sums *s)
@@ -61,93 +46,21 @@ static double total_flops(const sums *s)
     return f;
 }
 
-/* ---- reading ---------------------------------------------------------- */
-
-static int parse_rows(const csv_table *t, const char *path, const int *cols, kernel_in *in,
-                      char *err, size_t err_len)
-{
-    static const int numeric[] = {K_RES,  K_BATCH,  K_DUR,    K_F64, K_F32,
-                                  K_F16,  K_TENSOR, K_DRAM_R, K_DRAM_W, K_L2};
-    for (int i = 0; i < csv_rows(t); i++) {
-        in[i].row = i;
-        for (size_t j = 0; j < sizeof numeric / sizeof *numeric; j++) {
-            int c = numeric[j];
-            bool required = c == K_RES || c == K_BATCH;
-            double *v = &in[i].num[c];
-            if (csv_get_num(t, i, cols[c], path, required, v, err, err_len))
-                return -1;
-            if (*v < 0 || (required && (*v != floor(*v) || *v < 1 || *v > 1e9))) {
-                snprintf(err, err_len, "%s:%d: %s '%s' is out of range (expected %s)", path,
-                         csv_line(t, i), kernel_columns[c], csv_cell(t, i, cols[c]),
-                         required ? "a whole number >= 1" : "a value >= 0, or empty");
-                return -1;
-            }
-        }
-    }
-    return 0;
-}
-
-static bool same_config(const csv_table *t, const int *cols, int a, int b)
-{
-    static const int key[] = {K_ENV, K_MODEL, K_RES, K_BATCH, K_PREC};
-    for (size_t j = 0; j < sizeof key / sizeof *key; j++)
-        if (strcmp(csv_cell(t, a, cols[key[j]]), csv_cell(t, b, cols[key[j]])) != 0)
-            return false;
-    return true;
-}
-
-/* ---- grouping one configuration's rows -------------------------------- */
-
-typedef struct {
-    const csv_table *t;
-    const int *cols;
-} sort_ctx;
-
-static int cmp_text(const sort_ctx *c, int a, int b, int col)
-{
-    return strcmp(csv_cell(c->t, a, c->cols[col]), csv_cell(c->t, b, c->cols[col]));
-}
-
-/* qsort has no context argument; the table rides along in each element. */
-typedef struct {
-    const sort_ctx *ctx;
-    int row;
-} keyed;
-
-static int cmp_kernel_key(const void *pa, const void *pb)
-{
-    const keyed *a = pa, *b = pb;
-    int d = cmp_text(a->ctx, a->row, b->row, K_KERNEL);
-    if (!d)
-        d = cmp_text(a->ctx, a->row, b->row, K_LAYER);
-    if (!d)
-        d = cmp_text(a->ctx, a->row, b->row, K_PHASE);
-    return d ? d : (a->row > b->row) - (a->row < b->row);
-}
-
-static int cmp_int(const void *pa, const void *pb)
-{
-    int a = *(const int *)pa, b = *(const int *)pb;
-    return (a > b) - (a < b);
-}
-
 static int cmp_cstr(const void *pa, const void *pb)
 {
     return strcmp(*(const char *const *)pa, *(const char *const *)pb);
 }
 
-static int count_repeats(const csv_table *t, int col_repeat, const int *rows, int n)
+static int count_repeats(const run_trace *t)
 {
-    if (col_repeat < 0)
-        return 1;
-    const char **v = malloc((size_t)n * sizeof *v);
+    const char **v = malloc(((size_t)t->n + 1) * sizeof *v);
     if (!v)
         return -1;
-    for (int i = 0; i < n; i++)
-        v[i] = csv_cell(t, rows[i], col_repeat);
-    qsort(v, (size_t)n, sizeof *v, cmp_cstr);
-    int distinct = n > 0;
-    for (int i = 1; i < n; i++)
+    for (int i = 0; i < t->n; i++)
+        v[i] = t->rows[i].repeat;
+    qsort(v, (size_t)t->n, sizeof *v, cmp_cstr);
+    int distinct = t->n > 0;
+    for (int i = 1; i < t->n; i++)
         distinct += strcmp(v[i], v[i - 1]) != 0;
     free(v);
     return distinct;
@@ -170,24 +83,37 @@ static void finish_row(roof_row *r, const sums *s, int repeats, const roofs *rf)
     roof_point_eval(&r->pt);
 }
 
-/* The ceiling of an aggregate: the one under which most of its FLOPs ran. */
+/* The ceiling of an aggregate: the one under which most of its FLOPs ran
+ * (ties: the one met first among its kernels). */
 static void dominant_ceiling(const roof_row *kernels, int n, const char *layer_type, char *out)
 {
-    double best = -1;
-    out[0] = '\0';
+    enum { MAX_CEILINGS = 16 };
+    const char *names[MAX_CEILINGS];
+    double flops[MAX_CEILINGS];
+    int n_names = 0;
     for (int i = 0; i < n; i++) {
-        if (layer_type && strcmp(kernels[i].layer_type, layer_type) != 0)
+        const roof_row *k = &kernels[i];
+        if ((layer_type && strcmp(k->layer_type, layer_type) != 0) || !k->ceiling[0])
             continue;
-        double f = 0;
-        for (int j = 0; j < n; j++)
-            if ((!layer_type || strcmp(kernels[j].layer_type, layer_type) == 0) &&
-                strcmp(kernels[j].ceiling, kernels[i].ceiling) == 0 && kernels[j].pt.flops > 0)
-                f += kernels[j].pt.flops;
-        if (kernels[i].ceiling[0] && f > best) {
-            best = f;
-            snprintf(out, ROOF_CEILING_LEN, "%s", kernels[i].ceiling);
+        int j = 0;
+        while (j < n_names && strcmp(names[j], k->ceiling) != 0)
+            j++;
+        if (j == n_names) {
+            if (n_names == MAX_CEILINGS)
+                continue; /* more distinct ceilings than precisions exist */
+            names[n_names] = k->ceiling;
+            flops[n_names++] = 0;
         }
+        if (k->pt.flops > 0)
+            flops[j] += k->pt.flops;
     }
+    out[0] = '\0';
+    double best = -1;
+    for (int j = 0; j < n_names; j++)
+        if (flops[j] > best) {
+            best = flops[j];
+            snprintf(out, ROOF_CEILING_LEN, "%s", names[j]);
+        }
 }
 
 static const char *common_source(const roof_row *kernels, int n, const char *layer_type)
@@ -234,54 +160,70 @@ static void aggregate(roof_config *c, int n_kernels, const char *layer_type, roo
 }
 
 typedef struct {
-    int first; /* the group's first row in the file: groups keep the file's order */
+    const run_kernel *k;
+    int index; /* in the trace: groups keep the file's order */
+} keyed;
+
+static int cmp_kernel_key(const void *pa, const void *pb)
+{
+    const keyed *a = pa, *b = pb;
+    int d = strcmp(a->k->kernel, b->k->kernel);
+    if (!d)
+        d = strcmp(a->k->layer, b->k->layer);
+    if (!d)
+        d = strcmp(a->k->phase, b->k->phase);
+    return d ? d : (a->index > b->index) - (a->index < b->index);
+}
+
+typedef struct {
+    int first; /* the group's first row in the trace */
     sums s;
 } group;
 
 static int cmp_group(const void *pa, const void *pb)
 {
-    return cmp_int(&((const group *)pa)->first, &((const group *)pb)->first);
+    int a = ((const group *)pa)->first, b = ((const group *)pb)->first;
+    return (a > b) - (a < b);
 }
 
-static bool same_kernel(const sort_ctx *ctx, int a, int b)
+static bool same_kernel(const run_kernel *a, const run_kernel *b)
 {
-    return cmp_text(ctx, a, b, K_KERNEL) == 0 && cmp_text(ctx, a, b, K_LAYER) == 0 &&
-           cmp_text(ctx, a, b, K_PHASE) == 0;
+    return strcmp(a->kernel, b->kernel) == 0 && strcmp(a->layer, b->layer) == 0 &&
+           strcmp(a->phase, b->phase) == 0;
 }
 
-/* Kernel rows: the config's rows grouped by (kernel, layer, phase). */
-static int build_kernel_rows(roof_config *c, const sort_ctx *ctx, const kernel_in *in,
-                             const int *rows, int n, const roofs *rf)
+/* Kernel rows: the trace's rows grouped by (kernel, layer, phase). */
+static int build_kernel_rows(roof_config *c, const run_trace *t, const roofs *rf)
 {
-    keyed *order = malloc((size_t)n * sizeof *order);
-    group *groups = malloc((size_t)n * sizeof *groups);
+    int n = t->n;
+    keyed *order = malloc(((size_t)n + 1) * sizeof *order);
+    group *groups = malloc(((size_t)n + 1) * sizeof *groups);
     if (!order || !groups) {
         free(order);
         free(groups);
         return -1;
     }
     for (int i = 0; i < n; i++)
-        order[i] = (keyed){ctx, rows[i]};
+        order[i] = (keyed){&t->rows[i], i};
     qsort(order, (size_t)n, sizeof *order, cmp_kernel_key);
     int n_groups = 0;
     for (int i = 0; i < n; i++) {
         /* within a key the rows are in file order, so a group's first row comes first */
-        if (i == 0 || !same_kernel(ctx, order[i - 1].row, order[i].row))
-            groups[n_groups++] = (group){order[i].row, sums_empty()};
-        sums_add_kernel(&groups[n_groups - 1].s, &in[order[i].row]);
+        if (i == 0 || !same_kernel(order[i - 1].k, order[i].k))
+            groups[n_groups++] = (group){order[i].index, sums_empty()};
+        sums_add_kernel(&groups[n_groups - 1].s, order[i].k);
     }
     qsort(groups, (size_t)n_groups, sizeof *groups, cmp_group);
-    const int *cols = ctx->cols;
     for (int g = 0; g < n_groups; g++) {
-        int f = groups[g].first;
+        const run_kernel *k = &t->rows[groups[g].first];
         const sums *s = &groups[g].s;
         roof_row *row = &c->rows[c->n++];
         *row = (roof_row){.level = "kernel",
-                          .name = csv_cell(ctx->t, f, cols[K_KERNEL]),
-                          .layer = csv_cell(ctx->t, f, cols[K_LAYER]),
-                          .layer_type = csv_cell(ctx->t, f, cols[K_LTYPE]),
-                          .phase = csv_cell(ctx->t, f, cols[K_PHASE]),
-                          .source = csv_cell(ctx->t, f, cols[K_SOURCE])};
+                          .name = k->kernel,
+                          .layer = k->layer,
+                          .layer_type = k->layer_type,
+                          .phase = k->phase,
+                          .source = k->source};
         roof_kernel_ceiling(c->precision, s->fp64, s->fp32, s->fp16, s->tensor, row->ceiling);
         finish_row(row, s, c->repeats, rf);
     }
@@ -295,8 +237,9 @@ static void add_aggregates(roof_config *c, const roofs *rf)
 {
     int n_kernels = c->n;
     for (int i = 0; i < n_kernels; i++) {
+        /* the layer types met so far are the aggregate rows after the kernels */
         bool seen = false;
-        for (int j = 0; j < i && !seen; j++)
+        for (int j = n_kernels; j < c->n && !seen; j++)
             seen = strcmp(c->rows[j].layer_type, c->rows[i].layer_type) == 0;
         if (!seen) {
             aggregate(c, n_kernels, c->rows[i].layer_type, &c->rows[c->n], rf);
@@ -318,75 +261,31 @@ static void add_aggregates(roof_config *c, const roofs *rf)
     c->mem_bound_share = any_bound && step_ns > 0 ? memory_ns / step_ns : NAN;
 }
 
-static int build_config(roof_config *c, const csv_table *t, const int *cols, int col_repeat,
-                        const kernel_in *in, const int *rows, int n, const roofs *rf)
-{
-    sort_ctx ctx = {t, cols};
-    /* kernel groups + at most one row per layer type + the step */
-    c->rows = calloc((size_t)2 * n + 1, sizeof *c->rows);
-    c->repeats = count_repeats(t, col_repeat, rows, n);
-    if (!c->rows || c->repeats < 0 || build_kernel_rows(c, &ctx, in, rows, n, rf))
-        return -1;
-    add_aggregates(c, rf);
-    return 0;
-}
-
-int roofline_build(const csv_table *t, const char *path, const roofs *rf, roofline *out,
+int roofline_build(const run_trace *traces, int n_traces, const roofs *rf, roofline *out,
                    char *err, size_t err_len)
 {
     *out = (roofline){0};
-    int cols[K_COUNT];
-    if (csv_require(t, path, kernel_columns, cols, err, err_len))
+    out->configs = calloc((size_t)n_traces + 1, sizeof *out->configs);
+    if (!out->configs) {
+        snprintf(err, err_len, "roofline: out of memory");
         return -1;
-    int col_repeat = csv_col(t, "repeat");
-    int n = csv_rows(t);
-    kernel_in *in = calloc((size_t)n + 1, sizeof *in);
-    int *config_of = malloc(((size_t)n + 1) * sizeof *config_of);
-    int *rows = malloc(((size_t)n + 1) * sizeof *rows);
-    out->configs = calloc((size_t)n + 1, sizeof *out->configs);
-    int rc = -1;
-    if (!in || !config_of || !rows || !out->configs) {
-        snprintf(err, err_len, "%s: out of memory", path);
-        goto done;
     }
-    if (parse_rows(t, path, cols, in, err, err_len))
-        goto done;
-    /* configurations are few: a linear search over their first rows */
-    int *first_row = rows; /* borrowed as scratch until the grouping below */
-    for (int i = 0; i < n; i++) {
-        int k = 0;
-        while (k < out->n && !same_config(t, cols, first_row[k], i))
-            k++;
-        if (k == out->n)
-            first_row[out->n++] = i;
-        config_of[i] = k;
-    }
-    for (int k = 0; k < out->n; k++) {
-        int f = first_row[k];
-        out->configs[k] = (roof_config){.env = csv_cell(t, f, cols[K_ENV]),
-                                        .model = csv_cell(t, f, cols[K_MODEL]),
-                                        .precision = csv_cell(t, f, cols[K_PREC]),
-                                        .res = (int)in[f].num[K_RES],
-                                        .batch = (int)in[f].num[K_BATCH]};
-    }
-    for (int k = 0; k < out->n; k++) {
-        int m = 0;
-        for (int i = 0; i < n; i++)
-            if (config_of[i] == k)
-                rows[m++] = i;
-        if (build_config(&out->configs[k], t, cols, col_repeat, in, rows, m, rf)) {
-            snprintf(err, err_len, "%s: out of memory", path);
-            goto done;
+    for (int k = 0; k < n_traces; k++) {
+        const run_trace *t = &traces[k];
+        roof_config *c = &out->configs[out->n++];
+        *c = (roof_config){.env = t->env, .model = t->model, .precision = t->precision,
+                           .res = t->res, .batch = t->batch};
+        /* kernel groups + at most one row per layer type + the step */
+        c->rows = calloc((size_t)2 * t->n + 1, sizeof *c->rows);
+        c->repeats = count_repeats(t);
+        if (!c->rows || c->repeats < 0 || build_kernel_rows(c, t, rf)) {
+            snprintf(err, err_len, "roofline: out of memory");
+            roofline_free(out);
+            return -1;
         }
+        add_aggregates(c, rf);
     }
-    rc = 0;
-done:
-    free(in);
-    free(config_of);
-    free(rows);
-    if (rc)
-        roofline_free(out);
-    return rc;
+    return 0;
 }
 
 void roofline_free(roofline *rl)
@@ -406,5 +305,13 @@ const roof_config *roofline_find(const roofline *rl, const char *env, const char
             strcmp(c->model, model) == 0 && strcmp(c->precision, precision) == 0)
             return c;
     }
+    return NULL;
+}
+
+const roof_row *roofline_step(const roof_config *c)
+{
+    for (int i = c->n - 1; i >= 0; i--)
+        if (strcmp(c->rows[i].level, "step") == 0)
+            return &c->rows[i];
     return NULL;
 }

@@ -2,72 +2,86 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-#include "csv.h"
 #include "stats.h"
 
-static void put_row(FILE *f, const step_config *c, const char *scope, const stats_summary *s)
+static void put(variability *out, const run_steps *c, const char *scope, const stats_summary *s)
 {
-    csv_put_field(f, c->env);
-    fputc(',', f);
-    csv_put_field(f, c->model);
-    fprintf(f, ",%d,%d,", c->res, c->batch);
-    csv_put_field(f, c->precision);
-    fprintf(f, ",%s,%d", scope, s->n);
-    const double v[] = {s->mean, s->median, s->stddev,  s->cv,      s->min,
-                        s->max,  s->ci95_lo, s->ci95_hi, s->drift_pct};
-    for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
-        fputc(',', f);
-        csv_put_num(f, v[i]);
-    }
-    fprintf(f, ",%d\n", s->outliers);
+    variability_row *r = &out->rows[out->n++];
+    *r = (variability_row){.env = c->key.env, .model = c->key.model,
+                           .precision = c->key.precision, .res = c->key.res,
+                           .batch = c->key.batch, .n = s->n, .outliers = s->outliers,
+                           .mean = s->mean, .median = s->median, .stddev = s->stddev,
+                           .cv = s->cv, .min = s->min, .max = s->max, .ci95_lo = s->ci95_lo,
+                           .ci95_hi = s->ci95_hi, .drift_pct = s->drift_pct};
+    snprintf(r->scope, sizeof r->scope, "%s", scope);
 }
 
 /* The rows of one configuration; -1 when out of memory. */
-static int put_config(FILE *f, const step_config *c)
+static int put_config(variability *out, const run_steps *c)
 {
     stats_summary s;
     double *medians = malloc(((size_t)c->repeats + 1) * sizeof *medians);
     if (!medians)
         return -1;
     int k = 0;
-    for (int i = 0, n; i < c->n; i += n) { /* a repeat's rows are contiguous */
-        int start = steps_of_repeat(c, c->repeat[i], &n);
-        if (stats_describe(c->step_ms + start, n, &s)) {
+    for (int i = 0; i < c->n;) { /* a repeat's rows are contiguous */
+        int end = i;
+        while (end < c->n && c->repeat[end] == c->repeat[i])
+            end++;
+        if (stats_describe(c->step_ms + i, end - i, &s)) {
             free(medians);
             return -1;
         }
         char scope[32];
         snprintf(scope, sizeof scope, "repeat=%d", c->repeat[i]);
-        put_row(f, c, scope, &s);
+        put(out, c, scope, &s);
         medians[k++] = s.median;
+        i = end;
     }
     int rc = stats_describe(c->step_ms, c->n, &s);
     if (!rc)
-        put_row(f, c, "iterations", &s);
+        put(out, c, "iterations", &s);
     if (!rc)
         rc = stats_describe(medians, k, &s);
     if (!rc)
-        put_row(f, c, "repeats", &s);
+        put(out, c, "repeats", &s);
     free(medians);
     return rc;
 }
 
-int variability_write(const step_table *steps, const char *path, char *err, size_t err_len)
+int variability_build(const run_steps *steps, int n_steps, variability *out)
 {
-    char tmp[4096];
-    FILE *f = csv_create(path, tmp, sizeof tmp, err, err_len);
-    if (!f)
+    *out = (variability){0};
+    size_t rows = 0;
+    for (int k = 0; k < n_steps; k++)
+        rows += (size_t)steps[k].repeats + 2;
+    out->rows = calloc(rows + 1, sizeof *out->rows);
+    if (!out->rows)
         return -1;
-    fputs(VARIABILITY_CSV_HEADER "\n", f);
-    for (int k = 0; steps && k < steps->n; k++) {
-        if (steps->configs[k].n == 0)
-            continue;
-        if (put_config(f, &steps->configs[k])) {
-            csv_abort(f, tmp);
-            snprintf(err, err_len, "%s: out of memory", path);
+    for (int k = 0; k < n_steps; k++)
+        if (steps[k].n > 0 && put_config(out, &steps[k])) {
+            variability_free(out);
             return -1;
         }
+    return 0;
+}
+
+void variability_free(variability *v)
+{
+    free(v->rows);
+    *v = (variability){0};
+}
+
+const variability_row *variability_find(const variability *v, const char *model, int res,
+                                        int batch, const char *precision, const char *scope)
+{
+    for (int i = 0; i < v->n; i++) {
+        const variability_row *r = &v->rows[i];
+        if (r->res == res && r->batch == batch && strcmp(r->model, model) == 0 &&
+            strcmp(r->precision, precision) == 0 && strcmp(r->scope, scope) == 0)
+            return r;
     }
-    return csv_commit(f, tmp, path, err, err_len);
+    return NULL;
 }

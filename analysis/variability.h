@@ -1,24 +1,23 @@
-/* variability.csv: the spread of step times per configuration, over the
- * iterations of each repeat, over all iterations pooled and over the repeats'
- * medians (analysis/README.md). */
+/* variability.csv's rows: the spread of step times per configuration, over
+ * the iterations of each repeat, over all iterations pooled and over the
+ * repeats' medians (analysis/README.md). */
 #ifndef ROOFLINE_VARIABILITY_H
 #define ROOFLINE_VARIABILITY_H
 
-#include <stddef.h>
-
-#include "steps.h"
+#include "run.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define VARIABILITY_CSV_HEADER                                                               \
-    "env,model,res,batch,precision,scope,n,mean,median,stddev,cv,min,max,ci95_lo,ci95_hi,"   \
-    "drift_pct,outliers"
+/* Per configuration with steps: "repeat=K" rows, then "iterations", then
+ * "repeats". Returns 0, or -1 out of memory. */
+int variability_build(const run_steps *steps, int n_steps, variability *out);
+void variability_free(variability *v);
 
-/* Writes variability.csv atomically; steps = NULL writes the header alone.
- * Returns 0, or -1 with the reason in err. */
-int variability_write(const step_table *steps, const char *path, char *err, size_t err_len);
+/* The row of a configuration (model, res, batch, precision) and scope, or NULL. */
+const variability_row *variability_find(const variability *v, const char *model, int res,
+                                        int batch, const char *precision, const char *scope);
 
 #ifdef __cplusplus
 }

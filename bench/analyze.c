@@ -1,7 +1,6 @@
 /* bin/analyze: the analysis stage of a run folder (analysis/README.md):
  * steps.csv, kernels.csv, peaks.csv and configs.csv in; roofline.csv,
  * summary.csv and variability.csv out, beside them. */
-#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,17 +8,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../analysis/csv.h"
-#include "../analysis/roofline.h"
-#include "../analysis/roofline_table.h"
-#include "../analysis/steps.h"
-#include "../analysis/summary.h"
-#include "../analysis/variability.h"
+#include "../analysis/analyze.h"
+#include "../analysis/outputs.h"
+#include "../analysis/run_load.h"
 #include "cli.h"
 
 static const char *const prog = "analyze";
 
-enum { PATH_LEN = 4096, ERR_LEN = 512 };
+enum { ERR_LEN = 1024 };
 
 static void print_help(void)
 {
@@ -54,26 +50,6 @@ static const char *parse_options(int argc, char **argv)
     return argv[optind];
 }
 
-static void join(char *out, const char *dir, const char *name)
-{
-    if ((size_t)snprintf(out, PATH_LEN, "%s/%s", dir, name) >= PATH_LEN)
-        cli_usage_error(prog, "RUN_DIR '%.80s...' is too long", dir);
-}
-
-/* An optional input: NULL when absent (*absent set), exit 2 when unreadable. */
-static csv_table *read_optional(const char *path, int *absent)
-{
-    struct stat st;
-    *absent = stat(path, &st) != 0 && errno == ENOENT;
-    if (*absent)
-        return NULL;
-    char err[ERR_LEN];
-    csv_table *t = csv_read(path, err, sizeof err);
-    if (!t)
-        cli_usage_error(prog, "%s", err);
-    return t;
-}
-
 static void print_value(double v, const char *fmt, int width)
 {
     if (isfinite(v))
@@ -99,73 +75,31 @@ static void print_summary(const summary *s)
     }
 }
 
-static int write_outputs(const char *dir, const roofline *rl, const step_table *steps,
-                         const summary *sum)
-{
-    char path[PATH_LEN], err[ERR_LEN];
-    join(path, dir, "roofline.csv");
-    int rc = roofline_write(rl, path, err, sizeof err);
-    if (!rc) {
-        join(path, dir, "summary.csv");
-        rc = summary_write(sum, path, err, sizeof err);
-    }
-    if (!rc) {
-        join(path, dir, "variability.csv");
-        rc = variability_write(steps, path, err, sizeof err);
-    }
-    if (rc)
-        fprintf(stderr, "%s: %s\n", prog, err);
-    return rc;
-}
-
 int main(int argc, char **argv)
 {
     const char *dir = parse_options(argc, argv);
-    char path[PATH_LEN], err[ERR_LEN];
-    int no_kernels, no_peaks, no_configs;
-
-    join(path, dir, "steps.csv");
-    csv_table *steps_csv = csv_read(path, err, sizeof err);
-    if (!steps_csv)
+    char err[ERR_LEN];
+    run_model run;
+    int status = run_load(&run, dir, RUN_INPUTS & ~RUN_ENV_JSON, RUN_STEPS, err, sizeof err);
+    if (status == RUN_LOAD_BAD_INPUT)
         cli_usage_error(prog, "%s", err);
-    step_table steps;
-    if (steps_group(steps_csv, path, &steps, err, sizeof err))
-        cli_usage_error(prog, "%s", err);
-
-    join(path, dir, "peaks.csv");
-    csv_table *peaks_csv = read_optional(path, &no_peaks);
-    roofs roofs;
-    if (roofs_init(&roofs, peaks_csv, path, err, sizeof err))
-        cli_usage_error(prog, "%s", err);
-
-    join(path, dir, "kernels.csv");
-    csv_table *kernels_csv = read_optional(path, &no_kernels);
-    roofline rl = {0};
-    if (kernels_csv && peaks_csv && roofline_build(kernels_csv, path, &roofs, &rl, err, sizeof err))
-        cli_usage_error(prog, "%s", err);
+    if (status) {
+        fprintf(stderr, "%s: %s\n", prog, err);
+        return 1;
+    }
+    bool no_peaks = !(run.present & RUN_PEAKS), no_kernels = !(run.present & RUN_KERNELS);
     if (no_kernels || no_peaks)
         printf("%s: no %s in %s: roofline.csv holds its header alone; summary.csv has no "
                "memory-bound share%s\n",
                prog, no_peaks ? (no_kernels ? "peaks.csv or kernels.csv" : "peaks.csv")
                               : "kernels.csv",
                dir, no_peaks ? " and no peak columns" : "");
-
-    join(path, dir, "configs.csv");
-    csv_table *configs_csv = read_optional(path, &no_configs);
-    summary sum;
-    if (summary_build(&steps, configs_csv, path, &rl, peaks_csv ? &roofs : NULL, &sum, err,
-                      sizeof err))
-        cli_usage_error(prog, "%s", err);
-
-    int rc = write_outputs(dir, &rl, &steps, &sum);
-    if (!rc)
-        print_summary(&sum);
-    summary_free(&sum);
-    roofline_free(&rl);
-    steps_free(&steps);
-    csv_free(configs_csv);
-    csv_free(kernels_csv);
-    csv_free(peaks_csv);
-    csv_free(steps_csv);
+    int rc = run_analyze(&run, err, sizeof err) ||
+             outputs_write(dir, &run.roofline, &run.summary, &run.variability, err, sizeof err);
+    if (rc)
+        fprintf(stderr, "%s: %s\n", prog, err);
+    else
+        print_summary(&run.summary);
+    run_free(&run);
     return rc ? 1 : 0;
 }

@@ -93,9 +93,15 @@ int cli_run_dirs_main(const char *prog, int argc, char **argv, void (*help)(void
     if (argc >= 2 && strcmp(argv[1], "--compare") == 0) {
         if (argc < 4)
             cli_usage_error(prog, "--compare needs OUTDIR and at least one RUN_DIR");
+        /* an empty OUTDIR would put OUTDIR/figures at the root of the file system */
+        if (!argv[2][0] || argv[2][0] == '-')
+            cli_usage_error(prog, "--compare: OUTDIR '%s' is not a folder name", argv[2]);
+        for (int i = 3; i < argc; i++)
+            if (!argv[i][0] || argv[i][0] == '-')
+                cli_usage_error(prog, "--compare: RUN_DIR '%s' is not a folder name", argv[i]);
         return compare(argv[2], argv + 3, argc - 3);
     }
-    if (argc != 2 || argv[1][0] == '-')
+    if (argc != 2 || argv[1][0] == '-' || !argv[1][0])
         cli_usage_error(prog, "expected one RUN_DIR (or --compare OUTDIR RUN_DIR...), got %s",
                         argc < 2 ? "nothing" : argc > 2 ? "several arguments" : argv[1]);
     return one(argv[1]);

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../analysis/envinfo_gpu.h"
-#include "../analysis/matrix.h"
+#include "runner/envinfo_gpu.h"
+#include "runner/matrix.h"
 #include "cli.h"
 
 static const char *const prog = "matrix";

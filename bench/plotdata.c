@@ -1,48 +1,61 @@
-/* bin/plotdata: turns the CSV files of a run folder into the data files the
- * gnuplot scripts read (scripts/gnuplot/, drawn by scripts/render.sh), so
- * that gnuplot never parses CSV. Also the combined roofline of several run
- * folders (scripts/compare.sh). */
+/* bin/plotdata: turns a run folder, loaded into the run model, into the data
+ * files the gnuplot scripts read (scripts/gnuplot/, drawn by
+ * scripts/render.sh), so that gnuplot never parses CSV. Also the combined
+ * roofline of several run folders (scripts/compare.sh). */
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../analysis/plot_data.h"
+#include "../analysis/plot/plot_data.h"
+#include "../analysis/plot/plot_out.h"
+#include "../analysis/run_load.h"
 #include "cli.h"
 
 static const char *const prog = "plotdata";
+
+/* What the figures draw: everything but the raw kernels (roofline.csv has them). */
+#define PLOT_FILES (RUN_PEAKS | RUN_STEPS | RUN_SCALING | RUN_OUTPUTS)
 
 static void print_help(void)
 {
     printf("usage: plotdata RUN_DIR\n"
            "       plotdata --compare OUTDIR RUN_DIR...\n"
-           "Writes the data of every figure the run's CSV files support to\n"
+           "Writes the data of every figure the run's files support to\n"
            "RUN_DIR/figures/data/ and the list of figures to RUN_DIR/figures/figures.tsv\n"
            "(script, stem, title; scripts/render.sh draws them). --compare writes the\n"
            "combined roofline of the run folders to OUTDIR/figures/.\n");
 }
 
-static void die(const char *err)
+static _Noreturn void die(const char *err)
 {
     fprintf(stderr, "%s: %s\n", prog, err);
     exit(1);
 }
 
+/* A load failure: bad input is a usage error (status 2), anything else 1. */
+static _Noreturn void load_failed(int status, const char *err)
+{
+    if (status == RUN_LOAD_BAD_INPUT)
+        cli_usage_error(prog, "%s", err);
+    die(err);
+}
+
 /* figures/ and figures/data/ under dir; the manifest is opened there. */
 static void open_manifest(const char *dir, plot_file *manifest, char *data_dir, size_t len)
 {
-    char err[REPORT_PATH_LEN + 128];
+    char err[RUN_PATH_LEN + 128];
     snprintf(data_dir, len, "%s/figures/data", dir);
     if (plot_make_dirs(data_dir, err, sizeof err))
         die(err);
-    char prefix[REPORT_PATH_LEN + 16];
+    char prefix[RUN_PATH_LEN + 16];
     snprintf(prefix, sizeof prefix, "%s/figures/", dir);
     if (plot_file_open(manifest, prefix, "figures.tsv", err, sizeof err))
         die(err);
 }
 
-static void write_figure(const report_run *runs, int n_runs, const plot_figure *fig,
+static void write_figure(const run_model *runs, int n_runs, const plot_figure *fig,
                          const char *data_dir, FILE *manifest)
 {
-    char prefix[REPORT_PATH_LEN + 256], err[REPORT_PATH_LEN + 256];
+    char prefix[RUN_PATH_LEN + 256], err[RUN_PATH_LEN + 256];
     snprintf(prefix, sizeof prefix, "%s/%s", data_dir, fig->stem);
     int status = fig->kind == PLOT_ROOFLINE_COMPARE
                      ? plot_write_roofline_compare(runs, n_runs, prefix, err, sizeof err)
@@ -54,10 +67,11 @@ static void write_figure(const report_run *runs, int n_runs, const plot_figure *
 
 static int run_one(const char *dir)
 {
-    char err[REPORT_PATH_LEN + 256], data_dir[REPORT_PATH_LEN + 32];
-    report_run run;
-    if (report_run_load(&run, dir, err, sizeof err))
-        die(err);
+    char err[RUN_PATH_LEN + 256], data_dir[RUN_PATH_LEN + 32];
+    run_model run;
+    int status = run_load(&run, dir, PLOT_FILES, 0, err, sizeof err);
+    if (status)
+        load_failed(status, err);
     plot_figure_list figs;
     if (plot_figures_of_run(&run, &figs))
         die("out of memory");
@@ -69,27 +83,28 @@ static int run_one(const char *dir)
         die(err);
     printf("plotdata: %d figure(s) for %s\n", figs.n, dir);
     plot_figure_list_free(&figs);
-    report_run_free(&run);
+    run_free(&run);
     return 0;
 }
 
 static int run_compare(const char *out_dir, char **dirs, int n)
 {
-    char err[REPORT_PATH_LEN + 256], data_dir[REPORT_PATH_LEN + 32];
-    report_run *runs = report_runs_load(dirs, n, err, sizeof err);
+    char err[RUN_PATH_LEN + 256], data_dir[RUN_PATH_LEN + 32];
+    int status;
+    run_model *runs = run_load_many(dirs, n, PLOT_FILES, 0, &status, err, sizeof err);
     if (!runs)
-        die(err);
+        load_failed(status, err);
     plot_figure fig = {.kind = PLOT_ROOFLINE_COMPARE, .stem = "roofline_compare"};
     int used = snprintf(fig.title, sizeof fig.title, "roofline of");
     for (int i = 0; i < n && used > 0 && (size_t)used < sizeof fig.title; i++)
         used += snprintf(fig.title + used, sizeof fig.title - (size_t)used, "%s %s",
-                         i == 0 ? "" : i == n - 1 ? " and" : ",", runs[i].env);
+                         i == 0 ? "" : i == n - 1 ? " and" : ",", runs[i].env_name);
     plot_file manifest;
     open_manifest(out_dir, &manifest, data_dir, sizeof data_dir);
     write_figure(runs, n, &fig, data_dir, manifest.f);
     if (plot_file_close(&manifest, err, sizeof err))
         die(err);
-    report_runs_free(runs, n);
+    run_free_many(runs, n);
     return 0;
 }
 

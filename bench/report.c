@@ -1,12 +1,14 @@
 /* bin/report: writes report.md and a self-contained report.html for a run
- * folder from its CSV files and figures (analysis/report_*.c), or a
+ * folder from its run model and figures (analysis/report/), or a
  * comparison of several run folders (--compare). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../analysis/plot_data.h"
-#include "../analysis/report_build.h"
+#include "../analysis/plot/plot_figures.h"
+#include "../analysis/plot/plot_out.h"
+#include "../analysis/report/report_build.h"
+#include "../analysis/run_load.h"
 #include "cli.h"
 
 static const char *const prog = "report";
@@ -30,9 +32,20 @@ static _Noreturn void die(const char *err)
     exit(1);
 }
 
+/* What the report shows: everything but the raw kernels (roofline.csv has them). */
+#define REPORT_FILES (RUN_INPUTS & ~RUN_KERNELS) | RUN_OUTPUTS
+
+/* A load failure: bad input is a usage error (status 2), anything else 1. */
+static _Noreturn void load_failed(int status, const char *err)
+{
+    if (status == RUN_LOAD_BAD_INPUT)
+        cli_usage_error(prog, "%s", err);
+    die(err);
+}
+
 static void write_both(const report_doc *doc, const char *dir, const char *stem)
 {
-    char md[REPORT_PATH_LEN + 32], html[REPORT_PATH_LEN + 32], err[REPORT_PATH_LEN + 256];
+    char md[RUN_PATH_LEN + 32], html[RUN_PATH_LEN + 32], err[RUN_PATH_LEN + 256];
     snprintf(md, sizeof md, "%s/%s.md", dir, stem);
     snprintf(html, sizeof html, "%s/%s.html", dir, stem);
     if (doc_write_md(doc, md, err, sizeof err) || doc_write_html(doc, dir, html, err, sizeof err))
@@ -42,48 +55,50 @@ static void write_both(const report_doc *doc, const char *dir, const char *stem)
 
 static int run_one(const char *dir)
 {
-    char err[REPORT_PATH_LEN + 256], title[REPORT_PATH_LEN + 128];
-    report_run run;
-    if (report_run_load(&run, dir, err, sizeof err))
-        die(err);
+    char err[RUN_PATH_LEN + 256], title[RUN_PATH_LEN + 128];
+    run_model run;
+    int status = run_load(&run, dir, REPORT_FILES, 0, err, sizeof err);
+    if (status)
+        load_failed(status, err);
     plot_figure_list figs;
     if (plot_figures_of_run(&run, &figs))
         die("out of memory");
     /* the run's id is its folder's name (runs/<ENV>/<ID>) */
     const char *id = strrchr(run.dir, '/');
     id = id && id[1] ? id + 1 : run.dir;
-    snprintf(title, sizeof title, "Roofline report: %s (%s)", run.env[0] ? run.env : "?", id);
+    snprintf(title, sizeof title, "Roofline report: %s (%s)", run.env_name[0] ? run.env_name : "?", id);
     report_doc doc;
     doc_init(&doc, title);
     report_build_run(&doc, &run, &figs);
     write_both(&doc, dir, "report");
     doc_free(&doc);
     plot_figure_list_free(&figs);
-    report_run_free(&run);
+    run_free(&run);
     return 0;
 }
 
 static int run_compare(const char *out_dir, char **dirs, int n)
 {
-    char err[REPORT_PATH_LEN + 256], title[512];
+    char err[RUN_PATH_LEN + 256], title[512];
     if (n > MAX_COMPARE_RUNS)
         cli_usage_error(prog, "--compare: %d run folders given, at most %d are accepted", n,
                         MAX_COMPARE_RUNS);
-    if (plot_make_dirs(out_dir, err, sizeof err))
-        die(err);
-    report_run *runs = report_runs_load(dirs, n, err, sizeof err);
+    int status;
+    run_model *runs = run_load_many(dirs, n, REPORT_FILES, 0, &status, err, sizeof err);
     if (!runs)
+        load_failed(status, err);
+    if (plot_make_dirs(out_dir, err, sizeof err))
         die(err);
     size_t used = (size_t)snprintf(title, sizeof title, "Comparison:");
     for (int i = 0; i < n && used < sizeof title; i++)
         used += (size_t)snprintf(title + used, sizeof title - used, "%s %s", i ? "," : "",
-                                 runs[i].env[0] ? runs[i].env : dirs[i]);
+                                 runs[i].env_name[0] ? runs[i].env_name : dirs[i]);
     report_doc doc;
     doc_init(&doc, title);
     report_build_compare(&doc, runs, n, out_dir);
     write_both(&doc, out_dir, "compare");
     doc_free(&doc);
-    report_runs_free(runs, n);
+    run_free_many(runs, n);
     return 0;
 }
 

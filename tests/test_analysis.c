@@ -7,11 +7,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../analysis/analyze.h"
 #include "../analysis/csv.h"
+#include "../analysis/outputs.h"
 #include "../analysis/roofline.h"
 #include "../analysis/roofline_table.h"
+#include "../analysis/roofs.h"
+#include "../analysis/run_load.h"
 #include "../analysis/stats.h"
-#include "../analysis/steps.h"
 #include "../analysis/summary.h"
 #include "../analysis/variability.h"
 #include "helpers.h"
@@ -263,12 +266,6 @@ static const char *const kernels_rows =
     "t,resnet18-cifar,32,8,fp32,0,3,conv_fwd,conv2,conv,fwd,1000000,0,40000000,0,0,5000000,5000000,,,analytic\n"
     "t,resnet18-cifar,32,8,fp32,0,4,gemm,fc,fc,fwd,1000000,0,0,0,1000000,50000,50000,,,perf\n";
 
-static csv_table *table_from(const char *dir, const char *name, const char *text)
-{
-    write_text(dir, name, text);
-    return read_ok(dir, name);
-}
-
 /* dir/name holding header then rows. */
 static void write_joined(const char *dir, const char *name, const char *header, const char *rows)
 {
@@ -277,50 +274,64 @@ static void write_joined(const char *dir, const char *name, const char *header, 
     write_text(dir, name, text);
 }
 
-static csv_table *table_of(const char *dir, const char *name, const char *header,
-                           const char *rows)
+/* The run folder dir loaded (the files of `want`); fails the test on error. */
+static run_model load_ok(const char *dir, unsigned want)
 {
-    write_joined(dir, name, header, rows);
-    return read_ok(dir, name);
+    run_model m;
+    char err[1024];
+    cr_assert_eq(run_load(&m, dir, want, 0, err, sizeof err), RUN_LOAD_OK, "%s", err);
+    return m;
+}
+
+/* The error run_load gives for dir (it must fail). */
+static void load_error(const char *dir, unsigned want, char *err, size_t len)
+{
+    run_model m;
+    cr_assert_neq(run_load(&m, dir, want, 0, err, len), RUN_LOAD_OK, "%s loaded", dir);
 }
 
 Test(analysis_roofline, roofs_from_peaks)
 {
-    char *dir = temp_dir(), err[256];
-    csv_table *p = table_from(dir, "peaks.csv", peaks_csv);
+    char *dir = temp_dir(), err[512];
+    write_text(dir, "peaks.csv", peaks_csv);
+    run_model m = load_ok(dir, RUN_PEAKS);
     roofs r;
-    cr_assert_eq(roofs_init(&r, p, "peaks.csv", err, sizeof err), 0, "%s", err);
+    roofs_init(&r, m.roofs, m.n_roofs);
     cr_expect_eq(r.dram_gbs, 50);
-    cr_expect_str_eq(r.dram_ceiling, "dram_triad");
     cr_expect_eq(r.l2_gbs, 400);
     cr_expect_eq(roofs_peak(&r, "fp32_fma"), 200);
     cr_expect_eq(roofs_peak(&r, "fp64_fma"), 100);
     cr_expect(isnan(roofs_peak(&r, "bf16_tensor")));
     cr_expect(isnan(roofs_peak(&r, "clock_ghz")), "GHz is no compute roof");
+    cr_expect_eq(m.roofs[0].rate, ROOF_RATE_COMPUTE);
+    cr_expect_eq(m.roofs[4].level, MEM_DRAM);
+    cr_expect(m.roofs[5].one_core);
+    cr_expect_str_eq(m.roofs[0].notes, "best of 3, pinned");
 
     char buf[ROOF_CEILING_LEN];
     cr_expect_str_eq(roof_kernel_ceiling("bf16", 0, 5, 10, 0, buf), "fp16_fma");
     cr_expect_str_eq(roof_kernel_ceiling("bf16", 0, 5, 10, 1, buf), "bf16_tensor");
     cr_expect_str_eq(roof_kernel_ceiling("fp32", 7, 5, NAN, NAN, buf), "fp64_fma");
     cr_expect_str_eq(roof_kernel_ceiling("fp32", 0, 0, 0, 0, buf), "");
-    cr_expect_str_eq(roof_precision_ceiling(&r, "fp32", buf), "fp32_fma");
-    cr_expect_str_eq(roof_precision_ceiling(&r, "bf16", buf), "bf16_tensor");
-    cr_expect_str_eq(roof_precision_ceiling(&r, "fp16", buf), "fp16_fma",
+    cr_expect_str_eq(roofs_precision_ceiling(&r, "fp32", buf), "fp32_fma");
+    cr_expect_str_eq(roofs_precision_ceiling(&r, "bf16", buf), "bf16_tensor");
+    cr_expect_str_eq(roofs_precision_ceiling(&r, "fp16", buf), "fp16_fma",
                      "no fp16_tensor figure here");
-    csv_free(p);
+    run_free(&m);
 
-    p = table_from(dir, "bad.csv", "env,device,value,unit\n");
-    cr_expect_eq(roofs_init(&r, p, "bad.csv", err, sizeof err), -1);
-    cr_expect_str_eq(err, "bad.csv: no column 'ceiling' in the header");
-    csv_free(p);
+    write_text(dir, "peaks.csv", "env,device,value,unit\n");
+    load_error(dir, RUN_PEAKS, err, sizeof err);
+    cr_expect(strstr(err, "peaks.csv:1: no column 'ceiling' in the header"), "%s", err);
 
-    p = table_from(dir, "gpu.csv",
-                   "ceiling,value,unit\nhbm_copy,3000,GB/s\nhbm_triad,3100,GB/s\n"
-                   "dramatic,9999,GB/s\n");
-    cr_assert_eq(roofs_init(&r, p, "gpu.csv", err, sizeof err), 0);
+    write_text(dir, "peaks.csv",
+               "ceiling,value,unit\nhbm_copy,3000,GB/s\nhbm_triad,3100,GB/s\n"
+               "dramatic,9999,GB/s\n");
+    m = load_ok(dir, RUN_PEAKS);
+    roofs_init(&r, m.roofs, m.n_roofs);
     cr_expect_eq(r.dram_gbs, 3100, "hbm_* is the DRAM roof; 'dramatic' is no dram_ row");
     cr_expect(isnan(r.l2_gbs));
-    csv_free(p);
+    cr_expect_str_eq(roofs_memory_name(m.roofs, m.n_roofs), "HBM");
+    run_free(&m);
     remove_temp_dir(dir);
 }
 
@@ -363,12 +374,13 @@ Test(analysis_roofline, point_arithmetic_both_sides_of_the_ridge)
 Test(analysis_roofline, kernels_layer_types_and_step)
 {
     char *dir = temp_dir(), err[256];
-    csv_table *p = table_from(dir, "peaks.csv", peaks_csv);
-    csv_table *k = table_of(dir, "kernels.csv", kernels_header, kernels_rows);
+    write_text(dir, "peaks.csv", peaks_csv);
+    write_joined(dir, "kernels.csv", kernels_header, kernels_rows);
+    run_model m = load_ok(dir, RUN_PEAKS | RUN_KERNELS);
     roofs r;
-    cr_assert_eq(roofs_init(&r, p, "peaks.csv", err, sizeof err), 0);
+    roofs_init(&r, m.roofs, m.n_roofs);
     roofline rl;
-    cr_assert_eq(roofline_build(k, "kernels.csv", &r, &rl, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(roofline_build(m.traces, m.n_traces, &r, &rl, err, sizeof err), 0, "%s", err);
     cr_assert_eq(rl.n, 1);
     const roof_config *c = roofline_find(&rl, "t", "resnet18-cifar", 32, 8, "fp32");
     cr_assert_not_null(c);
@@ -415,9 +427,9 @@ Test(analysis_roofline, kernels_layer_types_and_step)
     NEAR(step->time_share, 1, 1e-12);
     cr_expect_str_eq(step->source, "mixed");
     NEAR(c->mem_bound_share, 0.5, 1e-12);
+    cr_expect_eq(roofline_step(c), step);
     roofline_free(&rl);
-    csv_free(k);
-    csv_free(p);
+    run_free(&m);
     remove_temp_dir(dir);
 }
 
@@ -426,16 +438,17 @@ Test(analysis_roofline, repeats_and_repeated_kernels_average_per_step)
     /* The same conv twice per step (count 2) in two traced repeats: per-step
      * sums are half the file's. */
     char *dir = temp_dir(), err[256];
-    csv_table *k = table_of(dir, "kernels.csv", kernels_header,
+    write_joined(dir, "kernels.csv", kernels_header,
                             "t,m,32,8,fp32,0,0,k,l,conv,fwd,1000,0,1000,0,0,100,100,,,perf\n"
                             "t,m,32,8,fp32,0,1,k,l,conv,fwd,3000,0,1000,0,0,100,100,,,perf\n"
                             "t,m,32,8,fp32,1,0,k,l,conv,fwd,1000,0,1000,0,0,100,100,,,perf\n"
                             "t,m,32,8,fp32,1,1,k,l,conv,fwd,3000,0,1000,0,0,100,100,,,perf\n"
                             "t,m,64,8,fp32,0,0,k,l,conv,fwd,1000,0,1000,0,0,100,100,,,perf\n");
+    run_model m = load_ok(dir, RUN_KERNELS);
     roofs r;
-    cr_assert_eq(roofs_init(&r, NULL, "peaks.csv", err, sizeof err), 0);
+    roofs_init(&r, NULL, 0);
     roofline rl;
-    cr_assert_eq(roofline_build(k, "kernels.csv", &r, &rl, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(roofline_build(m.traces, m.n_traces, &r, &rl, err, sizeof err), 0, "%s", err);
     cr_assert_eq(rl.n, 2, "res 32 and res 64 are two configurations");
     const roof_config *c = &rl.configs[0];
     cr_expect_eq(c->repeats, 2);
@@ -448,39 +461,42 @@ Test(analysis_roofline, repeats_and_repeated_kernels_average_per_step)
     cr_expect_eq(c->rows[0].pt.bound, BOUND_UNKNOWN, "no peaks.csv: no bound");
     cr_expect(isnan(c->mem_bound_share));
     roofline_free(&rl);
-    csv_free(k);
+    run_free(&m);
     remove_temp_dir(dir);
 }
 
 Test(analysis_roofline, bad_kernel_rows_name_the_line)
 {
-    char *dir = temp_dir(), err[256];
-    roofs r;
-    roofs_init(&r, NULL, "", err, sizeof err);
-    roofline rl;
-    csv_table *k = table_of(dir, "kernels.csv", kernels_header,
-                            "t,m,32,8,fp32,0,0,k,l,conv,fwd,1000,0,lots,0,0,100,100,,,perf\n");
-    cr_expect_eq(roofline_build(k, "kernels.csv", &r, &rl, err, sizeof err), -1);
-    cr_expect_str_eq(err, "kernels.csv:2: flops_fp32 'lots' is not a number");
-    csv_free(k);
-    k = table_from(dir, "k2.csv", "env,model\nt,m\n");
-    cr_expect_eq(roofline_build(k, "k2.csv", &r, &rl, err, sizeof err), -1);
-    cr_expect_str_eq(err, "k2.csv: no column 'res' in the header");
-    csv_free(k);
+    char *dir = temp_dir(), err[512];
+    write_joined(dir, "kernels.csv", kernels_header,
+                 "t,m,32,8,fp32,0,0,k,l,conv,fwd,1000,0,lots,0,0,100,100,,,perf\n");
+    load_error(dir, RUN_KERNELS, err, sizeof err);
+    cr_expect(strstr(err, "kernels.csv:2: column 'flops_fp32': 'lots' is not a number"), "%s", err);
+    write_text(dir, "kernels.csv", "env,model\nt,m\n");
+    load_error(dir, RUN_KERNELS, err, sizeof err);
+    cr_expect(strstr(err, "kernels.csv:1: no column 'res' in the header"), "%s", err);
     remove_temp_dir(dir);
+}
+
+/* The analysis of a folder through bin/analyze's own path: load, compute, write. */
+static run_model analyse_ok(const char *dir)
+{
+    run_model m = load_ok(dir, RUN_INPUTS);
+    char err[512];
+    cr_assert_eq(run_analyze(&m, err, sizeof err), 0, "%s", err);
+    return m;
 }
 
 Test(analysis_roofline, csv_round_trip)
 {
-    char *dir = temp_dir(), err[256], path[512];
-    csv_table *p = table_from(dir, "peaks.csv", peaks_csv);
-    csv_table *k = table_of(dir, "kernels.csv", kernels_header, kernels_rows);
-    roofs r;
-    roofs_init(&r, p, "peaks.csv", err, sizeof err);
-    roofline rl;
-    cr_assert_eq(roofline_build(k, "kernels.csv", &r, &rl, err, sizeof err), 0);
-    snprintf(path, sizeof path, "%s/roofline.csv", dir);
-    cr_assert_eq(roofline_write(&rl, path, err, sizeof err), 0, "%s", err);
+    char *dir = temp_dir(), err[512];
+    write_text(dir, "peaks.csv", peaks_csv);
+    write_joined(dir, "kernels.csv", kernels_header, kernels_rows);
+    write_text(dir, "steps.csv", "env,backend,model,res,batch,precision,world_size,rank,repeat,"
+                                 "iter,step_ms,images_per_s,loss\n");
+    run_model m = analyse_ok(dir);
+    cr_assert_eq(outputs_write(dir, &m.roofline, &m.summary, &m.variability, err, sizeof err), 0,
+                 "%s", err);
     csv_table *out = read_ok(dir, "roofline.csv");
     cr_expect_eq(csv_cols(out), 28);
     cr_expect_eq(csv_rows(out), 10);
@@ -495,9 +511,17 @@ Test(analysis_roofline, csv_round_trip)
     int step = find_row(out, "level", "step", NULL, NULL);
     NEAR(num(out, step, "duration_ns"), 6e6, 0);
     csv_free(out);
-    roofline_free(&rl);
-    csv_free(k);
-    csv_free(p);
+    run_free(&m);
+    /* and read back as the report reads it */
+    m = load_ok(dir, RUN_OUTPUTS);
+    cr_assert_eq(m.roofline.n, 1);
+    cr_assert_eq(m.roofline.configs[0].n, 10);
+    const roof_row *back = &m.roofline.configs[0].rows[1];
+    cr_expect_str_eq(back->name, "bn_fwd");
+    cr_expect_eq(back->pt.bound, BOUND_MEMORY);
+    NEAR(back->pt.ai_dram, 0.1, 1e-12);
+    cr_expect_str_eq(back->ceiling, "fp32_fma");
+    run_free(&m);
     remove_temp_dir(dir);
 }
 
@@ -534,47 +558,69 @@ static const char *const configs_csv =
 
 Test(analysis_summary, steps_grouping)
 {
-    char *dir = temp_dir(), err[256];
-    csv_table *t = table_of(dir, "steps.csv", steps_header, steps_rows);
-    step_table st;
-    cr_assert_eq(steps_group(t, "steps.csv", &st, err, sizeof err), 0, "%s", err);
-    cr_assert_eq(st.n, 2);
-    const step_config *c = &st.configs[0];
+    char *dir = temp_dir(), err[512];
+    write_joined(dir, "steps.csv", steps_header, steps_rows);
+    run_model m = load_ok(dir, RUN_STEPS);
+    cr_assert_eq(m.n_steps, 2);
+    const run_steps *c = &m.steps[0];
     cr_expect_eq(c->n, 10, "rank 0's rows");
     cr_expect_eq(c->repeats, 2);
     cr_expect_eq(c->iters, 5);
     const double want[] = {10, 20, 30, 40, 50};
     for (int i = 0; i < 5; i++)
         cr_expect_eq(c->step_ms[i], want[i], "sorted by iter");
-    int n, start = steps_of_repeat(c, 1, &n);
-    cr_expect_eq(start, 5);
-    cr_expect_eq(n, 5);
-    steps_free(&st);
-    csv_free(t);
+    cr_expect_eq(c->repeat[5], 1);
+    cr_expect(isnan(c->peak_mem_bytes), "no peak_mem_bytes column: unknown");
+    run_free(&m);
 
-    t = table_of(dir, "bad.csv", steps_header, "t,cpu,m,32,8,fp32,1,0,0,0,-3,1,1\n");
-    cr_expect_eq(steps_group(t, "bad.csv", &st, err, sizeof err), -1);
-    cr_expect_str_eq(err, "bad.csv:2: step_ms '-3' is out of range (expected milliseconds > 0)");
-    csv_free(t);
+    write_joined(dir, "steps.csv", steps_header, "t,cpu,m,32,8,fp32,1,0,0,0,-3,1,1\n");
+    load_error(dir, RUN_STEPS, err, sizeof err);
+    cr_expect(strstr(err, "steps.csv:2: column 'step_ms': '-3' is out of range (expected "
+                          "milliseconds > 0)"), "%s", err);
+    remove_temp_dir(dir);
+}
+
+Test(analysis_summary, peak_memory_is_the_largest_of_the_rows)
+{
+    char *dir = temp_dir();
+    write_text(dir, "steps.csv",
+               "env,backend,model,res,batch,precision,world_size,rank,repeat,iter,step_ms,"
+               "images_per_s,loss,peak_mem_bytes\n"
+               "t,cpu,m,32,8,fp32,1,0,1,0,10,800,1,1000\n"
+               "t,cpu,m,32,8,fp32,1,0,1,1,10,800,1,3000\n"
+               "t,cpu,m,32,8,fp32,1,0,2,0,10,800,1,2000\n"
+               "t,cpu,m,32,16,fp32,1,0,1,0,10,800,1,\n");
+    run_model m = load_ok(dir, RUN_STEPS);
+    cr_assert_eq(m.n_steps, 2);
+    cr_expect_eq(m.steps[0].peak_mem_bytes, 3000);
+    cr_expect(isnan(m.steps[1].peak_mem_bytes), "an empty cell is unknown");
+    run_free(&m);
+    remove_temp_dir(dir);
+}
+
+Test(analysis_summary, a_repeated_step_is_an_error)
+{
+    char *dir = temp_dir(), err[512];
+    write_joined(dir, "steps.csv", steps_header,
+                 "t,cpu,m,32,8,fp32,1,0,1,0,10,800,1\n"
+                 "t,cpu,m,32,8,fp32,1,0,1,1,10,800,1\n"
+                 "t,cpu,m,32,16,fp32,1,0,1,1,10,800,1\n"
+                 "t,cpu,m,32,8,fp32,1,0,1,1,12,800,1\n");
+    load_error(dir, RUN_STEPS, err, sizeof err);
+    cr_expect(strstr(err, "steps.csv:5: rank 0, repeat 1, iter 1 of this configuration is "
+                          "already on line 3"), "%s", err);
     remove_temp_dir(dir);
 }
 
 Test(analysis_summary, rows_status_and_analytic_flops)
 {
-    char *dir = temp_dir(), err[256], path[512];
-    csv_table *steps_t = table_of(dir, "steps.csv", steps_header, steps_rows);
-    csv_table *configs = table_from(dir, "configs.csv", configs_csv);
-    csv_table *p = table_from(dir, "peaks.csv", peaks_csv);
-    csv_table *k = table_of(dir, "kernels.csv", kernels_header, kernels_rows);
-    roofs r;
-    roofs_init(&r, p, "peaks.csv", err, sizeof err);
-    roofline rl;
-    cr_assert_eq(roofline_build(k, "kernels.csv", &r, &rl, err, sizeof err), 0);
-    step_table st;
-    cr_assert_eq(steps_group(steps_t, "steps.csv", &st, err, sizeof err), 0);
-    summary s;
-    cr_assert_eq(summary_build(&st, configs, "configs.csv", &rl, &r, &s, err, sizeof err), 0,
-                 "%s", err);
+    char *dir = temp_dir(), err[512];
+    write_joined(dir, "steps.csv", steps_header, steps_rows);
+    write_text(dir, "configs.csv", configs_csv);
+    write_text(dir, "peaks.csv", peaks_csv);
+    write_joined(dir, "kernels.csv", kernels_header, kernels_rows);
+    run_model m = analyse_ok(dir);
+    const summary s = m.summary;
     cr_assert_eq(s.n, 3, "two measured configurations and one skipped");
 
     /* pooled step times 10 20 20 20 20 20 20 30 40 50: median 20;
@@ -611,8 +657,8 @@ Test(analysis_summary, rows_status_and_analytic_flops)
     cr_expect(isnan(c->ips_median) && isnan(c->step_ms_median));
     cr_expect_eq(c->repeats, 1);
 
-    snprintf(path, sizeof path, "%s/summary.csv", dir);
-    cr_assert_eq(summary_write(&s, path, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(outputs_write(dir, &m.roofline, &m.summary, &m.variability, err, sizeof err), 0,
+                 "%s", err);
     csv_table *out = read_ok(dir, "summary.csv");
     cr_expect_eq(csv_cols(out), 21);
     cr_expect_eq(csv_rows(out), 3);
@@ -624,24 +670,17 @@ Test(analysis_summary, rows_status_and_analytic_flops)
     cr_expect_str_eq(cell(out, unknown, "analytic_gflop_per_step"), "");
     cr_expect_str_eq(cell(out, unknown, "mem_bound_time_share"), "");
     csv_free(out);
-    summary_free(&s);
-    steps_free(&st);
-    roofline_free(&rl);
-    csv_free(k);
-    csv_free(p);
-    csv_free(configs);
-    csv_free(steps_t);
+    run_free(&m);
     remove_temp_dir(dir);
 }
 
 Test(analysis_summary, variability_rows)
 {
-    char *dir = temp_dir(), err[256], path[512];
-    csv_table *t = table_of(dir, "steps.csv", steps_header, steps_rows);
-    step_table st;
-    cr_assert_eq(steps_group(t, "steps.csv", &st, err, sizeof err), 0);
-    snprintf(path, sizeof path, "%s/variability.csv", dir);
-    cr_assert_eq(variability_write(&st, path, err, sizeof err), 0, "%s", err);
+    char *dir = temp_dir(), err[512];
+    write_joined(dir, "steps.csv", steps_header, steps_rows);
+    run_model m = analyse_ok(dir);
+    cr_assert_eq(outputs_write(dir, &m.roofline, &m.summary, &m.variability, err, sizeof err), 0,
+                 "%s", err);
     csv_table *v = read_ok(dir, "variability.csv");
     cr_expect_eq(csv_cols(v), 17);
     /* resnet18-cifar: repeat=0, repeat=1, iterations, repeats; nosuchnet: repeat=0,
@@ -670,8 +709,7 @@ Test(analysis_summary, variability_rows)
     NEAR(num(v, reps, "median"), 25, 1e-9);
     NEAR(num(v, reps, "min"), 20, 1e-9);
     csv_free(v);
-    steps_free(&st);
-    csv_free(t);
+    run_free(&m);
     remove_temp_dir(dir);
 }
 
@@ -736,9 +774,41 @@ Test(analysis_bin, bad_input_is_one_line_and_status_2, .timeout = 60)
     expect_usage_error(args, "steps.csv: cannot open");
     write_joined(dir, "steps.csv", steps_header, "t,cpu,m,32,8,fp32,1,0,0,0,5\n");
     expect_usage_error(args, "steps.csv:2: 11 fields, header has 13");
+    write_joined(dir, "steps.csv", steps_header, "t,cpu,m,32,8,fp32,1,0,0,0,5,,1\n");
+    write_text(dir, "configs.csv", "model,res,batch,precision,status\nm,1e308,8,fp32,ok\n");
+    expect_usage_error(args, "configs.csv:2: column 'res': '1e308' is out of range");
+    remove(strcat(strcpy(args, dir), "/configs.csv"));
+    snprintf(args, sizeof args, "analyze %s", dir);
     write_joined(dir, "steps.csv", steps_header, steps_rows);
     write_text(dir, "kernels.csv", "env,model\nt,m\n");
     write_text(dir, "peaks.csv", peaks_csv);
-    expect_usage_error(args, "kernels.csv: no column 'res'");
+    expect_usage_error(args, "kernels.csv:1: no column 'res'");
+    remove_temp_dir(dir);
+}
+
+Test(analysis_bin, outputs_are_all_or_nothing, .timeout = 60)
+{
+    char *dir = temp_dir(), args[512], out[8192];
+    write_run(dir, true);
+    snprintf(args, sizeof args, "analyze %s", dir);
+    cr_assert_eq(run_bin(args, 0, out, sizeof out), 0, "%s", out);
+    char *roofline_before = read_text(dir, "roofline.csv");
+    char *variability_before = read_text(dir, "variability.csv");
+    /* new steps and no kernels: every output would change; summary.csv cannot be written */
+    write_joined(dir, "steps.csv", steps_header, "t,cpu,resnet18-cifar,32,8,fp32,1,0,0,0,7,,1\n");
+    remove(strcat(strcpy(out, dir), "/kernels.csv"));
+    cr_assert_eq(sh("mkdir '%s/summary.csv.tmp'", dir), 0);
+    cr_expect_eq(run_bin(args, 1, out, sizeof out), 1, "%s", out);
+    cr_expect(strstr(out, "summary.csv.tmp") != NULL, "names the file: %s", out);
+    char *roofline_after = read_text(dir, "roofline.csv");
+    char *variability_after = read_text(dir, "variability.csv");
+    cr_expect_str_eq(roofline_after, roofline_before, "roofline.csv was replaced");
+    cr_expect_str_eq(variability_after, variability_before, "variability.csv was replaced");
+    cr_expect_neq(sh("ls '%s'/roofline.csv.tmp '%s'/variability.csv.tmp >/dev/null 2>&1", dir, dir),
+                  0, "a temporary file is left");
+    free(roofline_before);
+    free(roofline_after);
+    free(variability_before);
+    free(variability_after);
     remove_temp_dir(dir);
 }

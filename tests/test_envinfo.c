@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../analysis/envinfo_json.h"
+#include "../bench/runner/envinfo_json.h"
 #include "helpers.h"
 
 /* ---- a JSON validator (RFC 8259 grammar) ---------------------------------------- */

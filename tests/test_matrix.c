@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../analysis/matrix.h"
+#include "../bench/runner/matrix.h"
 #include "helpers.h"
 
 static const char *const header =

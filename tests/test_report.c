@@ -1,5 +1,5 @@
 /* The figures and the report (scripts/gnuplot, bin/plotdata, bin/report,
- * scripts/render.sh, analysis/report_* and plot_*): a hand-made run folder
+ * scripts/render.sh, analysis/report/ and analysis/plot/): a hand-made run folder
  * whose analysis CSVs carry known answers, the sentences and tables the
  * report must derive from them, a self-contained HTML page, and gnuplot
  * drawing PNGs of the expected size (skipped where gnuplot is missing). */
@@ -9,13 +9,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
-#include "../analysis/plot_out.h"
-#include "../analysis/plot_roofs.h"
-#include "../analysis/report_doc.h"
-#include "../analysis/report_env.h"
-#include "../analysis/report_fmt.h"
+#include "../analysis/fmt.h"
+#include "../analysis/plot/plot_out.h"
+#include "../analysis/report/report_doc.h"
+#include "../analysis/roofs.h"
+#include "../analysis/run_load.h"
+#include "../analysis/run_read.h"
 #include "helpers.h"
 
 /* ---- the hand-made run folder ---------------------------------------------
@@ -211,57 +214,78 @@ Test(report_fmt, numbers_percentages_and_missing_values)
 
 Test(report_env, flattens_nested_keys_arrays_and_escapes)
 {
-    char *dir = temp_dir(), path[256], err[256];
+    char *dir = temp_dir(), path[256];
     write_text(dir, "env.json", env_json);
     format_or_fail(path, sizeof path, "%s/env.json", dir);
-    env_entries e;
-    cr_assert_eq(report_env_read(path, &e, err, sizeof err), 0, "%s", err);
-    cr_expect(e.complete);
-    cr_expect_str_eq(report_env_get(&e, "env"), "toy");
-    cr_expect_str_eq(report_env_get(&e, "cpu.model"), "Toy CPU");
-    cr_expect_str_eq(report_env_get(&e, "cpu.logical_cpus"), "4");
-    cr_expect_str_eq(report_env_get(&e, "cpu.mhz"), "1000, 2000.5");
-    cr_expect_str_eq(report_env_get(&e, "gpu.devices"), "(none)");
-    cr_expect_str_eq(report_env_get(&e, "versions.onednn"), "2.6 \"quoted\"");
-    cr_expect_str_eq(report_env_get(&e, "ranks[1].host"), "h1");
-    cr_expect_null(report_env_get(&e, "ranks"));
+    run_env e;
+    cr_assert_eq(run_read_env(&e, path), 0);
+    cr_expect(e.complete && e.present && !e.error[0]);
+    cr_expect_str_eq(run_env_get(&e, "env"), "toy");
+    cr_expect_str_eq(run_env_get(&e, "cpu.model"), "Toy CPU");
+    cr_expect_str_eq(run_env_get(&e, "cpu.logical_cpus"), "4");
+    cr_expect_str_eq(run_env_get(&e, "cpu.mhz"), "1000, 2000.5");
+    cr_expect_str_eq(run_env_get(&e, "gpu.devices"), "(none)");
+    cr_expect_str_eq(run_env_get(&e, "versions.onednn"), "2.6 \"quoted\"");
+    cr_expect_str_eq(run_env_get(&e, "ranks[1].host"), "h1");
+    cr_expect_null(run_env_get(&e, "ranks"));
     cr_expect_str_eq(e.items[0].key, "schema", "entries keep the file's order");
-    report_env_free(&e);
+    free(e.items);
 
     /* cut off inside the cpu object: what came before is kept */
     write_text(dir, "env.json", "{\"env\": \"toy\", \"cpu\": {\"model\": \"Toy");
-    cr_assert_eq(report_env_read(path, &e, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(run_read_env(&e, path), 0);
     cr_expect_not(e.complete);
-    cr_expect_str_eq(report_env_get(&e, "env"), "toy");
-    cr_expect_null(report_env_get(&e, "cpu.model"));
-    report_env_free(&e);
+    cr_expect_str_eq(run_env_get(&e, "env"), "toy");
+    cr_expect_null(run_env_get(&e, "cpu.model"));
+    free(e.items);
     remove_temp_dir(dir);
+}
+
+Test(report_env, a_unicode_escape_at_the_end_of_the_buffer_reads_no_further)
+{
+    /* the text ends right before a page that cannot be read: the scan must
+     * stop at the buffer's end, not look for a NUL beyond it */
+    long page = sysconf(_SC_PAGESIZE);
+    char *map = mmap(NULL, (size_t)page * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                     -1, 0);
+    cr_assert_neq(map, MAP_FAILED);
+    cr_assert_eq(mprotect(map + page, (size_t)page, PROT_NONE), 0);
+    const char *texts[] = {"{\"k\": \"\\u00", "{\"k\": \"\\u0041\"", "{\"k\": \"\\u004"};
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        size_t len = strlen(texts[i]);
+        char *text = map + page - len;
+        memcpy(text, texts[i], len);
+        run_env e = {0};
+        cr_assert_eq(run_env_parse(&e, text, len), 0);
+        cr_expect_not(e.complete, "'%s' breaks off", texts[i]);
+        free(e.items);
+    }
+    munmap(map, (size_t)page * 2);
 }
 
 Test(report_plot, roofs_take_the_best_of_each_level_and_skip_one_core_and_pcie)
 {
-    char *dir = temp_dir(), path[256], err[256];
+    char *dir = temp_dir(), err[256];
     write_text(dir, "peaks.csv", peaks_csv);
-    format_or_fail(path, sizeof path, "%s/peaks.csv", dir);
-    csv_table *t = csv_read(path, err, sizeof err);
-    cr_assert_not_null(t, "%s", err);
-    plot_roofs r;
-    plot_roofs_from_peaks(t, &r);
+    run_model m;
+    cr_assert_eq(run_load(&m, dir, RUN_PEAKS, RUN_PEAKS, err, sizeof err), 0, "%s", err);
+    roof_lines r;
+    roof_lines_of(m.roofs, m.n_roofs, &r);
     cr_expect_eq(r.n_compute, 2, "fp32_fma and fp64_fma, not the single-core row");
     cr_expect_str_eq(r.compute[0].label, "fp32 FMA");
     cr_expect_eq(r.n_memory, 2, "dram and l2; pcie and the single-core triad are not levels");
     cr_expect_str_eq(r.memory[0].label, "DRAM");
     cr_expect_float_eq(r.memory[0].value, 25.0, 1e-9, "the best dram_* row");
-    cr_expect_float_eq(plot_roofs_top_memory(&r), 100.0, 1e-9);
-    cr_expect_float_eq(plot_roofs_top_compute(&r), 100.0, 1e-9);
-    cr_expect_eq(plot_roofs_main_memory(&r), &r.memory[0]);
+    cr_expect_float_eq(roof_lines_top_memory(&r), 100.0, 1e-9);
+    cr_expect_float_eq(roof_lines_top_compute(&r), 100.0, 1e-9);
+    cr_expect_eq(roof_lines_main_memory(&r), &r.memory[0]);
     cr_expect_float_eq(plot_decade_below(0.034), 0.01, 1e-12);
     cr_expect_float_eq(plot_decade_above(1000), 1000, 1e-9);
     cr_expect_float_eq(plot_nice_above(234 * 1.5), 500, 1e-9);
     cr_expect_float_eq(plot_nice_above(1100), 2000, 1e-9);
     cr_expect_float_eq(plot_nice_below(4.6), 2, 1e-12);
     cr_expect_float_eq(plot_nice_below(0.07), 0.05, 1e-12);
-    csv_free(t);
+    run_free(&m);
     remove_temp_dir(dir);
 }
 
@@ -304,10 +328,50 @@ Test(report_cli, bad_arguments_are_usage_errors)
     expect_usage_error("report --bogus", "--bogus");
     expect_usage_error("report --compare /tmp", "--compare needs OUTDIR and at least one RUN_DIR");
     expect_usage_error("plotdata", "expected one RUN_DIR");
-    char err[1024];
-    cr_expect_eq(run_bin("report /nonexistent/run", 1, err, sizeof err), 1);
-    cr_expect(strstr(err, "/nonexistent/run") != NULL, "the message names the folder: %s", err);
-    cr_expect_eq(count_lines(err), 1, "one line: %s", err);
+    expect_usage_error("report /nonexistent/run", "RUN_DIR '/nonexistent/run'");
+    expect_usage_error("plotdata /nonexistent/run", "RUN_DIR '/nonexistent/run'");
+    expect_usage_error("plotdata --compare '' /nonexistent/run", "OUTDIR '' is not a folder name");
+    expect_usage_error("report --compare '' /nonexistent/run", "OUTDIR '' is not a folder name");
+    expect_usage_error("plotdata ''", "expected one RUN_DIR");
+}
+
+Test(report_cli, an_empty_folder_is_no_run_folder)
+{
+    char *dir = temp_dir(), args[512];
+    format_or_fail(args, sizeof args, "report %s", dir);
+    expect_usage_error(args, "holds no run files");
+    format_or_fail(args, sizeof args, "plotdata %s", dir);
+    expect_usage_error(args, "holds no run files");
+    struct stat st;
+    char path[512];
+    format_or_fail(path, sizeof path, "%s/report.md", dir);
+    cr_expect_neq(stat(path, &st), 0, "nothing is written into it");
+    format_or_fail(path, sizeof path, "%s/figures", dir);
+    cr_expect_neq(stat(path, &st), 0, "nothing is written into it");
+    remove_temp_dir(dir);
+}
+
+Test(report_cli, an_out_of_range_cell_is_one_line_and_status_2)
+{
+    char *dir = toy_run(), args[512];
+    /* a failed attempt whose res no int holds */
+    write_text(dir, "configs.csv",
+               "config,model,res,batch,precision,repeat,status,seconds,log\n"
+               "1/1,resnet18-cifar,1e308,8,fp32,1,failed (exit 1),1,logs/a.log\n");
+    format_or_fail(args, sizeof args, "report %s", dir);
+    expect_usage_error(args, "configs.csv:2: column 'res': '1e308' is out of range");
+    write_text(dir, "configs.csv", configs_csv);
+    char *summary = strdup(summary_csv);
+    cr_assert_not_null(summary);
+    char *res = strstr(summary, ",32,8,");
+    cr_assert_not_null(res);
+    write_text(dir, "summary.csv", "");
+    char text[4096];
+    format_or_fail(text, sizeof text, "%.*s,1e308,8,%s", (int)(res - summary), summary, res + 6);
+    write_text(dir, "summary.csv", text);
+    expect_usage_error(args, "summary.csv:2: column 'res': '1e308' is out of range");
+    free(summary);
+    remove_temp_dir(dir);
 }
 
 /* ---- the report of the hand-made run --------------------------------------- */
@@ -391,8 +455,7 @@ Test(report_run, missing_stages_are_named_not_fatal)
     free(md);
     /* a malformed file stops the report with one line naming it */
     write_text(dir, "summary.csv", "env,model\ntoy\n");
-    cr_expect_eq(run_bin(args, 1, out, sizeof out), 1);
-    cr_expect(strstr(out, "summary.csv:2") != NULL, "names the file and line: %s", out);
+    expect_usage_error(args, "summary.csv:2: 1 fields, header has 2");
     remove_temp_dir(dir);
 }
 
@@ -486,4 +549,28 @@ Test(report_gnuplot, every_figure_of_a_run_is_drawn_and_embedded, .timeout = 60)
     free(html);
     free(manifest);
     remove_temp_dir(dir);
+}
+
+Test(report_cli, compare_names_each_environment_and_its_roofs, .timeout = 60)
+{
+    char *out = temp_dir(), args[1024], msg[4096];
+    const char *golden = ROOFLINE_SOURCE_DIR "/tests/golden/run";
+    format_or_fail(args, sizeof args, "plotdata --compare %s/out %s %s", out, golden, golden);
+    cr_assert_eq(run_bin(args, 1, msg, sizeof msg), 0, "plotdata --compare failed: %s", msg);
+    char *vars = read_text(out, "out/figures/data/roofline_compare.vars");
+    /* the label of the memory roof outlives the function that found it */
+    expect_contains(vars, "env_title_1 = \"golden: fp32_fma 259 GFLOP/s, DRAM 85.7 GB/s\"",
+                    "roofline_compare.vars");
+    expect_contains(vars, "env_title_2 = \"golden: fp32_fma 259 GFLOP/s, DRAM 85.7 GB/s\"",
+                    "roofline_compare.vars");
+    expect_contains(vars, "nceil = 4", "roofline_compare.vars");
+    char *steps = read_text(out, "out/figures/data/roofline_compare.steps");
+    cr_expect_eq(count_of(steps, "\"resnet18-cifar\""), 4, "two steps of each run:\n%s", steps);
+    char *manifest = read_text(out, "out/figures/figures.tsv");
+    expect_contains(manifest, "roofline_compare.gp\troofline_compare\troofline of golden and golden",
+                    "figures.tsv");
+    free(vars);
+    free(steps);
+    free(manifest);
+    remove_temp_dir(out);
 }

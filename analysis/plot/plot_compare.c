@@ -6,13 +6,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../fmt.h"
+#include "../roofline_table.h"
+#include "../roofs.h"
 #include "plot_data.h"
-#include "report_fmt.h"
+#include "plot_out.h"
 
 enum { COMPARE_MAX_MODELS = 32, COMPARE_MAX_CEILINGS = 8 };
 
 typedef struct {
-    char names[COMPARE_MAX_MODELS][REPORT_NAME_LEN];
+    char names[COMPARE_MAX_MODELS][RUN_NAME_LEN];
     int n;
 } model_set;
 
@@ -33,45 +36,56 @@ typedef struct {
 } used_ceiling;
 
 /* The compute ceilings the run's traced steps were measured against. */
-static int used_ceilings(const csv_table *rl, used_ceiling *out)
+static int used_ceilings(const run_model *run, used_ceiling *out)
 {
     int n = 0;
-    for (int row = 0; rl && row < csv_rows(rl); row++) {
-        if (!plot_is_step_row(rl, row))
-            continue;
-        const char *name = report_cell(rl, row, "peak_ceiling");
-        double g = report_num(rl, row, "peak_gflops");
-        if (!*name || !(g > 0))
+    for (int k = 0; k < run->roofline.n; k++) {
+        const roof_row *step = roofline_step(&run->roofline.configs[k]);
+        if (!step || !step->ceiling[0] || !(step->pt.peak_gflops > 0))
             continue;
         int i = 0;
-        while (i < n && strcmp(out[i].name, name) != 0)
+        while (i < n && strcmp(out[i].name, step->ceiling) != 0)
             i++;
         if (i == n && n < COMPARE_MAX_CEILINGS) {
-            snprintf(out[n].name, sizeof out[n].name, "%s", name);
-            out[n++].gflops = g;
+            snprintf(out[n].name, sizeof out[n].name, "%s", step->ceiling);
+            out[n++].gflops = step->pt.peak_gflops;
         }
     }
     return n;
 }
 
-/* The DRAM/HBM bandwidth of a run: peaks.csv, else what the analysis used. */
-static double run_bandwidth(const report_run *run, const char **label)
+/* The DRAM/HBM bandwidth of a run and its label (into label[48]): peaks.csv,
+ * else what the analysis used. */
+static double run_bandwidth(const run_model *run, char *label)
 {
-    plot_roofs roofs;
-    plot_roofs_from_peaks(run->peaks, &roofs);
-    const plot_roof *m = plot_roofs_main_memory(&roofs);
-    *label = m ? m->label : "DRAM";
+    roof_lines roofs;
+    roof_lines_of(run->roofs, run->n_roofs, &roofs);
+    const roof_line *m = roof_lines_main_memory(&roofs);
+    snprintf(label, 48, "%s", m ? m->label : "DRAM");
     if (m)
         return m->value;
-    for (int row = 0; run->roofline && row < csv_rows(run->roofline); row++) {
-        double bw = report_num(run->roofline, row, "dram_gbs");
-        if (bw > 0)
-            return bw;
-    }
+    for (int k = 0; k < run->roofline.n; k++)
+        for (int i = 0; i < run->roofline.configs[k].n; i++) {
+            double bw = run->roofline.configs[k].rows[i].pt.dram_gbs;
+            if (bw > 0)
+                return bw;
+        }
     return NAN;
 }
 
-int plot_write_roofline_compare(const report_run *runs, int n_runs, const char *prefix,
+/* The highest step rate of a run (0 when none). */
+static double top_step(const run_model *run)
+{
+    double top = 0;
+    for (int k = 0; k < run->roofline.n; k++) {
+        const roof_row *step = roofline_step(&run->roofline.configs[k]);
+        if (step)
+            top = fmax(top, step->pt.achieved_gflops);
+    }
+    return top;
+}
+
+int plot_write_roofline_compare(const run_model *runs, int n_runs, const char *prefix,
                                 char *err, size_t err_len)
 {
     model_set models = {0};
@@ -80,12 +94,10 @@ int plot_write_roofline_compare(const report_run *runs, int n_runs, const char *
     double top = 0;
     for (int r = 0; r < n_runs; r++) {
         used_ceiling used[COMPARE_MAX_CEILINGS];
-        int n_used = used_ceilings(runs[r].roofline, used);
+        int n_used = used_ceilings(&runs[r], used);
         for (int i = 0; i < n_used; i++)
             top = fmax(top, used[i].gflops);
-        for (int row = 0; runs[r].roofline && row < csv_rows(runs[r].roofline); row++)
-            if (plot_is_step_row(runs[r].roofline, row))
-                top = fmax(top, report_num(runs[r].roofline, row, "achieved_gflops"));
+        top = fmax(top, top_step(&runs[r]));
     }
     const char *unit;
     double yscale = plot_rate_unit(top, &unit);
@@ -93,15 +105,18 @@ int plot_write_roofline_compare(const report_run *runs, int n_runs, const char *
     if (plot_file_open(&data, prefix, ".steps", err, err_len))
         return -1;
     for (int r = 0; r < n_runs; r++) {
-        const csv_table *rl = runs[r].roofline;
         fprintf(data.f, "%s# %s: ai_dram achieved (%s) point_type model\n", r ? "\n\n" : "",
-                runs[r].env, unit);
+                runs[r].env_name, unit);
         int drawn = 0;
-        for (int row = 0; rl && row < csv_rows(rl); row++) {
-            double ai = report_num(rl, row, "ai_dram"), g = report_num(rl, row, "achieved_gflops");
-            if (!plot_is_step_row(rl, row) || !(ai > 0) || !(g > 0))
+        for (int k = 0; k < runs[r].roofline.n; k++) {
+            const roof_config *c = &runs[r].roofline.configs[k];
+            const roof_row *step = roofline_step(c);
+            if (!step)
                 continue;
-            int m = model_index(&models, report_cell(rl, row, "model"));
+            double ai = step->pt.ai_dram, g = step->pt.achieved_gflops;
+            if (!(ai > 0) || !(g > 0))
+                continue;
+            int m = model_index(&models, c->model);
             fprintf(data.f, "%.6g %.6g %d ", ai, g * yscale, plot_series_point(m));
             plot_data_str(data.f, models.names[m]);
             fputc('\n', data.f);
@@ -123,16 +138,16 @@ int plot_write_roofline_compare(const report_run *runs, int n_runs, const char *
     plot_var_num(vars.f, "nenv", n_runs);
     int n_ceil = 0;
     for (int r = 0; r < n_runs; r++) {
-        plot_var_str_i(vars.f, "env_name", r + 1, runs[r].env);
+        plot_var_str_i(vars.f, "env_name", r + 1, runs[r].env_name);
         plot_var_str_i(vars.f, "env_color", r + 1, plot_series_color(r));
-        const char *bw_label;
-        double bw = run_bandwidth(&runs[r], &bw_label);
+        char bw_label[48];
+        double bw = run_bandwidth(&runs[r], bw_label);
         used_ceiling used[COMPARE_MAX_CEILINGS];
-        int n_used = used_ceilings(runs[r].roofline, used);
+        int n_used = used_ceilings(&runs[r], used);
         double roof_top = 0;
         char env_title[640], value[FMT_LEN];
         size_t t = 0;
-        fmt_append(env_title, sizeof env_title, &t, "%s:", runs[r].env);
+        fmt_append(env_title, sizeof env_title, &t, "%s:", runs[r].env_name);
         for (int i = 0; i < n_used; i++) {
             roof_top = fmax(roof_top, used[i].gflops);
             fmt_gflops(value, used[i].gflops);

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../roofline_table.h"
+
 static int push(plot_figure_list *l, const plot_figure *f)
 {
     if (l->n == l->cap) {
@@ -37,16 +39,15 @@ const char *plot_script(plot_kind kind)
     return "";
 }
 
-bool plot_is_step_row(const csv_table *roofline, int row)
+bool plot_drawable(const roof_row *r)
 {
-    return strcmp(report_cell(roofline, row, "level"), "step") == 0;
+    return r && r->pt.ai_dram > 0 && r->pt.achieved_gflops > 0;
 }
 
-/* A step that has a place on log axes: positive intensity and rate. */
-static bool drawable_step_row(const csv_table *roofline, int row)
+const roof_row *plot_drawable_step(const roof_config *c)
 {
-    return plot_is_step_row(roofline, row) && report_num(roofline, row, "ai_dram") > 0 &&
-           report_num(roofline, row, "achieved_gflops") > 0;
+    const roof_row *step = roofline_step(c);
+    return plot_drawable(step) ? step : NULL;
 }
 
 /* File names keep to letters, digits, '-', '_' and '.'. */
@@ -58,20 +59,29 @@ static void sanitise(char *s)
             *s = '_';
 }
 
-static bool precision_has_ok_rows(const csv_table *t, const char *precision, const char *value_col)
+static bool has_throughput(const run_model *run, const char *precision)
 {
-    for (int row = 0; t && row < csv_rows(t); row++)
-        if (strcmp(report_cell(t, row, "precision"), precision) == 0 &&
-            !isnan(report_num(t, row, value_col)))
+    for (int i = 0; i < run->summary.n; i++)
+        if (strcmp(run->summary.rows[i].precision, precision) == 0 &&
+            !isnan(run->summary.rows[i].ips_median))
             return true;
     return false;
 }
 
-static int traced_in_precision(const report_configs *traced, const char *precision)
+static bool has_steps(const run_model *run, const char *precision)
+{
+    for (int k = 0; k < run->n_steps; k++)
+        if (strcmp(run->steps[k].key.precision, precision) == 0 && run->steps[k].n > 0)
+            return true;
+    return false;
+}
+
+static int traced_in_precision(const run_model *run, const char *precision)
 {
     int n = 0;
-    for (int i = 0; i < traced->n; i++)
-        n += strcmp(traced->items[i].precision, precision) == 0;
+    for (int k = 0; k < run->roofline.n; k++)
+        n += plot_drawable_step(&run->roofline.configs[k]) != NULL &&
+             strcmp(run->roofline.configs[k].precision, precision) == 0;
     return n;
 }
 
@@ -86,67 +96,76 @@ static int push_precision_figure(plot_figure_list *out, plot_figure *f, plot_kin
     return push(out, f);
 }
 
-static int add_per_precision(const report_run *run, const report_strings *precisions,
-                             const report_configs *traced, plot_figure_list *out)
+/* The precisions in the order the summary (else the steps) lists them. */
+static int precisions_of(const run_model *run, const char **out, int max)
 {
-    for (int i = 0; i < precisions->n; i++) {
-        const char *p = precisions->items[i];
+    int n = 0;
+    bool summary = run->present & RUN_SUMMARY;
+    int rows = summary ? run->summary.n : run->n_steps;
+    for (int i = 0; i < rows; i++) {
+        const char *p = summary ? run->summary.rows[i].precision : run->steps[i].key.precision;
+        bool seen = false;
+        for (int j = 0; j < n && !seen; j++)
+            seen = strcmp(out[j], p) == 0;
+        if (!seen && n < max)
+            out[n++] = p;
+    }
+    return n;
+}
+
+static int add_per_precision(const run_model *run, plot_figure_list *out)
+{
+    const char *precisions[32];
+    int n = precisions_of(run, precisions, 32);
+    for (int i = 0; i < n; i++) {
+        const char *p = precisions[i];
         plot_figure f = {0};
         snprintf(f.precision, sizeof f.precision, "%s", p);
-        if (traced_in_precision(traced, p) >= 2 &&
-            push_precision_figure(out, &f, PLOT_ROOFLINE_MODELS, "roofline_models", run->env,
+        if (traced_in_precision(run, p) >= 2 &&
+            push_precision_figure(out, &f, PLOT_ROOFLINE_MODELS, "roofline_models", run->env_name,
                                   "roofline of the models (steps and layer types)"))
             return -1;
-        if (precision_has_ok_rows(run->summary, p, "images_per_s_median") &&
-            push_precision_figure(out, &f, PLOT_THROUGHPUT, "throughput", run->env,
+        if (has_throughput(run, p) &&
+            push_precision_figure(out, &f, PLOT_THROUGHPUT, "throughput", run->env_name,
                                   "training throughput against batch size"))
             return -1;
-        if (precision_has_ok_rows(run->steps, p, "step_ms") &&
-            push_precision_figure(out, &f, PLOT_VARIABILITY, "variability", run->env,
+        if (has_steps(run, p) &&
+            push_precision_figure(out, &f, PLOT_VARIABILITY, "variability", run->env_name,
                                   "step time per configuration, all repeats"))
             return -1;
     }
     return 0;
 }
 
-int plot_figures_of_run(const report_run *run, plot_figure_list *out)
+int plot_figures_of_run(const run_model *run, plot_figure_list *out)
 {
     *out = (plot_figure_list){0};
     /* a trace without FLOPs or bytes (no counters) has no roofline to draw */
-    report_configs traced;
-    if (report_configs_distinct(run->roofline, drawable_step_row, &traced))
-        return -1;
-    for (int i = 0; i < traced.n; i++) {
-        plot_figure f = {.kind = PLOT_ROOFLINE, .config = traced.items[i]};
-        const report_config *c = &f.config;
+    for (int k = 0; k < run->roofline.n; k++) {
+        const roof_config *c = &run->roofline.configs[k];
+        if (!plot_drawable_step(c))
+            continue;
+        plot_figure f = {.kind = PLOT_ROOFLINE, .trace = c};
         snprintf(f.stem, sizeof f.stem, "roofline_%s_%d_b%d_%s", c->model, c->res, c->batch,
                  c->precision);
         sanitise(f.stem);
-        snprintf(f.title, sizeof f.title, "%s, %s: roofline of %s @%d, batch %d", run->env,
+        snprintf(f.title, sizeof f.title, "%s, %s: roofline of %s @%d, batch %d", run->env_name,
                  c->precision, c->model, c->res, c->batch);
         snprintf(f.precision, sizeof f.precision, "%s", c->precision);
         if (push(out, &f))
             goto oom;
     }
-    /* precisions in the order the summary (else the steps) lists them */
-    report_strings precisions;
-    if (report_strings_distinct(run->summary ? run->summary : run->steps, "precision", &precisions))
+    if (add_per_precision(run, out))
         goto oom;
-    int status = add_per_precision(run, &precisions, &traced, out);
-    report_strings_free(&precisions);
-    if (status)
-        goto oom;
-    if (run->scaling && csv_rows(run->scaling) > 0) {
+    if (run->n_scaling > 0) {
         plot_figure f = {.kind = PLOT_SCALING};
         snprintf(f.stem, sizeof f.stem, "scaling");
-        snprintf(f.title, sizeof f.title, "%s: data-parallel scaling", run->env);
+        snprintf(f.title, sizeof f.title, "%s: data-parallel scaling", run->env_name);
         if (push(out, &f))
             goto oom;
     }
-    report_configs_free(&traced);
     return 0;
 oom:
-    report_configs_free(&traced);
     plot_figure_list_free(out);
     return -1;
 }

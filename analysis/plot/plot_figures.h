@@ -7,9 +7,10 @@
 #ifndef ROOFLINE_PLOT_FIGURES_H
 #define ROOFLINE_PLOT_FIGURES_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
-#include "report_run.h"
+#include "../run.h"
 
 typedef enum {
     PLOT_ROOFLINE,        /* one traced configuration, every kernel */
@@ -24,7 +25,7 @@ typedef struct {
     plot_kind kind;
     char stem[160];           /* file name without extension: figures/<stem>.png */
     char title[256];          /* drawn above the plot */
-    report_config config;     /* PLOT_ROOFLINE */
+    const roof_config *trace; /* PLOT_ROOFLINE: borrowed from the run */
     char precision[16];       /* the per-precision figures */
 } plot_figure;
 
@@ -34,14 +35,16 @@ typedef struct {
 } plot_figure_list;
 
 /* Appends the figures the run's data supports. -1 out of memory. */
-int plot_figures_of_run(const report_run *run, plot_figure_list *out);
+int plot_figures_of_run(const run_model *run, plot_figure_list *out);
 void plot_figure_list_free(plot_figure_list *l);
 
 /* The gnuplot script (in scripts/gnuplot/) that draws a kind. */
 const char *plot_script(plot_kind kind);
 
-/* Whether a roofline.csv row is a whole-step row (one per traced configuration). */
-bool plot_is_step_row(const csv_table *roofline, int row);
+/* A traced configuration whose step has a place on log axes (a positive
+ * intensity and rate), and that step; NULL when it has none. */
+const roof_row *plot_drawable_step(const roof_config *c);
+bool plot_drawable(const roof_row *r);
 
 /* Writes one line of figures/figures.tsv, which scripts/render.sh reads:
  * the script, the stem (data in figures/data/<stem>.*, the figure in

@@ -1,5 +1,7 @@
 #include "plot_out.h"
 
+#include "../csv.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
@@ -8,7 +10,7 @@
 
 int plot_make_dirs(const char *path, char *err, size_t err_len)
 {
-    char p[REPORT_PATH_LEN + 64];
+    char p[RUN_PATH_LEN + 64];
     if ((size_t)snprintf(p, sizeof p, "%s", path) >= sizeof p) {
         snprintf(err, err_len, "%s: path too long", path);
         return -1;

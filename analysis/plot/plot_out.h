@@ -8,12 +8,12 @@
 
 #include <stdio.h>
 
-#include "report_run.h"
+#include "../run.h"
 
 typedef struct {
     FILE *f;
-    char path[REPORT_PATH_LEN + 64];
-    char tmp[REPORT_PATH_LEN + 72];
+    char path[RUN_PATH_LEN + 64];
+    char tmp[RUN_PATH_LEN + 72];
 } plot_file;
 
 /* Opens "<prefix><suffix>" for writing (through a temporary file). -1 with err. */

@@ -1,17 +1,17 @@
-/* Data of the line figures: throughput against batch size (summary.csv) and
+/* Data of the line figures: throughput against batch size (the summary) and
  * data-parallel scaling against ranks (scaling.csv), one series per model
  * (and scaling mode). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../stats.h"
 #include "plot_data.h"
-#include "stats.h"
+#include "plot_out.h"
 
 typedef struct {
-    char model[REPORT_NAME_LEN];
+    const char *model, *mode; /* mode: scaling only, "" otherwise */
     int res;
-    char mode[16]; /* scaling only */
 } series_key;
 
 typedef struct {
@@ -19,46 +19,22 @@ typedef struct {
     int n;
 } series_list;
 
-static series_key key_of(const csv_table *t, int row, bool with_mode)
-{
-    series_key k = {0};
-    report_config c = report_config_of(t, row);
-    snprintf(k.model, sizeof k.model, "%s", c.model);
-    k.res = c.res;
-    if (with_mode)
-        snprintf(k.mode, sizeof k.mode, "%s", report_cell(t, row, "mode"));
-    return k;
-}
-
 static bool key_eq(const series_key *a, const series_key *b)
 {
     return a->res == b->res && strcmp(a->model, b->model) == 0 && strcmp(a->mode, b->mode) == 0;
 }
 
-/* The distinct series of the rows keep() accepts, in order of appearance.
- * -1 out of memory. */
-static int collect_series(const csv_table *t, bool with_mode,
-                          bool (*keep)(const csv_table *, int, const char *), const char *arg,
-                          series_list *out)
+/* Adds k unless it is there. -1 out of memory. */
+static int add_series(series_list *s, series_key k)
 {
-    *out = (series_list){0};
-    for (int row = 0; t && row < csv_rows(t); row++) {
-        if (!keep(t, row, arg))
-            continue;
-        series_key k = key_of(t, row, with_mode);
-        bool seen = false;
-        for (int i = 0; i < out->n && !seen; i++)
-            seen = key_eq(&out->items[i], &k);
-        if (seen)
-            continue;
-        series_key *p = realloc(out->items, (size_t)(out->n + 1) * sizeof *p);
-        if (!p) {
-            free(out->items);
-            return -1;
-        }
-        out->items = p;
-        out->items[out->n++] = k;
-    }
+    for (int i = 0; i < s->n; i++)
+        if (key_eq(&s->items[i], &k))
+            return 0;
+    series_key *p = realloc(s->items, (size_t)(s->n + 1) * sizeof *p);
+    if (!p)
+        return -1;
+    s->items = p;
+    s->items[s->n++] = k;
     return 0;
 }
 
@@ -98,79 +74,77 @@ static void write_pow2_range(FILE *f, double lo, double hi)
     plot_var_num(f, "xmax", pow(2, ceil(log2(hi)) + 0.5));
 }
 
-/* The rows of one series that keep() accepts, smallest `order` first. */
+/* Row indexes ordered by an int key, smallest first, ties in their order. */
 typedef struct {
-    const series_key *key;
-    bool with_mode;
-    bool (*keep)(const csv_table *, int, const char *);
-    const char *arg;
-} series_filter;
+    int key, index;
+} keyed;
 
-static bool in_series(const csv_table *t, int row, const void *arg)
+static int by_key(const void *a, const void *b)
 {
-    const series_filter *f = arg;
-    series_key k = key_of(t, row, f->with_mode);
-    return f->keep(t, row, f->arg) && key_eq(&k, f->key);
+    const keyed *x = a, *y = b;
+    if (x->key != y->key)
+        return (x->key > y->key) - (x->key < y->key);
+    return (x->index > y->index) - (x->index < y->index);
 }
 
-static int *series_rows(const csv_table *t, const series_key *s, bool with_mode,
-                        bool (*keep)(const csv_table *, int, const char *), const char *arg,
-                        const char *order, int *n)
+/* ---- throughput ----------------------------------------------------------- */
+
+static bool ok_throughput(const summary_row *s, const char *precision)
 {
-    series_filter f = {s, with_mode, keep, arg};
-    return report_rows_by(t, order, REPORT_ASCENDING, in_series, &f, n);
+    return strcmp(s->precision, precision) == 0 && s->ips_median > 0 && s->batch > 0;
 }
 
-static bool ok_throughput(const csv_table *t, int row, const char *precision)
+static series_key throughput_key(const summary_row *s)
 {
-    return strcmp(report_cell(t, row, "precision"), precision) == 0 &&
-           report_num(t, row, "images_per_s_median") > 0 && report_num(t, row, "batch") > 0;
+    return (series_key){s->model, "", s->res};
 }
 
-int plot_write_throughput(const report_run *run, const plot_figure *fig, const char *prefix,
+static void write_throughput_row(FILE *f, const summary_row *s, double *bmin, double *bmax,
+                                 double *ymin, double *ymax)
+{
+    double b = s->batch, m = s->ips_median;
+    double q1 = isnan(s->ips_q1) ? m : s->ips_q1, q3 = isnan(s->ips_q3) ? m : s->ips_q3;
+    *bmin = fmin(*bmin, b);
+    *bmax = fmax(*bmax, b);
+    *ymin = fmin(*ymin, q1);
+    *ymax = fmax(*ymax, q3);
+    char label[48] = "";
+    if (isfinite(s->pct_of_peak))
+        snprintf(label, sizeof label, "%.3g%%", s->pct_of_peak);
+    fprintf(f, "%g %.6g %.6g %.6g ", b, m, q1, q3);
+    plot_data_str(f, label);
+    fputc('\n', f);
+}
+
+int plot_write_throughput(const run_model *run, const plot_figure *fig, const char *prefix,
                           char *err, size_t err_len)
 {
-    const csv_table *t = run->summary;
-    series_list s;
-    if (collect_series(t, false, ok_throughput, fig->precision, &s)) {
-        snprintf(err, err_len, "out of memory");
-        return -1;
-    }
+    const summary *sum = &run->summary;
+    series_list s = {0};
+    keyed *rows = malloc(((size_t)sum->n + 1) * sizeof *rows);
     plot_file data, vars;
     int status = -1;
     double bmin = INFINITY, bmax = 0, ymin = INFINITY, ymax = 0;
+    if (!rows)
+        goto oom;
+    for (int i = 0; i < sum->n; i++)
+        if (ok_throughput(&sum->rows[i], fig->precision) &&
+            add_series(&s, throughput_key(&sum->rows[i])))
+            goto oom;
     if (plot_file_open(&data, prefix, ".dat", err, err_len))
         goto done;
     for (int i = 0; i < s.n; i++) {
-        int n;
-        int *rows = series_rows(t, &s.items[i], false, ok_throughput, fig->precision, "batch",
-                                &n);
-        if (!rows) {
-            plot_file_abort(&data);
-            snprintf(err, err_len, "out of memory");
-            goto done;
+        int n = 0;
+        for (int r = 0; r < sum->n; r++) {
+            series_key k = throughput_key(&sum->rows[r]);
+            if (ok_throughput(&sum->rows[r], fig->precision) && key_eq(&k, &s.items[i]))
+                rows[n++] = (keyed){sum->rows[r].batch, r};
         }
+        qsort(rows, (size_t)n, sizeof *rows, by_key);
         fprintf(data.f, "%s# %s @%d: batch images_per_s_median q1 q3 label\n", i ? "\n\n" : "",
                 s.items[i].model, s.items[i].res);
-        for (int k = 0; k < n; k++) {
-            int row = rows[k];
-            double b = report_num(t, row, "batch"), m = report_num(t, row, "images_per_s_median");
-            double q1 = report_num(t, row, "images_per_s_q1"), q3 = report_num(t, row, "images_per_s_q3");
-            double pct = report_num(t, row, "pct_of_peak");
-            q1 = isnan(q1) ? m : q1;
-            q3 = isnan(q3) ? m : q3;
-            bmin = fmin(bmin, b);
-            bmax = fmax(bmax, b);
-            ymin = fmin(ymin, q1);
-            ymax = fmax(ymax, q3);
-            char label[48] = "";
-            if (isfinite(pct))
-                snprintf(label, sizeof label, "%.3g%%", pct);
-            fprintf(data.f, "%g %.6g %.6g %.6g ", b, m, q1, q3);
-            plot_data_str(data.f, label);
-            fputc('\n', data.f);
-        }
-        free(rows);
+        for (int k = 0; k < n; k++)
+            write_throughput_row(data.f, &sum->rows[rows[k].index], &bmin, &bmax, &ymin, &ymax);
     }
     if (s.n == 0)
         fprintf(data.f, "NaN NaN NaN NaN \"\"\n");
@@ -179,7 +153,7 @@ int plot_write_throughput(const report_run *run, const plot_figure *fig, const c
     if (plot_file_open(&vars, prefix, ".vars", err, err_len))
         goto done;
     fprintf(vars.f, "# written by bin/plotdata for scripts/gnuplot/throughput.gp\n");
-    plot_var_str(vars.f, "env_name", run->env);
+    plot_var_str(vars.f, "env_name", run->env_name);
     plot_var_str(vars.f, "precision", fig->precision);
     write_series_vars(vars.f, &s);
     write_pow2_range(vars.f, bmin, bmax);
@@ -191,27 +165,37 @@ int plot_write_throughput(const report_run *run, const plot_figure *fig, const c
     plot_var_num(vars.f, "ymin", ylog ? plot_nice_below(ymin / 1.2) : 0);
     plot_var_num(vars.f, "ymax", ylog ? plot_nice_above(ymax * 1.3) : ymax * 1.2);
     status = plot_file_close(&vars, err, err_len);
+    goto done;
+oom:
+    snprintf(err, err_len, "out of memory");
 done:
+    free(rows);
     free(s.items);
     return status;
 }
 
-static bool ok_scaling(const csv_table *t, int row, const char *unused)
+/* ---- scaling -------------------------------------------------------------- */
+
+static bool ok_scaling(const run_scaling *r)
 {
-    (void)unused;
-    return report_num(t, row, "world_size") > 0 && report_num(t, row, "images_per_s") > 0;
+    return r->world_size > 0 && r->images_per_s > 0;
 }
 
-/* Median of column `col` over rows[from..to); NaN when none is a number or
- * memory runs out. */
-static double median_of(const csv_table *t, const int *rows, int from, int to, const char *col)
+static series_key scaling_key(const run_scaling *r)
+{
+    return (series_key){r->model, r->mode, r->res};
+}
+
+/* Median of the non-NaN values of one field over rows[from..to); NaN when
+ * none or memory runs out. */
+static double median_of(const run_scaling *t, const keyed *rows, int from, int to, size_t offset)
 {
     double *v = malloc((size_t)(to - from + 1) * sizeof *v);
     if (!v)
         return NAN;
     int n = 0;
     for (int k = from; k < to; k++) {
-        double x = report_num(t, rows[k], col);
+        double x = *(const double *)((const char *)&t[rows[k].index] + offset);
         if (!isnan(x))
             v[n++] = x;
     }
@@ -221,45 +205,45 @@ static double median_of(const csv_table *t, const int *rows, int from, int to, c
     return median;
 }
 
-int plot_write_scaling(const report_run *run, const char *prefix, char *err, size_t err_len)
+int plot_write_scaling(const run_model *run, const char *prefix, char *err, size_t err_len)
 {
-    const csv_table *t = run->scaling;
-    series_list s;
-    if (collect_series(t, true, ok_scaling, NULL, &s)) {
-        snprintf(err, err_len, "out of memory");
-        return -1;
-    }
-    /* efficiency may be a fraction or a percentage: read the whole column first */
-    double eff_max = 0;
-    for (int row = 0; t && row < csv_rows(t); row++) {
-        double e = report_num(t, row, "efficiency");
-        if (e > eff_max)
-            eff_max = e;
-    }
-    double eff_scale = eff_max <= 1.5 ? 100 : 1;
+    const run_scaling *t = run->scaling;
+    series_list s = {0};
+    keyed *rows = malloc(((size_t)run->n_scaling + 1) * sizeof *rows);
     plot_file data, vars;
     int status = -1;
+    if (!rows)
+        goto oom;
+    for (int i = 0; i < run->n_scaling; i++)
+        if (ok_scaling(&t[i]) && add_series(&s, scaling_key(&t[i])))
+            goto oom;
+    /* efficiency may be a fraction or a percentage: read the whole column first */
+    double eff_max = 0;
+    for (int i = 0; i < run->n_scaling; i++)
+        if (t[i].efficiency > eff_max)
+            eff_max = t[i].efficiency;
+    double eff_scale = eff_max <= 1.5 ? 100 : 1;
     double wmax = 1, ymin = INFINITY, ymax = 0;
     if (plot_file_open(&data, prefix, ".dat", err, err_len))
         goto done;
     for (int i = 0; i < s.n; i++) {
-        int n;
-        int *rows = series_rows(t, &s.items[i], true, ok_scaling, NULL, "world_size", &n);
-        if (!rows) {
-            plot_file_abort(&data);
-            snprintf(err, err_len, "out of memory");
-            goto done;
+        int n = 0;
+        for (int r = 0; r < run->n_scaling; r++) {
+            series_key k = scaling_key(&t[r]);
+            if (ok_scaling(&t[r]) && key_eq(&k, &s.items[i]))
+                rows[n++] = (keyed){t[r].world_size, r};
         }
+        qsort(rows, (size_t)n, sizeof *rows, by_key);
         fprintf(data.f, "%s# %s @%d %s: world_size images_per_s efficiency_pct ideal_images_per_s\n",
                 i ? "\n\n" : "", s.items[i].model, s.items[i].res, s.items[i].mode);
         double base = NAN, base_w = NAN;
         for (int k = 0; k < n;) {
-            double w = report_num(t, rows[k], "world_size");
+            double w = rows[k].key;
             int end = k;
-            while (end < n && report_num(t, rows[end], "world_size") == w)
+            while (end < n && rows[end].key == rows[k].key)
                 end++;
-            double ips = median_of(t, rows, k, end, "images_per_s");
-            double eff = median_of(t, rows, k, end, "efficiency") * eff_scale;
+            double ips = median_of(t, rows, k, end, offsetof(run_scaling, images_per_s));
+            double eff = median_of(t, rows, k, end, offsetof(run_scaling, efficiency)) * eff_scale;
             if (isnan(base)) {
                 base = ips;
                 base_w = w;
@@ -270,7 +254,6 @@ int plot_write_scaling(const report_run *run, const char *prefix, char *err, siz
             fprintf(data.f, "%g %.6g %.6g %.6g\n", w, ips, eff, base * w / base_w);
             k = end;
         }
-        free(rows);
     }
     if (s.n == 0)
         fprintf(data.f, "NaN NaN NaN NaN\n");
@@ -279,7 +262,7 @@ int plot_write_scaling(const report_run *run, const char *prefix, char *err, siz
     if (plot_file_open(&vars, prefix, ".vars", err, err_len))
         goto done;
     fprintf(vars.f, "# written by bin/plotdata for scripts/gnuplot/scaling.gp\n");
-    plot_var_str(vars.f, "env_name", run->env);
+    plot_var_str(vars.f, "env_name", run->env_name);
     write_series_vars(vars.f, &s);
     write_pow2_range(vars.f, 1, wmax);
     if (!(ymax > 0))
@@ -287,7 +270,11 @@ int plot_write_scaling(const report_run *run, const char *prefix, char *err, siz
     plot_var_num(vars.f, "ymin", plot_nice_below(ymin / 1.2));
     plot_var_num(vars.f, "ymax", plot_nice_above(ymax * 1.2));
     status = plot_file_close(&vars, err, err_len);
+    goto done;
+oom:
+    snprintf(err, err_len, "out of memory");
 done:
+    free(rows);
     free(s.items);
     return status;
 }

@@ -1,110 +1,107 @@
-/* Data of the variability figure: every timed step of one precision
- * (steps.csv) as a box per configuration, in percent from the
- * configuration's median, with the repeat it belongs to. */
+/* Data of the variability figure: every timed step of one precision as a box
+ * per configuration, in percent from the configuration's median, with the
+ * repeat it belongs to. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../fmt.h"
+#include "../stats.h"
 #include "plot_data.h"
-#include "report_fmt.h"
-#include "stats.h"
+#include "plot_out.h"
 
-/* Rank 0 of each step (data-parallel runs write one row per rank). */
-static bool ok_step(const csv_table *t, int row, const char *precision)
-{
-    double rank = report_num(t, row, "rank");
-    return strcmp(report_cell(t, row, "precision"), precision) == 0 &&
-           report_num(t, row, "step_ms") > 0 && (isnan(rank) || rank == 0);
-}
+enum { MAX_REPEATS = 64 };
 
-static bool same_step_config(const csv_table *t, int row, const report_config *c, double world)
-{
-    double w = report_num(t, row, "world_size");
-    return report_row_is(t, row, c) && (isnan(w) ? 1 : w) == world;
-}
-
+/* The repeats met so far across the boxes, each with its colour index. */
 typedef struct {
-    report_config config;
-    double world;
-} step_config;
+    int values[MAX_REPEATS];
+    int n;
+} repeat_set;
+
+static int repeat_index(repeat_set *r, int repeat)
+{
+    int k = 0;
+    while (k < r->n && r->values[k] != repeat)
+        k++;
+    if (k == r->n && r->n < MAX_REPEATS)
+        r->values[r->n++] = repeat;
+    return k < MAX_REPEATS ? k + 1 : MAX_REPEATS;
+}
 
 /* Writes one box: its points (x, % from the median, jittered x, repeat index)
  * and returns its summary in *st. -1 out of memory. */
-static int write_box(FILE *f, const csv_table *t, const step_config *c, int box,
-                     const char *precision, double *repeats, int *n_repeats, stats_summary *st)
+static int write_box(FILE *f, const run_steps *c, int box, repeat_set *repeats, stats_summary *st)
 {
-    int n = 0;
-    double *ms = malloc(((size_t)csv_rows(t) + 1) * sizeof *ms);
-    int *rep = malloc(((size_t)csv_rows(t) + 1) * sizeof *rep);
-    if (!ms || !rep) {
-        free(ms);
-        free(rep);
+    if (stats_describe(c->step_ms, c->n, st))
         return -1;
-    }
-    for (int row = 0; row < csv_rows(t); row++) {
-        if (!ok_step(t, row, precision) || !same_step_config(t, row, &c->config, c->world))
-            continue;
-        double r = report_num(t, row, "repeat");
-        int k = 0;
-        while (k < *n_repeats && repeats[k] != r)
-            k++;
-        if (k == *n_repeats && *n_repeats < 64)
-            repeats[(*n_repeats)++] = r;
-        rep[n] = k < 64 ? k + 1 : 64;
-        ms[n++] = report_num(t, row, "step_ms");
-    }
-    if (stats_describe(ms, n, st)) {
-        free(ms);
-        free(rep);
-        return -1;
-    }
     fprintf(f, "%s# box %d: x pct_from_median x_jittered repeat\n", box > 1 ? "\n\n" : "", box);
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < c->n; i++) {
         /* golden-ratio offsets spread the points evenly across the box */
         double jitter = fmod(i * 0.6180339887, 1.0) - 0.5;
-        fprintf(f, "%d %.6g %.4f %d\n", box, 100 * (ms[i] / st->median - 1), box + 0.5 * jitter,
-                rep[i]);
+        fprintf(f, "%d %.6g %.4f %d\n", box, 100 * (c->step_ms[i] / st->median - 1),
+                box + 0.5 * jitter, repeat_index(repeats, c->repeat[i]));
     }
-    free(ms);
-    free(rep);
     return 0;
 }
 
-int plot_write_variability(const report_run *run, const plot_figure *fig, const char *prefix,
+static void write_vars(FILE *f, const run_model *run, const plot_figure *fig,
+                       const run_steps *const *cs, const stats_summary *st, int n,
+                       const repeat_set *repeats, double lo, double hi)
+{
+    fprintf(f, "# written by bin/plotdata for scripts/gnuplot/variability.gp\n");
+    plot_var_str(f, "env_name", run->env_name);
+    plot_var_str(f, "precision", fig->precision);
+    plot_var_num(f, "nbox", n);
+    for (int i = 0; i < n; i++) {
+        char label[160], note[64], pct[FMT_LEN];
+        const run_key *k = &cs[i]->key;
+        if (k->world_size > 1)
+            snprintf(label, sizeof label, "%s\nb%d x %d ranks\n%.4g ms", k->model, k->batch,
+                     k->world_size, st[i].median);
+        else
+            snprintf(label, sizeof label, "%s\nbatch %d\n%.4g ms", k->model, k->batch, st[i].median);
+        plot_var_str_i(f, "box_label", i + 1, label);
+        if (isfinite(st[i].cv))
+            snprintf(note, sizeof note, "cv %s", fmt_share(pct, st[i].cv));
+        else
+            snprintf(note, sizeof note, "n = %d", st[i].n);
+        plot_var_str_i(f, "box_note", i + 1, note);
+    }
+    plot_var_num(f, "nrep", repeats->n);
+    for (int k = 0; k < repeats->n; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "repeat %d", repeats->values[k]);
+        plot_var_str_i(f, "rep_name", k + 1, name);
+        plot_var_str_i(f, "rep_color", k + 1, plot_series_color(k));
+        /* gnuplot's "lc rgb variable" takes the colour as a number */
+        plot_var_num_i(f, "rep_rgb", k + 1, (double)strtol(plot_series_color(k) + 1, NULL, 16));
+    }
+    /* symmetric enough to show both tails, with room for the notes on top */
+    double span = fmax(fmax(-lo, hi), 1.0);
+    plot_var_num(f, "ymin", fmin(lo, -0.25 * span) - 0.1 * span);
+    plot_var_num(f, "ymax", hi + 0.25 * span);
+}
+
+int plot_write_variability(const run_model *run, const plot_figure *fig, const char *prefix,
                            char *err, size_t err_len)
 {
-    const csv_table *t = run->steps;
-    step_config *cs = malloc(((size_t)csv_rows(t) + 1) * sizeof *cs);
-    if (!cs) {
-        snprintf(err, err_len, "out of memory");
-        return -1;
-    }
-    int n = 0;
-    for (int row = 0; row < csv_rows(t); row++) {
-        if (!ok_step(t, row, fig->precision))
-            continue;
-        step_config c = {report_config_of(t, row), report_num(t, row, "world_size")};
-        c.world = isnan(c.world) ? 1 : c.world;
-        bool seen = false;
-        for (int i = 0; i < n && !seen; i++)
-            seen = report_config_eq(&cs[i].config, &c.config) && cs[i].world == c.world;
-        if (!seen)
-            cs[n++] = c;
-    }
-    plot_file data, vars;
-    int status = -1;
-    double repeats[64];
-    int n_repeats = 0;
-    stats_summary *st = calloc((size_t)n + 1, sizeof *st);
-    if (!st) {
+    const run_steps **cs = malloc(((size_t)run->n_steps + 1) * sizeof *cs);
+    stats_summary *st = calloc((size_t)run->n_steps + 1, sizeof *st);
+    int n = 0, status = -1;
+    if (!cs || !st) {
         snprintf(err, err_len, "out of memory");
         goto done;
     }
+    for (int k = 0; k < run->n_steps; k++)
+        if (run->steps[k].n > 0 && strcmp(run->steps[k].key.precision, fig->precision) == 0)
+            cs[n++] = &run->steps[k];
+    plot_file data, vars;
+    repeat_set repeats = {0};
     if (plot_file_open(&data, prefix, ".dat", err, err_len))
         goto done;
     double lo = 0, hi = 0;
     for (int i = 0; i < n; i++) {
-        if (write_box(data.f, t, &cs[i], i + 1, fig->precision, repeats, &n_repeats, &st[i])) {
+        if (write_box(data.f, cs[i], i + 1, &repeats, &st[i])) {
             plot_file_abort(&data);
             snprintf(err, err_len, "out of memory");
             goto done;
@@ -118,43 +115,10 @@ int plot_write_variability(const report_run *run, const plot_figure *fig, const 
         goto done;
     if (plot_file_open(&vars, prefix, ".vars", err, err_len))
         goto done;
-    fprintf(vars.f, "# written by bin/plotdata for scripts/gnuplot/variability.gp\n");
-    plot_var_str(vars.f, "env_name", run->env);
-    plot_var_str(vars.f, "precision", fig->precision);
-    plot_var_num(vars.f, "nbox", n);
-    for (int i = 0; i < n; i++) {
-        char label[160], note[64];
-        const report_config *c = &cs[i].config;
-        if (cs[i].world > 1)
-            snprintf(label, sizeof label, "%s\nb%d x %g ranks\n%.4g ms", c->model, c->batch,
-                     cs[i].world, st[i].median);
-        else
-            snprintf(label, sizeof label, "%s\nbatch %d\n%.4g ms", c->model, c->batch, st[i].median);
-        plot_var_str_i(vars.f, "box_label", i + 1, label);
-        char pct[FMT_LEN];
-        if (isfinite(st[i].cv))
-            snprintf(note, sizeof note, "cv %s", fmt_share(pct, st[i].cv));
-        else
-            snprintf(note, sizeof note, "n = %d", st[i].n);
-        plot_var_str_i(vars.f, "box_note", i + 1, note);
-    }
-    plot_var_num(vars.f, "nrep", n_repeats);
-    for (int k = 0; k < n_repeats; k++) {
-        char name[32];
-        snprintf(name, sizeof name, "repeat %g", repeats[k]);
-        plot_var_str_i(vars.f, "rep_name", k + 1, name);
-        plot_var_str_i(vars.f, "rep_color", k + 1, plot_series_color(k));
-        /* gnuplot's "lc rgb variable" takes the colour as a number */
-        plot_var_num_i(vars.f, "rep_rgb", k + 1, (double)strtol(plot_series_color(k) + 1, NULL, 16));
-    }
-    /* symmetric enough to show both tails, with room for the notes on top */
-    double span = fmax(fmax(-lo, hi), 1.0);
-    plot_var_num(vars.f, "ymin", fmin(lo, -0.25 * span) - 0.1 * span);
-    plot_var_num(vars.f, "ymax", hi + 0.25 * span);
+    write_vars(vars.f, run, fig, cs, st, n, &repeats, lo, hi);
     status = plot_file_close(&vars, err, err_len);
 done:
     free(st);
     free(cs);
     return status;
 }
-

@@ -3,17 +3,13 @@
  * detail (kernels, variability, failures, sources). */
 #include "report_build.h"
 
-#include <string.h>
-#include <sys/stat.h>
-
-#include "plot_roofs.h"
 #include "report_sections.h"
 
-void report_build_run(report_doc *d, const report_run *run, const plot_figure_list *figs)
+void report_build_run(report_doc *d, const run_model *run, const plot_figure_list *figs)
 {
     doc_para(d, "Run folder %s, environment %s. Every number below comes from the CSV files of "
                 "this folder (bin/analyze, then bin/report); make report RUN=%s renders it again.",
-             run->dir, run->env[0] ? run->env : "(unknown)", run->dir);
+             run->dir, run->env_name[0] ? run->env_name : "(unknown)", run->dir);
     report_findings(d, run);
     report_environment(d, run);
     report_peaks(d, run);
@@ -24,114 +20,4 @@ void report_build_run(report_doc *d, const report_run *run, const plot_figure_li
     report_scaling(d, run);
     report_failures(d, run);
     report_sources(d, run);
-}
-
-void report_config_short(const report_config *c, char *out, size_t len)
-{
-    snprintf(out, len, "%s @%d b%d %s", c->model, c->res, c->batch, c->precision);
-}
-
-const char *report_memory_name(const report_run *run)
-{
-    plot_roofs roofs;
-    plot_roofs_from_peaks(run->peaks, &roofs);
-    const plot_roof *m = plot_roofs_main_memory(&roofs);
-    return m && strcmp(m->ceiling, "hbm") == 0 ? "HBM" : "DRAM";
-}
-
-static bool png_exists(const char *dir, const char *stem, char *rel, size_t len)
-{
-    char path[REPORT_PATH_LEN + 256];
-    snprintf(rel, len, "figures/%s.png", stem);
-    snprintf(path, sizeof path, "%s/%s", dir, rel);
-    struct stat st;
-    return stat(path, &st) == 0 && st.st_size > 0;
-}
-
-/* The first roofline of a kind explains how to read it; later ones say what differs. */
-static void figure_caption(const report_run *run, const plot_figure *f, bool first, char *out,
-                           size_t len)
-{
-    char name[256];
-    switch (f->kind) {
-    case PLOT_ROOFLINE: {
-        report_config_name(&f->config, name, sizeof name);
-        int step = report_find(run->roofline, &f->config, "level", "step");
-        char ridge[FMT_LEN];
-        const char *source = report_cell(run->roofline, step, "source");
-        if (!first) {
-            snprintf(out, len, "Roofline of %s, read as the one above (ridge point %s FLOP/byte; "
-                               "FLOPs and bytes: %s).",
-                     name, fmt_num(ridge, report_num(run->roofline, step, "ridge_ai")),
-                     *source ? source : "unknown");
-            break;
-        }
-        snprintf(out, len,
-                 "Roofline of %s: every kernel of one traced step at its arithmetic intensity and "
-                 "achieved rate, coloured by layer type, its area the kernel's share of the step's "
-                 "time; the yellow square is the whole step. Horizontal lines: the measured compute "
-                 "peaks; diagonals: the measured memory bandwidths; bold: the pair the analysis "
-                 "classifies against (ridge point %s FLOP/byte). FLOPs and bytes: %s.",
-                 name, fmt_num(ridge, report_num(run->roofline, step, "ridge_ai")),
-                 *source ? source : "unknown");
-        break;
-    }
-    case PLOT_ROOFLINE_MODELS:
-        snprintf(out, len,
-                 "The whole steps (squares) and layer types (circles, area by share of the step's "
-                 "time; those above 5%% named) of every traced model in %s, on this machine's "
-                 "roofline.",
-                 f->precision);
-        break;
-    case PLOT_THROUGHPUT:
-        snprintf(out, len,
-                 "Training throughput against batch size (%s): the median images/s over every timed "
-                 "step of every repeat; bars span the interquartile range; labels give the share of "
-                 "the compute peak from the analytic FLOPs.",
-                 f->precision);
-        break;
-    case PLOT_VARIABILITY:
-        snprintf(out, len,
-                 "Every timed step of every repeat (%s), in percent from its configuration's median "
-                 "so that fast and slow models share one axis; boxes span the quartiles, whiskers "
-                 "1.5 IQR; colours tell the repeats apart. The median step time is under each box, "
-                 "the coefficient of variation above it.",
-                 f->precision);
-        break;
-    case PLOT_SCALING:
-        snprintf(out, len,
-                 "Data-parallel scaling: throughput against the number of ranks (left; dashed: "
-                 "linear from the smallest world size) and parallel efficiency (right).");
-        break;
-    case PLOT_ROOFLINE_COMPARE:
-        snprintf(out, len, "The environments' roofs and traced steps on one roofline.");
-        break;
-    }
-}
-
-void report_figures(report_doc *d, const report_run *run, const plot_figure_list *figs)
-{
-    doc_heading(d, 1, "Figures");
-    /* the overview figures first, then one roofline per traced configuration */
-    static const plot_kind order[] = {PLOT_ROOFLINE_MODELS, PLOT_THROUGHPUT, PLOT_VARIABILITY,
-                                      PLOT_SCALING, PLOT_ROOFLINE};
-    int shown = 0, rooflines = 0;
-    for (size_t k = 0; k < sizeof order / sizeof order[0]; k++)
-        for (int i = 0; i < figs->n; i++) {
-            const plot_figure *f = &figs->items[i];
-            char rel[256], caption[1024];
-            if (f->kind != order[k] || !png_exists(run->dir, f->stem, rel, sizeof rel))
-                continue;
-            figure_caption(run, f, f->kind != PLOT_ROOFLINE || rooflines++ == 0, caption,
-                           sizeof caption);
-            doc_figure(d, rel, f->title, "%s", caption);
-            shown++;
-        }
-    if (shown == 0)
-        doc_para(d, "No figures: they had not been drawn when this report was written "
-                    "(scripts/render.sh draws them with gnuplot, then writes the report).");
-    else if (shown < figs->n)
-        doc_note(d, "%d of the %d figures this run's data supports were not drawn "
-                    "(see figures/gnuplot.log).",
-                 figs->n - shown, figs->n);
 }

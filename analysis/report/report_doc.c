@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "csv.h"
+#include "../csv.h"
 
 static char *vformat(const char *fmt, va_list ap)
 {

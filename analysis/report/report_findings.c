@@ -1,13 +1,13 @@
 /* The findings at the top of a run's report: plain sentences computed from
- * the CSV files (where the traced time goes and how close it runs to its
+ * the run model (where the traced time goes and how close it runs to its
  * roof, which models use the machine best, how stable the timings are, what
  * failed). Thresholds that turn a number into a word are named below. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "plot_figures.h"
-#include "plot_roofs.h"
+#include "../roofline_table.h"
+#include "../roofs.h"
 #include "report_sections.h"
 
 /* Coefficients of variation below STABLE_CV read "stable", above NOISY_CV "noisy". */
@@ -27,80 +27,84 @@ static const char *stability(double cv)
     return cv < STABLE_CV ? "stable" : cv <= NOISY_CV ? "moderate" : "noisy";
 }
 
-typedef struct {
-    const report_config *config;
-} config_arg;
-
-static bool type_row_of(const csv_table *t, int row, const void *arg)
+static const summary_row *summary_of(const run_model *run, const roof_config *c)
 {
-    return strcmp(report_cell(t, row, "level"), "layer_type") == 0 &&
-           report_row_is(t, row, ((const config_arg *)arg)->config);
+    for (int i = 0; i < run->summary.n; i++) {
+        const summary_row *s = &run->summary.rows[i];
+        if (s->res == c->res && s->batch == c->batch && strcmp(s->model, c->model) == 0 &&
+            strcmp(s->precision, c->precision) == 0)
+            return s;
+    }
+    return NULL;
 }
 
-/* The share of the traced step in memory-bound kernels: summary.csv's column,
+/* The share of the traced step in memory-bound kernels: the summary's,
  * else the sum over the kernel rows. */
-static double memory_bound_share(const report_run *run, const report_config *c)
+static double memory_bound_share(const run_model *run, const roof_config *c)
 {
-    double share = report_num(run->summary, report_find(run->summary, c, NULL, NULL),
-                              "mem_bound_time_share");
-    if (!isnan(share))
-        return share;
-    const csv_table *rl = run->roofline;
+    const summary_row *s = summary_of(run, c);
+    if (s && !isnan(s->mem_bound_share))
+        return s->mem_bound_share;
     double sum = 0;
     bool any = false;
-    for (int row = 0; rl && row < csv_rows(rl); row++)
-        if (strcmp(report_cell(rl, row, "level"), "kernel") == 0 && report_row_is(rl, row, c)) {
+    for (int i = 0; i < c->n; i++)
+        if (strcmp(c->rows[i].level, "kernel") == 0) {
             any = true;
-            if (strcmp(report_cell(rl, row, "bound"), "memory") == 0) {
-                double s = report_num(rl, row, "time_share");
-                sum += isnan(s) ? 0 : s;
-            }
+            if (c->rows[i].pt.bound == BOUND_MEMORY && !isnan(c->rows[i].time_share))
+                sum += c->rows[i].time_share;
         }
     return any ? sum : NAN;
 }
 
-static void traced_finding(report_doc *d, const report_run *run, const report_config *c)
+static bool is_type_row(int i, const void *arg)
 {
-    const csv_table *rl = run->roofline;
-    config_arg arg = {c};
+    return strcmp(((const roof_config *)arg)->rows[i].level, "layer_type") == 0;
+}
+
+static double row_share(int i, const void *arg)
+{
+    return ((const roof_config *)arg)->rows[i].time_share;
+}
+
+static void traced_finding(report_doc *d, const run_model *run, const roof_config *c)
+{
     int n;
-    int *types = report_rows_by(rl, "time_share", REPORT_DESCENDING, type_row_of, &arg, &n);
+    int *types = report_order_desc(c->n, is_type_row, row_share, c, &n);
     if (!types) {
         d->failed = true;
         return;
     }
     char name[160], a[FMT_LEN], b[FMT_LEN], g[FMT_LEN], p[FMT_LEN], ai[FMT_LEN];
-    report_config_short(c, name, sizeof name);
-    int step = report_find(rl, c, "level", "step");
+    report_key_short(name, sizeof name, c->model, c->res, c->batch, c->precision);
+    const roof_row *step = roofline_step(c);
     char text[1536];
     size_t used = 0;
-    const char *source = report_cell(rl, step, "source");
+    const char *source = step ? step->source : "";
     fmt_append(text, sizeof text, &used, "%s%s%s%s: %s of the traced step time is in memory-bound "
                "kernels", name, *source ? " (" : "", source, *source ? " FLOPs and bytes)" : "",
                fmt_share(a, memory_bound_share(run, c)));
-    int mem = -1;
-    for (int i = 0; i < n && mem < 0; i++)
-        if (strcmp(report_cell(rl, types[i], "bound"), "memory") == 0)
-            mem = types[i];
-    if (mem >= 0)
+    const roof_row *mem = NULL;
+    for (int i = 0; i < n && !mem; i++)
+        if (c->rows[types[i]].pt.bound == BOUND_MEMORY)
+            mem = &c->rows[types[i]];
+    if (mem)
         fmt_append(text, sizeof text, &used,
                    "; the largest of them, %s (%s of the time), reaches %s of the %s roof",
-                   report_cell(rl, mem, "name"), fmt_share(a, report_num(rl, mem, "time_share")),
-                   fmt_pct(b, report_num(rl, mem, "pct_of_attainable")), report_memory_name(run));
-    if (n > 0)
+                   mem->name, fmt_share(a, mem->time_share), fmt_pct(b, mem->pt.pct_of_attainable),
+                   report_memory_name(run));
+    if (n > 0) {
+        const roof_row *top = &c->rows[types[0]];
         fmt_append(text, sizeof text, &used,
                    ". The costliest layer type is %s: %s of the time at %s of its attainable "
                    "(%s-bound)",
-                   report_cell(rl, types[0], "name"),
-                   fmt_share(a, report_num(rl, types[0], "time_share")),
-                   fmt_pct(b, report_num(rl, types[0], "pct_of_attainable")),
-                   report_cell(rl, types[0], "bound"));
-    if (step >= 0)
+                   top->name, fmt_share(a, top->time_share), fmt_pct(b, top->pt.pct_of_attainable),
+                   roof_bound_name(top->pt.bound));
+    }
+    if (step)
         fmt_append(text, sizeof text, &used,
                    ". The whole step: %s at %s FLOP/byte, %s of its attainable.",
-                   fmt_gflops(g, report_num(rl, step, "achieved_gflops")),
-                   fmt_num(ai, report_num(rl, step, "ai_dram")),
-                   fmt_pct(p, report_num(rl, step, "pct_of_attainable")));
+                   fmt_gflops(g, step->pt.achieved_gflops), fmt_num(ai, step->pt.ai_dram),
+                   fmt_pct(p, step->pt.pct_of_attainable));
     else
         fmt_append(text, sizeof text, &used, ".");
     doc_item(d, "%s", text);
@@ -108,161 +112,163 @@ static void traced_finding(report_doc *d, const report_run *run, const report_co
 }
 
 /* Steps faster than their roof: the roof, not the step, is wrong. */
-static void above_roof_finding(report_doc *d, const csv_table *rl)
+static void above_roof_finding(report_doc *d, const roofline *rl)
 {
-    int above = 0, steps = 0, worst = -1;
-    for (int row = 0; rl && row < csv_rows(rl); row++) {
-        if (!plot_is_step_row(rl, row))
+    int above = 0, steps = 0;
+    const roof_config *worst_c = NULL;
+    const roof_row *worst = NULL;
+    for (int k = 0; k < rl->n; k++) {
+        const roof_row *step = roofline_step(&rl->configs[k]);
+        if (!step)
             continue;
         steps++;
-        double pct = report_num(rl, row, "pct_of_attainable");
-        if (pct > ABOVE_ROOF_PCT) {
+        if (step->pt.pct_of_attainable > ABOVE_ROOF_PCT) {
             above++;
-            if (worst < 0 || pct > report_num(rl, worst, "pct_of_attainable"))
-                worst = row;
+            if (!worst || step->pt.pct_of_attainable > worst->pt.pct_of_attainable)
+                worst = step, worst_c = &rl->configs[k];
         }
     }
     if (!above)
         return;
     char name[160], a[FMT_LEN], b[FMT_LEN];
-    report_config c = report_config_of(rl, worst);
-    report_config_short(&c, name, sizeof name);
+    report_key_short(name, sizeof name, worst_c->model, worst_c->res, worst_c->batch,
+                     worst_c->precision);
     doc_item(d, "%d of %d traced steps run above their attainable rate (up to %s, %s): the %s roof "
                 "of %s is lower than what the kernels reached, so it was probably measured "
                 "while other work shared the machine; measure it again with bin/peaks on an idle "
                 "machine before reading the percentages of attainable.",
-             above, steps, fmt_pct(a, report_num(rl, worst, "pct_of_attainable")), name,
-             report_cell(rl, worst, "peak_ceiling"), fmt_gflops(b, report_num(rl, worst, "peak_gflops")));
+             above, steps, fmt_pct(a, worst->pt.pct_of_attainable), name, worst->ceiling,
+             fmt_gflops(b, worst->pt.peak_gflops));
 }
 
-static bool ok_in_precision(const csv_table *t, int row, const void *precision)
+typedef struct {
+    const summary *s;
+    const char *precision;
+} precision_arg;
+
+static bool ok_in_precision(const summary_row *s, const char *precision)
 {
-    return strcmp(report_cell(t, row, "precision"), precision) == 0 &&
-           strcmp(report_cell(t, row, "status"), "ok") == 0 &&
-           !isnan(report_num(t, row, "images_per_s_median"));
+    return strcmp(s->precision, precision) == 0 && strcmp(s->status, "ok") == 0 &&
+           !isnan(s->ips_median);
+}
+
+static bool keep_ok(int i, const void *arg)
+{
+    const precision_arg *p = arg;
+    return ok_in_precision(&p->s->rows[i], p->precision);
+}
+
+static double pct_of_peak(int i, const void *arg)
+{
+    return ((const precision_arg *)arg)->s->rows[i].pct_of_peak;
 }
 
 /* Best and worst share of the peak among a precision's configurations. */
-static void peak_share_finding(report_doc *d, const csv_table *s, const char *precision)
+static void peak_share_finding(report_doc *d, const summary *s, const char *precision)
 {
+    precision_arg arg = {s, precision};
     int n;
-    int *rows = report_rows_by(s, "pct_of_peak", REPORT_DESCENDING, ok_in_precision, precision, &n);
+    int *rows = report_order_desc(s->n, keep_ok, pct_of_peak, &arg, &n);
     if (!rows) {
         d->failed = true;
         return;
     }
-    if (n > 0 && !isnan(report_num(s, rows[0], "pct_of_peak"))) {
+    if (n > 0 && !isnan(s->rows[rows[0]].pct_of_peak)) {
         char a[FMT_LEN], b[FMT_LEN], c[FMT_LEN], e[FMT_LEN];
-        int hi = rows[0], lo = rows[0];
+        const summary_row *hi = &s->rows[rows[0]], *lo = hi;
         for (int i = 0; i < n; i++)
-            if (!isnan(report_num(s, rows[i], "pct_of_peak")))
-                lo = rows[i];
-        report_config ch = report_config_of(s, hi), cl = report_config_of(s, lo);
+            if (!isnan(s->rows[rows[i]].pct_of_peak))
+                lo = &s->rows[rows[i]];
         if (hi == lo)
             doc_item(d, "%s: %s at batch %d reaches %s of the %s peak (%s images/s, analytic FLOPs).",
-                     precision, ch.model, ch.batch, fmt_pct(a, report_num(s, hi, "pct_of_peak")),
-                     report_cell(s, hi, "peak_ceiling"),
-                     fmt_num(b, report_num(s, hi, "images_per_s_median")));
+                     precision, hi->model, hi->batch, fmt_pct(a, hi->pct_of_peak), hi->ceiling,
+                     fmt_num(b, hi->ips_median));
         else
             doc_item(d, "%s: the best use of the %s peak is %s at batch %d, %s (%s images/s); the "
                         "least, %s at batch %d, %s (%s images/s). Analytic FLOPs.",
-                     precision, report_cell(s, hi, "peak_ceiling"), ch.model, ch.batch,
-                     fmt_pct(a, report_num(s, hi, "pct_of_peak")),
-                     fmt_num(b, report_num(s, hi, "images_per_s_median")), cl.model, cl.batch,
-                     fmt_pct(c, report_num(s, lo, "pct_of_peak")),
-                     fmt_num(e, report_num(s, lo, "images_per_s_median")));
+                     precision, hi->ceiling, hi->model, hi->batch, fmt_pct(a, hi->pct_of_peak),
+                     fmt_num(b, hi->ips_median), lo->model, lo->batch, fmt_pct(c, lo->pct_of_peak),
+                     fmt_num(e, lo->ips_median));
     }
     free(rows);
 }
 
 /* Per model with several batch sizes: images/s at the smallest and largest. */
-static void batch_finding(report_doc *d, const csv_table *s, const char *precision)
+static void batch_finding(report_doc *d, const summary *s, const char *precision)
 {
-    report_strings models;
-    if (report_strings_distinct(s, "model", &models)) {
-        d->failed = true;
-        return;
-    }
     char text[2048] = "";
     size_t used = 0;
     double largest = 0;
-    for (int m = 0; m < models.n; m++) {
-        int lo = -1, hi = -1;
-        for (int row = 0; row < csv_rows(s); row++) {
-            if (!ok_in_precision(s, row, precision) ||
-                strcmp(report_cell(s, row, "model"), models.items[m]) != 0)
-                continue;
-            double b = report_num(s, row, "batch");
-            if (lo < 0 || b < report_num(s, lo, "batch"))
-                lo = row;
-            if (hi < 0 || b > report_num(s, hi, "batch"))
-                hi = row;
-        }
-        if (lo < 0 || lo == hi || report_num(s, lo, "batch") == report_num(s, hi, "batch"))
+    for (int m = 0; m < s->n; m++) {
+        const char *model = s->rows[m].model;
+        bool first = true; /* each model once, where it is first met */
+        for (int j = 0; j < m && first; j++)
+            first = strcmp(s->rows[j].model, model) != 0;
+        if (!first)
             continue;
-        double change = 100 * (report_num(s, hi, "images_per_s_median") /
-                                   report_num(s, lo, "images_per_s_median") -
-                               1);
+        const summary_row *lo = NULL, *hi = NULL;
+        for (int i = 0; i < s->n; i++) {
+            const summary_row *r = &s->rows[i];
+            if (!ok_in_precision(r, precision) || strcmp(r->model, model) != 0)
+                continue;
+            if (!lo || r->batch < lo->batch)
+                lo = r;
+            if (!hi || r->batch > hi->batch)
+                hi = r;
+        }
+        if (!lo || lo == hi || lo->batch == hi->batch)
+            continue;
+        double change = 100 * (hi->ips_median / lo->ips_median - 1);
         largest = fmax(largest, fabs(change));
         char a[FMT_LEN];
-        fmt_append(text, sizeof text, &used, "%s%s %s from batch %s to %s", used ? ", " : "",
-                   models.items[m], fmt_signed_pct(a, change), report_cell(s, lo, "batch"),
-                   report_cell(s, hi, "batch"));
+        fmt_append(text, sizeof text, &used, "%s%s %s from batch %d to %d", used ? ", " : "",
+                   model, fmt_signed_pct(a, change), lo->batch, hi->batch);
     }
     if (used)
         doc_item(d, "%s: throughput %s batch size (images/s: %s).", precision,
                  largest > BATCH_EFFECT_PCT ? "depends on" : "changes little with", text);
-    report_strings_free(&models);
 }
 
-static void variability_findings(report_doc *d, const csv_table *v)
+static void variability_findings(report_doc *d, const variability *v)
 {
-    int lo = -1, hi = -1, rep_hi = -1, outliers = 0, steps = 0;
+    const variability_row *lo = NULL, *hi = NULL, *rep_hi = NULL;
+    int outliers = 0, steps = 0;
     char drifts[1024] = "";
     size_t used = 0;
-    for (int row = 0; v && row < csv_rows(v); row++) {
-        const char *scope = report_cell(v, row, "scope");
-        double cv = report_num(v, row, "cv");
-        if (strcmp(scope, "repeats") == 0 && !isnan(cv) &&
-            (rep_hi < 0 || cv > report_num(v, rep_hi, "cv")))
-            rep_hi = row;
-        if (strcmp(scope, "iterations") != 0)
+    for (int i = 0; i < v->n; i++) {
+        const variability_row *r = &v->rows[i];
+        if (strcmp(r->scope, "repeats") == 0 && !isnan(r->cv) && (!rep_hi || r->cv > rep_hi->cv))
+            rep_hi = r;
+        if (strcmp(r->scope, "iterations") != 0)
             continue;
-        double o = report_num(v, row, "outliers"), n = report_num(v, row, "n");
-        outliers += isnan(o) ? 0 : (int)o;
-        steps += isnan(n) ? 0 : (int)n;
-        if (!isnan(cv) && (lo < 0 || cv < report_num(v, lo, "cv")))
-            lo = row;
-        if (!isnan(cv) && (hi < 0 || cv > report_num(v, hi, "cv")))
-            hi = row;
-        double drift = report_num(v, row, "drift_pct");
-        if (fabs(drift) >= DRIFT_PCT) {
+        outliers += r->outliers;
+        steps += r->n;
+        if (!isnan(r->cv) && (!lo || r->cv < lo->cv))
+            lo = r;
+        if (!isnan(r->cv) && (!hi || r->cv > hi->cv))
+            hi = r;
+        if (fabs(r->drift_pct) >= DRIFT_PCT) {
             char name[160], a[FMT_LEN];
-            report_config c = report_config_of(v, row);
-            report_config_short(&c, name, sizeof name);
+            report_key_short(name, sizeof name, r->model, r->res, r->batch, r->precision);
             fmt_append(drifts, sizeof drifts, &used, "%s%s %s", used ? ", " : "", name,
-                       fmt_signed_pct(a, drift));
+                       fmt_signed_pct(a, r->drift_pct));
         }
     }
     char a[FMT_LEN], b[FMT_LEN], nl[160], nh[160];
-    if (rep_hi >= 0) {
-        double cv = report_num(v, rep_hi, "cv");
-        report_config c = report_config_of(v, rep_hi);
-        report_config_short(&c, nh, sizeof nh);
+    if (rep_hi) {
+        report_key_short(nh, sizeof nh, rep_hi->model, rep_hi->res, rep_hi->batch, rep_hi->precision);
         doc_item(d, "Run to run: the repeats' medians differ by a cv of at most %s (%s): %s%s.",
-                 fmt_share(a, cv), nh, stability(cv),
-                 cv > NOISY_CV ? "; compare configurations by their medians over several repeats"
-                               : "");
+                 fmt_share(a, rep_hi->cv), nh, stability(rep_hi->cv),
+                 rep_hi->cv > NOISY_CV ? "; compare configurations by their medians over several repeats"
+                                       : "");
     }
-    if (lo >= 0) {
-        report_config cl = report_config_of(v, lo), ch = report_config_of(v, hi);
-        report_config_short(&cl, nl, sizeof nl);
-        report_config_short(&ch, nh, sizeof nh);
-        double cv = report_num(v, hi, "cv");
+    if (lo) {
+        report_key_short(nl, sizeof nl, lo->model, lo->res, lo->batch, lo->precision);
+        report_key_short(nh, sizeof nh, hi->model, hi->res, hi->batch, hi->precision);
         doc_item(d, "Step to step: cv of all timed steps from %s (%s) to %s (%s): %s; %d of %d "
                     "steps are outliers beyond 1.5 IQR.",
-                 fmt_share(a, report_num(v, lo, "cv")), nl, fmt_share(b, cv), nh, stability(cv),
-                 outliers, steps);
+                 fmt_share(a, lo->cv), nl, fmt_share(b, hi->cv), nh, stability(hi->cv), outliers,
+                 steps);
     }
     if (used)
         doc_item(d, "Warm-up drift of %.0f%% or more between the first and last fifth of the "
@@ -271,116 +277,114 @@ static void variability_findings(report_doc *d, const csv_table *v)
                  DRIFT_PCT, drifts);
 }
 
-static void peaks_finding(report_doc *d, const report_run *run)
+static void peaks_finding(report_doc *d, const run_model *run)
 {
-    const csv_table *p = run->peaks;
-    if (!p)
+    if (!(run->present & RUN_PEAKS))
         return;
-    plot_roofs roofs;
-    plot_roofs_from_peaks(p, &roofs);
-    const plot_roof *mem = plot_roofs_main_memory(&roofs);
+    roof_lines roofs;
+    roof_lines_of(run->roofs, run->n_roofs, &roofs);
+    const roof_line *mem = roof_lines_main_memory(&roofs);
     /* the compute ceiling the traced steps used, else fp32_fma */
-    int step = -1;
-    for (int row = 0; run->roofline && row < csv_rows(run->roofline) && step < 0; row++)
-        if (plot_is_step_row(run->roofline, row))
-            step = row;
-    const char *ceiling = step >= 0 ? report_cell(run->roofline, step, "peak_ceiling") : "fp32_fma";
-    int crow = -1;
-    for (int row = 0; row < csv_rows(p); row++)
-        if (strcmp(report_cell(p, row, "ceiling"), ceiling) == 0 &&
-            (crow < 0 || report_num(p, row, "value") > report_num(p, crow, "value")))
-            crow = row;
+    const roof_row *step = NULL;
+    for (int k = 0; k < run->roofline.n && !step; k++)
+        step = roofline_step(&run->roofline.configs[k]);
+    const char *ceiling = step ? step->ceiling : "fp32_fma";
+    const run_roof *best = NULL;
+    for (int i = 0; i < run->n_roofs; i++)
+        if (strcmp(run->roofs[i].ceiling, ceiling) == 0 &&
+            (!best || run->roofs[i].value > best->value))
+            best = &run->roofs[i];
     char a[FMT_LEN], b[FMT_LEN], c[FMT_LEN], e[FMT_LEN];
     char text[1024];
     size_t used = 0;
-    if (crow >= 0) {
-        double v = report_num(p, crow, "value"), spec = report_num(p, crow, "spec_value");
-        fmt_append(text, sizeof text, &used, "Roofs: %s %s", ceiling, fmt_gflops(a, v));
-        if (spec > 0)
-            fmt_append(text, sizeof text, &used, " (%s of the spec %s)", fmt_pct(b, 100 * v / spec),
-                       fmt_gflops(c, spec));
+    if (best) {
+        fmt_append(text, sizeof text, &used, "Roofs: %s %s", ceiling, fmt_gflops(a, best->value));
+        if (best->spec_value > 0)
+            fmt_append(text, sizeof text, &used, " (%s of the spec %s)",
+                       fmt_pct(b, 100 * best->value / best->spec_value),
+                       fmt_gflops(c, best->spec_value));
     } else {
         fmt_append(text, sizeof text, &used, "Roofs: no %s row in peaks.csv", ceiling);
     }
     if (mem)
         fmt_append(text, sizeof text, &used, ", %s %s", mem->label, fmt_gbs(a, mem->value));
-    if (step >= 0)
+    if (step)
         fmt_append(text, sizeof text, &used,
                    "; ridge point %s FLOP/byte: kernels of lower intensity are memory-bound.",
-                   fmt_num(e, report_num(run->roofline, step, "ridge_ai")));
+                   fmt_num(e, step->pt.ridge_ai));
     else
         fmt_append(text, sizeof text, &used, ".");
     doc_item(d, "%s", text);
     /* measured peaks far below their spec */
-    for (int row = 0; row < csv_rows(p); row++) {
-        double v = report_num(p, row, "value"), spec = report_num(p, row, "spec_value");
-        if (spec > 0 && 100 * v / spec < LOW_SPEC_PCT)
+    for (int i = 0; i < run->n_roofs; i++) {
+        const run_roof *r = &run->roofs[i];
+        if (r->spec_value > 0 && 100 * r->value / r->spec_value < LOW_SPEC_PCT)
             doc_item(d, "%s measured %s, %s of its spec %s: the roofs above use the measured "
                         "value.",
-                     report_cell(p, row, "ceiling"), fmt_value_unit(a, v, report_cell(p, row, "unit")),
-                     fmt_pct(b, 100 * v / spec), fmt_value_unit(c, spec, report_cell(p, row, "unit")));
+                     r->ceiling, fmt_value_unit(a, r->value, r->unit),
+                     fmt_pct(b, 100 * r->value / r->spec_value),
+                     fmt_value_unit(c, r->spec_value, r->unit));
     }
 }
 
-static bool run_failed(const csv_table *t, int row)
+static bool failed(const run_attempt *a)
 {
-    return strcmp(report_cell(t, row, "status"), "ok") != 0;
+    return strcmp(a->status, "ok") != 0;
 }
 
-static void failure_finding(report_doc *d, const csv_table *c)
+static bool same_config(const run_attempt *a, const run_attempt *b)
 {
-    report_configs failed;
-    if (report_configs_distinct(c, run_failed, &failed)) {
-        d->failed = true;
-        return;
+    return a->res == b->res && a->batch == b->batch && strcmp(a->model, b->model) == 0 &&
+           strcmp(a->precision, b->precision) == 0;
+}
+
+static void failure_finding(report_doc *d, const run_model *run)
+{
+    int runs = 0, configs = 0;
+    char list[1024] = "", name[160];
+    size_t used = 0;
+    for (int i = 0; i < run->n_attempts; i++) {
+        const run_attempt *a = &run->attempts[i];
+        if (!failed(a))
+            continue;
+        runs++;
+        bool first = true; /* its first failed run: the status to quote */
+        for (int j = 0; j < i && first; j++)
+            first = !(failed(&run->attempts[j]) && same_config(&run->attempts[j], a));
+        if (!first)
+            continue;
+        report_key_short(name, sizeof name, a->model, a->res, a->batch, a->precision);
+        fmt_append(list, sizeof list, &used, "%s%s (%s)", configs ? ", " : "", name, a->status);
+        configs++;
     }
-    int runs = 0;
-    for (int row = 0; c && row < csv_rows(c); row++)
-        runs += run_failed(c, row);
-    if (runs > 0) {
-        char list[1024] = "", name[160];
-        size_t used = 0;
-        for (int i = 0; i < failed.n; i++) {
-            int row = 0; /* its first failed run: the status to quote */
-            while (!(report_row_is(c, row, &failed.items[i]) && run_failed(c, row)))
-                row++;
-            report_config_short(&failed.items[i], name, sizeof name);
-            fmt_append(list, sizeof list, &used, "%s%s (%s)", i ? ", " : "", name,
-                       report_cell(c, row, "status"));
-        }
+    if (runs > 0)
         doc_item(d, "%d of %d runs did not complete, %d configuration%s: %s; see \"Failed and "
                     "skipped runs\".",
-                 runs, csv_rows(c), failed.n, failed.n == 1 ? "" : "s", list);
-    }
-    report_configs_free(&failed);
+                 runs, run->n_attempts, configs, configs == 1 ? "" : "s", list);
 }
 
-void report_findings(report_doc *d, const report_run *run)
+void report_findings(report_doc *d, const run_model *run)
 {
     doc_heading(d, 1, "Findings");
     doc_list(d);
     peaks_finding(d, run);
-    report_configs traced;
-    if (report_configs_distinct(run->roofline, plot_is_step_row, &traced)) {
-        d->failed = true;
-        return;
+    for (int k = 0; k < run->roofline.n; k++)
+        if (roofline_step(&run->roofline.configs[k]))
+            traced_finding(d, run, &run->roofline.configs[k]);
+    above_roof_finding(d, &run->roofline);
+    const summary *s = &run->summary;
+    for (int i = 0; i < s->n; i++) {
+        const char *p = s->rows[i].precision;
+        bool first = true;
+        for (int j = 0; j < i && first; j++)
+            first = strcmp(s->rows[j].precision, p) != 0;
+        if (!first)
+            continue;
+        peak_share_finding(d, s, p);
+        batch_finding(d, s, p);
     }
-    for (int i = 0; i < traced.n; i++)
-        traced_finding(d, run, &traced.items[i]);
-    report_configs_free(&traced);
-    above_roof_finding(d, run->roofline);
-    report_strings precisions;
-    if (report_strings_distinct(run->summary, "precision", &precisions)) {
-        d->failed = true;
-        return;
-    }
-    for (int i = 0; i < precisions.n; i++) {
-        peak_share_finding(d, run->summary, precisions.items[i]);
-        batch_finding(d, run->summary, precisions.items[i]);
-    }
-    report_strings_free(&precisions);
-    variability_findings(d, run->variability);
-    failure_finding(d, run->configs);
+    variability_findings(d, &run->variability);
+    failure_finding(d, run);
     if (d->n > 0 && d->blocks[d->n - 1].kind == DOC_LIST && d->blocks[d->n - 1].n_cells == 0)
         doc_item(d, "Nothing to report yet: the run folder has no analysed data (run "
                     "scripts/render.sh on it).");

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "csv.h"
+#include "../csv.h"
 #include "report_doc.h"
 
 static const char *const style =

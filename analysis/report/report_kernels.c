@@ -1,53 +1,60 @@
 /* Per traced configuration: where the step's time goes, by layer type and by
- * the ten costliest kernels, each with its roofline position and bound
- * (roofline.csv). */
+ * the ten costliest kernels, each with its roofline position and bound. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "plot_figures.h"
+#include "../roofline_table.h"
 #include "report_sections.h"
 
 #define TOP_KERNELS 10
 
 typedef struct {
-    const report_config *config;
+    const roof_config *c;
     const char *level;
 } level_of_config;
 
-static bool is_level_of(const csv_table *t, int row, const void *arg)
+static bool is_level(int i, const void *arg)
 {
     const level_of_config *w = arg;
-    return strcmp(report_cell(t, row, "level"), w->level) == 0 && report_row_is(t, row, w->config);
+    return strcmp(w->c->rows[i].level, w->level) == 0;
+}
+
+static double share_key(int i, const void *arg)
+{
+    return ((const level_of_config *)arg)->c->rows[i].time_share;
+}
+
+static double duration_key(int i, const void *arg)
+{
+    return ((const level_of_config *)arg)->c->rows[i].pt.duration_ns;
 }
 
 /* The roofline columns every row of both tables shows. */
-static void roofline_cells(report_doc *d, const csv_table *rl, int row)
+static void roofline_cells(report_doc *d, const roof_row *r)
 {
     char a[FMT_LEN];
-    doc_cell(d, "%s", fmt_ms_of_ns(a, report_num(rl, row, "duration_ns")));
-    doc_cell(d, "%s", fmt_share(a, report_num(rl, row, "time_share")));
-    doc_cell(d, "%s", fmt_num(a, report_num(rl, row, "ai_dram")));
-    doc_cell(d, "%s", fmt_num(a, report_num(rl, row, "achieved_gflops")));
-    doc_cell(d, "%s", fmt_pct(a, report_num(rl, row, "pct_of_attainable")));
-    const char *bound = report_cell(rl, row, "bound");
-    doc_cell(d, "%s", *bound ? bound : "-");
+    doc_cell(d, "%s", fmt_ms_of_ns(a, r->pt.duration_ns));
+    doc_cell(d, "%s", fmt_share(a, r->time_share));
+    doc_cell(d, "%s", fmt_num(a, r->pt.ai_dram));
+    doc_cell(d, "%s", fmt_num(a, r->pt.achieved_gflops));
+    doc_cell(d, "%s", fmt_pct(a, r->pt.pct_of_attainable));
+    doc_cell(d, "%s", roof_bound_name(r->pt.bound));
 }
 
-static void config_tables(report_doc *d, const csv_table *rl, const report_config *c, int step)
+static void config_tables(report_doc *d, const roof_config *c, const roof_row *step)
 {
-    char name[256], a[FMT_LEN], b[FMT_LEN], g[FMT_LEN];
-    report_config_name(c, name, sizeof name);
+    char name[256], a[FMT_LEN], b[FMT_LEN], g[FMT_LEN], count[FMT_LEN];
+    report_key_name(name, sizeof name, c->model, c->res, c->batch, c->precision);
     doc_heading(d, 2, "%s", name);
     doc_para(d, "%s kernels in one traced step of %s ms; the whole step at %s FLOP/byte and %s "
                 "is %s-bound. FLOPs and bytes: %s.",
-             report_cell(rl, step, "count"), fmt_ms_of_ns(a, report_num(rl, step, "duration_ns")),
-             fmt_num(b, report_num(rl, step, "ai_dram")),
-             fmt_gflops(g, report_num(rl, step, "achieved_gflops")), report_cell(rl, step, "bound"),
-             report_cell(rl, step, "source"));
+             fmt_count(count, step->count), fmt_ms_of_ns(a, step->pt.duration_ns),
+             fmt_num(b, step->pt.ai_dram), fmt_gflops(g, step->pt.achieved_gflops),
+             roof_bound_name(step->pt.bound), step->source);
 
     level_of_config types = {c, "layer_type"}, kernels = {c, "kernel"};
     int n;
-    int *rows = report_rows_by(rl, "time_share", REPORT_DESCENDING, is_level_of, &types, &n);
+    int *rows = report_order_desc(c->n, is_level, share_key, &types, &n);
     if (!rows) {
         d->failed = true;
         return;
@@ -56,13 +63,14 @@ static void config_tables(report_doc *d, const csv_table *rl, const report_confi
               (const char *const[]){"layer type", "kernels", "time ms", "share", "FLOP/byte",
                                     "GFLOP/s", "% of attainable", "bound"});
     for (int i = 0; i < n; i++) {
-        doc_cell(d, "%s", report_cell(rl, rows[i], "name"));
-        doc_cell(d, "%s", report_cell(rl, rows[i], "count"));
-        roofline_cells(d, rl, rows[i]);
+        const roof_row *r = &c->rows[rows[i]];
+        doc_cell(d, "%s", r->name);
+        doc_cell(d, "%s", fmt_count(count, r->count));
+        roofline_cells(d, r);
     }
     free(rows);
 
-    rows = report_rows_by(rl, "duration_ns", REPORT_DESCENDING, is_level_of, &kernels, &n);
+    rows = report_order_desc(c->n, is_level, duration_key, &kernels, &n);
     if (!rows) {
         d->failed = true;
         return;
@@ -72,26 +80,24 @@ static void config_tables(report_doc *d, const csv_table *rl, const report_confi
               (const char *const[]){"#", "kernel", "layer", "type", "phase", "time ms", "share",
                                     "FLOP/byte", "GFLOP/s", "% of attainable", "bound"});
     for (int i = 0; i < n && i < TOP_KERNELS; i++) {
+        const roof_row *r = &c->rows[rows[i]];
         doc_cell(d, "%d", i + 1);
-        doc_cell(d, "%s", report_cell(rl, rows[i], "name"));
-        doc_cell(d, "%s", report_cell(rl, rows[i], "layer"));
-        doc_cell(d, "%s", report_cell(rl, rows[i], "layer_type"));
-        doc_cell(d, "%s", report_cell(rl, rows[i], "phase"));
-        roofline_cells(d, rl, rows[i]);
+        doc_cell(d, "%s", r->name);
+        doc_cell(d, "%s", r->layer);
+        doc_cell(d, "%s", r->layer_type);
+        doc_cell(d, "%s", r->phase);
+        roofline_cells(d, r);
     }
     free(rows);
 }
 
-void report_kernels(report_doc *d, const report_run *run)
+void report_kernels(report_doc *d, const run_model *run)
 {
     doc_heading(d, 1, "Where the time goes");
-    const csv_table *rl = run->roofline;
-    report_configs traced;
-    if (report_configs_distinct(rl, plot_is_step_row, &traced)) {
-        d->failed = true;
-        return;
-    }
-    if (traced.n == 0)
+    int traced = 0;
+    for (int k = 0; k < run->roofline.n; k++)
+        traced += roofline_step(&run->roofline.configs[k]) != NULL;
+    if (traced == 0)
         doc_para(d, "No traced step in roofline.csv: the trace pass (bin/train --trace) did not "
                     "run or bin/analyze has not been run.");
     else
@@ -99,7 +105,9 @@ void report_kernels(report_doc *d, const report_run *run)
                     "with its arithmetic intensity against %s traffic, achieved rate, share of its "
                     "attainable rate min(intensity x bandwidth, peak) and bound.",
                  report_memory_name(run));
-    for (int i = 0; i < traced.n; i++)
-        config_tables(d, rl, &traced.items[i], report_find(rl, &traced.items[i], "level", "step"));
-    report_configs_free(&traced);
+    for (int k = 0; k < run->roofline.n; k++) {
+        const roof_row *step = roofline_step(&run->roofline.configs[k]);
+        if (step)
+            config_tables(d, &run->roofline.configs[k], step);
+    }
 }

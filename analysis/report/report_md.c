@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "csv.h"
+#include "../csv.h"
 #include "report_doc.h"
 
 /* Characters that would start markup inside running text. Underscores are

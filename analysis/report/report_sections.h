@@ -1,28 +1,41 @@
 /* The sections of a run's report, one job each (report_build.c puts them in
- * order), and the helpers they share. Internal to analysis/report_*.c. */
+ * order), and the names they share (report_names.c). Internal to
+ * analysis/report/. */
 #ifndef ROOFLINE_REPORT_SECTIONS_H
 #define ROOFLINE_REPORT_SECTIONS_H
 
-#include "plot_figures.h"
-#include "report_doc.h"
-#include "report_fmt.h"
-#include "report_run.h"
+#include <stddef.h>
 
-void report_findings(report_doc *d, const report_run *run);
-void report_environment(report_doc *d, const report_run *run);
-void report_peaks(report_doc *d, const report_run *run);
-void report_results(report_doc *d, const report_run *run);
-void report_failures(report_doc *d, const report_run *run);
-void report_scaling(report_doc *d, const report_run *run);
-void report_figures(report_doc *d, const report_run *run, const plot_figure_list *figs);
-void report_kernels(report_doc *d, const report_run *run);
-void report_variability(report_doc *d, const report_run *run);
-void report_sources(report_doc *d, const report_run *run);
+#include "../fmt.h"
+#include "../plot/plot_figures.h"
+#include "../run.h"
+#include "report_doc.h"
+
+void report_findings(report_doc *d, const run_model *run);
+void report_environment(report_doc *d, const run_model *run);
+void report_peaks(report_doc *d, const run_model *run);
+void report_results(report_doc *d, const run_model *run);
+void report_failures(report_doc *d, const run_model *run);
+void report_scaling(report_doc *d, const run_model *run);
+void report_figures(report_doc *d, const run_model *run, const plot_figure_list *figs);
+void report_kernels(report_doc *d, const run_model *run);
+void report_variability(report_doc *d, const run_model *run);
+void report_sources(report_doc *d, const run_model *run);
 
 /* "resnet50 @224 b8 fp32" */
-void report_config_short(const report_config *c, char *out, size_t len);
+void report_key_short(char *out, size_t len, const char *model, int res, int batch,
+                      const char *precision);
+/* "resnet50 @224, batch 8, fp32" */
+void report_key_name(char *out, size_t len, const char *model, int res, int batch,
+                     const char *precision);
 
 /* The label of the run's DRAM-like memory level ("DRAM", "HBM"). */
-const char *report_memory_name(const report_run *run);
+const char *report_memory_name(const run_model *run);
+
+/* Indexes of the n items that keep() accepts, ordered by key(), largest
+ * first; NaN last, ties in their order. A malloc'd array (NULL out of
+ * memory), *count its length. */
+int *report_order_desc(int n, bool (*keep)(int i, const void *arg),
+                       double (*key)(int i, const void *arg), const void *arg, int *count);
 
 #endif

@@ -1,21 +1,41 @@
-/* Variability per configuration (variability.csv): the spread of all timed
- * steps pooled, the 95% interval of their median, warm-up drift, outliers,
- * and how far the repeats' medians differ. */
+/* Variability per configuration: the spread of all timed steps pooled, the
+ * 95% interval of their median, warm-up drift, outliers, and how far the
+ * repeats' medians differ. */
 #include <math.h>
 #include <string.h>
 
+#include "../variability.h"
 #include "report_sections.h"
 
-static bool scope_is(const csv_table *t, int row, const char *scope)
+static void variability_row_cells(report_doc *d, const variability_row *r,
+                                  const variability_row *rep)
 {
-    return strcmp(report_cell(t, row, "scope"), scope) == 0;
+    char a[FMT_LEN], b[FMT_LEN];
+    doc_cell(d, "%s", r->model);
+    doc_cell(d, "%d", r->res);
+    doc_cell(d, "%d", r->batch);
+    doc_cell(d, "%s", r->precision);
+    doc_cell(d, "%d", r->n);
+    doc_cell(d, "%s", fmt_num(a, r->median));
+    doc_cell(d, "%s", fmt_share(a, r->cv));
+    if (!isnan(r->ci95_lo) && !isnan(r->ci95_hi))
+        doc_cell(d, "%s to %s", fmt_num(a, r->ci95_lo), fmt_num(b, r->ci95_hi));
+    else
+        doc_cell(d, "-");
+    doc_cell(d, "%s", fmt_signed_pct(a, r->drift_pct));
+    doc_cell(d, "%d", r->outliers);
+    if (rep)
+        doc_cell(d, "%d", rep->n);
+    else
+        doc_cell(d, "-");
+    doc_cell(d, "%s", fmt_share(a, rep ? rep->cv : NAN));
 }
 
-void report_variability(report_doc *d, const report_run *run)
+void report_variability(report_doc *d, const run_model *run)
 {
     doc_heading(d, 1, "Variability");
-    const csv_table *v = run->variability;
-    if (!v || csv_rows(v) == 0) {
+    const variability *v = &run->variability;
+    if (v->n == 0) {
         doc_para(d, "No variability.csv: run bin/analyze on this folder.");
         return;
     }
@@ -28,28 +48,12 @@ void report_variability(report_doc *d, const report_run *run)
               (const char *const[]){"model", "res", "batch", "precision", "steps", "median",
                                     "cv", "95% CI of the median", "drift", "outliers", "repeats",
                                     "cv of repeat medians"});
-    for (int row = 0; row < csv_rows(v); row++) {
-        if (!scope_is(v, row, "iterations"))
+    for (int i = 0; i < v->n; i++) {
+        const variability_row *r = &v->rows[i];
+        if (strcmp(r->scope, "iterations") != 0)
             continue;
-        report_config c = report_config_of(v, row);
-        int rep = report_find(v, &c, "scope", "repeats");
-        char a[FMT_LEN], b[FMT_LEN];
-        doc_cell(d, "%s", c.model);
-        doc_cell(d, "%d", c.res);
-        doc_cell(d, "%d", c.batch);
-        doc_cell(d, "%s", c.precision);
-        doc_cell(d, "%s", report_cell(v, row, "n"));
-        doc_cell(d, "%s", fmt_num(a, report_num(v, row, "median")));
-        doc_cell(d, "%s", fmt_share(a, report_num(v, row, "cv")));
-        double lo = report_num(v, row, "ci95_lo"), hi = report_num(v, row, "ci95_hi");
-        if (!isnan(lo) && !isnan(hi))
-            doc_cell(d, "%s to %s", fmt_num(a, lo), fmt_num(b, hi));
-        else
-            doc_cell(d, "-");
-        doc_cell(d, "%s", fmt_signed_pct(a, report_num(v, row, "drift_pct")));
-        doc_cell(d, "%s", report_cell(v, row, "outliers"));
-        doc_cell(d, "%s", rep >= 0 ? report_cell(v, rep, "n") : "-");
-        doc_cell(d, "%s", fmt_share(a, report_num(v, rep, "cv")));
+        variability_row_cells(d, r, variability_find(v, r->model, r->res, r->batch, r->precision,
+                                                     "repeats"));
     }
     doc_drop_empty_table(d);
 }

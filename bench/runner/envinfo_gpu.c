@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../peaks/nvml_dl.h"
+#include "../../peaks/nvml_dl.h"
 
 #ifdef HAVE_CUDA
 #include <cuda_runtime_api.h>

@@ -7,8 +7,8 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "../peaks/cpu_info.h"
-#include "../peaks/cpu_team.h"
+#include "../../peaks/cpu_info.h"
+#include "../../peaks/cpu_team.h"
 
 /* PRETTY_NAME of /etc/os-release, unquoted. */
 static int os_pretty_name(char *out, size_t len)

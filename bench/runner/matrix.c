@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../models/zoo.h"
+#include "../../models/zoo.h"
 
 enum { MAX_CELLS = 32, MAX_FILE_BYTES = 1 << 20, MAX_ITERS = 1000000 };
 

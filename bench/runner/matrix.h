@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "../models/precision.h"
+#include "../../models/precision.h"
 
 enum {
     MATRIX_NAME_LEN = 32,   /* ENV and model names, with the terminating NUL */

@@ -1,0 +1,227 @@
+/* The run model: one run folder (DESIGN.md §7, analysis/README.md) as typed
+ * structs, read once by run_load (run_load.c and the run_read_*.c files, the
+ * only code that knows column names) and handed to the computations
+ * (roofline_build, summary_build, variability_build), the figures
+ * (analysis/plot/) and the report (analysis/report/).
+ *
+ * Strings point into storage the model owns; they live until run_free. A
+ * number that was not measured (an empty cell) is NaN; a count that is
+ * absent is -1. */
+#ifndef ROOFLINE_RUN_H
+#define ROOFLINE_RUN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "roofline.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { RUN_PATH_LEN = 1024, RUN_NAME_LEN = 64, RUN_STATUS_LEN = 128 };
+
+/* ---- env.json --------------------------------------------------------- */
+
+/* A tolerant flattening of env.json into (key, value) pairs in file order:
+ * nested keys joined with '.', elements of arrays of objects named key[i],
+ * arrays of plain values one entry with the values joined by ", ". */
+typedef struct {
+    char key[128];
+    char value[1024]; /* longer values (a command line) are cut */
+} run_env_entry;
+
+typedef struct {
+    bool present;       /* env.json exists */
+    bool complete;      /* false: it breaks off or is malformed; the entries before are kept */
+    char error[256];    /* why it could not be read at all ("" when it was) */
+    run_env_entry *items;
+    int n, cap;
+} run_env;
+
+/* ---- peaks.csv: the roofs --------------------------------------------- */
+
+typedef enum { ROOF_RATE_COMPUTE, ROOF_RATE_BANDWIDTH, ROOF_RATE_OTHER } roof_rate;
+
+/* The memory level a bandwidth row measures (DRAM and HBM are the level the
+ * analysis classifies against); MEM_NONE for PCIe, communication and
+ * anything else that is not a level of the memory hierarchy. */
+typedef enum { MEM_NONE, MEM_DRAM, MEM_HBM, MEM_L3, MEM_L2, MEM_L1, MEM_SMEM } mem_level;
+
+typedef struct {
+    const char *device, *ceiling, *unit, *method, *threads_or_sms, *notes;
+    double value;      /* in unit; NaN when not measured */
+    double spec_value; /* the vendor's or the architecture's figure, NaN when none */
+    roof_rate rate;    /* from the unit: GFLOP/s, GB/s or something else (GHz) */
+    mem_level level;
+    bool one_core;     /* a *_1core row: one core's figure, never a roof of the machine */
+} run_roof;
+
+/* ---- steps.csv: the timed steps of each configuration ------------------ */
+
+typedef struct {
+    const char *env, *backend, *model, *precision;
+    int res, batch, world_size;
+} run_key;
+
+/* One configuration's steps: rank 0's rows (every rank times the same
+ * synchronous step), ordered by repeat, then iter. */
+typedef struct {
+    run_key key;
+    int n;
+    double *step_ms, *images_per_s; /* images_per_s NaN where the file has none */
+    int *repeat;
+    int repeats;            /* distinct repeat values */
+    int iters;              /* the most rows one repeat has */
+    double peak_mem_bytes;  /* the largest of its rows (any rank); NaN when not recorded */
+} run_steps;
+
+/* ---- kernels.csv: the traced steps ------------------------------------ */
+
+typedef struct {
+    const char *kernel, *layer, *layer_type, *phase, *source;
+    const char *repeat; /* "" when the file has no repeat column */
+    double duration_ns;
+    double flops_fp64, flops_fp32, flops_fp16, flops_tensor;
+    double dram_read_bytes, dram_write_bytes, l2_bytes, l1_bytes; /* per memory level */
+} run_kernel;
+
+/* The kernel rows of one traced configuration, in file order. */
+typedef struct {
+    const char *env, *model, *precision;
+    int res, batch;
+    run_kernel *rows;
+    int n;
+} run_trace;
+
+/* ---- configs.csv: what the runner attempted --------------------------- */
+
+typedef struct {
+    const char *config, *model, *precision, *status, *log;
+    const char *repeat; /* "1", "2", ... or "trace" */
+    int res, batch;
+    bool trace;
+    double seconds;
+} run_attempt;
+
+/* ---- scaling.csv (optional) ------------------------------------------- */
+
+typedef struct {
+    const char *env, *model, *mode;
+    int res, world_size;
+    int nodes, per_rank_batch, global_batch; /* -1 when empty */
+    double step_ms, images_per_s, comm_ms, exposed_comm_ms, efficiency;
+} run_scaling;
+
+/* ---- roofline.csv: roofline points ------------------------------------ */
+
+typedef struct {
+    const char *level;      /* kernel, layer_type, step */
+    const char *name;       /* kernel name, layer type, or "step" */
+    const char *layer, *layer_type, *phase, *source;
+    double count;           /* kernel rows per traced step */
+    double time_share;      /* of the traced step's time */
+    char ceiling[ROOF_CEILING_LEN];
+    roof_point pt;          /* per traced step */
+} roof_row;
+
+typedef struct {
+    const char *env, *model, *precision;
+    int res, batch;
+    int repeats;            /* distinct `repeat` values traced */
+    roof_row *rows;         /* kernels in order of first appearance, then layer types, then the step */
+    int n;
+    double mem_bound_share; /* step time in memory-bound kernels; NaN when unknown */
+} roof_config;
+
+typedef struct {
+    roof_config *configs;
+    int n;
+} roofline;
+
+/* ---- summary.csv: one row per configuration --------------------------- */
+
+/* NaN (and -1 for the counts) means empty: a configuration the runner
+ * attempted without a step row, or a model the cost model does not know. */
+typedef struct {
+    const char *env, *backend, *model, *precision;
+    int res, batch, world_size;
+    int repeats, iters;
+    double ips_median, ips_q1, ips_q3;
+    double step_ms_median;
+    double analytic_gflop;      /* per step of one rank's batch */
+    double achieved_tflops;     /* analytic_gflop / step_ms_median */
+    char ceiling[ROOF_CEILING_LEN];
+    double peak_gflops;
+    double pct_of_peak, mfu;    /* percent */
+    double mem_bound_share;     /* 0..1, from the traced step */
+    char status[RUN_STATUS_LEN];
+    double peak_mem_bytes;      /* from steps.csv (not a column of summary.csv) */
+} summary_row;
+
+typedef struct {
+    summary_row *rows;
+    int n;
+} summary;
+
+/* ---- variability.csv -------------------------------------------------- */
+
+typedef struct {
+    const char *env, *model, *precision;
+    int res, batch;
+    char scope[32];             /* repeat=K, iterations, repeats */
+    int n, outliers;
+    double mean, median, stddev, cv, min, max, ci95_lo, ci95_hi, drift_pct;
+} variability_row;
+
+typedef struct {
+    variability_row *rows;
+    int n;
+} variability;
+
+/* ---- the folder ------------------------------------------------------- */
+
+/* The files of a run folder, for run_load's `want` and `need`. */
+enum {
+    RUN_ENV_JSON = 1 << 0,
+    RUN_PEAKS = 1 << 1,
+    RUN_STEPS = 1 << 2,
+    RUN_KERNELS = 1 << 3,
+    RUN_CONFIGS = 1 << 4,
+    RUN_SCALING = 1 << 5,
+    RUN_ROOFLINE = 1 << 6,
+    RUN_SUMMARY = 1 << 7,
+    RUN_VARIABILITY = 1 << 8,
+    /* what the runner writes, what bin/analyze writes */
+    RUN_INPUTS = RUN_ENV_JSON | RUN_PEAKS | RUN_STEPS | RUN_KERNELS | RUN_CONFIGS | RUN_SCALING,
+    RUN_OUTPUTS = RUN_ROOFLINE | RUN_SUMMARY | RUN_VARIABILITY,
+};
+
+typedef struct run_storage run_storage;
+
+typedef struct {
+    char dir[RUN_PATH_LEN];
+    char env_name[RUN_NAME_LEN]; /* the env column of the first file that has one */
+    unsigned present;            /* RUN_* bits of the files that were read */
+    run_env env;
+    run_roof *roofs;
+    int n_roofs;
+    run_steps *steps;            /* configurations in order of first appearance */
+    int n_steps;
+    run_trace *traces;
+    int n_traces;
+    run_attempt *attempts;
+    int n_attempts;
+    run_scaling *scaling;
+    int n_scaling;
+    roofline roofline;
+    summary summary;
+    variability variability;
+    run_storage *storage;        /* the files' text the strings point into */
+} run_model;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,205 @@
+#include "run_load.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "csv.h"
+#include "run_read.h"
+
+enum { RUN_FILES = 9 };
+
+struct run_storage {
+    csv_table *tables[RUN_FILES];
+};
+
+/* In the order the env name is taken from (the first file that has one). */
+static const struct {
+    unsigned bit;
+    const char *name;
+    int (*read)(run_model *, col_file *);
+} files[RUN_FILES] = {
+    {RUN_SUMMARY, "summary.csv", run_read_summary},
+    {RUN_ROOFLINE, "roofline.csv", run_read_roofline},
+    {RUN_VARIABILITY, "variability.csv", run_read_variability},
+    {RUN_PEAKS, "peaks.csv", run_read_peaks},
+    {RUN_STEPS, "steps.csv", run_read_steps},
+    {RUN_CONFIGS, "configs.csv", run_read_configs},
+    {RUN_SCALING, "scaling.csv", run_read_scaling},
+    {RUN_KERNELS, "kernels.csv", run_read_kernels},
+    {RUN_ENV_JSON, "env.json", NULL},
+};
+
+int run_read_oom(col_file *f)
+{
+    snprintf(f->err, f->err_len, "%s: out of memory", f->path);
+    return -1;
+}
+
+static bool exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+static void take_env_name(run_model *m, const csv_table *t)
+{
+    if (m->env_name[0] || csv_rows(t) == 0)
+        return;
+    const char *env = csv_cell(t, 0, csv_col(t, "env"));
+    if (*env)
+        snprintf(m->env_name, sizeof m->env_name, "%s", env);
+}
+
+/* Summary rows carry the peak memory of their configuration's steps. */
+static void join_peak_memory(run_model *m)
+{
+    for (int i = 0; i < m->summary.n; i++) {
+        summary_row *s = &m->summary.rows[i];
+        for (int k = 0; k < m->n_steps && isnan(s->peak_mem_bytes); k++) {
+            const run_key *key = &m->steps[k].key;
+            if (key->res == s->res && key->batch == s->batch && key->world_size == s->world_size &&
+                strcmp(key->model, s->model) == 0 && strcmp(key->precision, s->precision) == 0 &&
+                strcmp(key->env, s->env) == 0)
+                s->peak_mem_bytes = m->steps[k].peak_mem_bytes;
+        }
+    }
+}
+
+static int check_folder(run_model *m, const char *dir, unsigned need, char *err, size_t err_len)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0) {
+        snprintf(err, err_len, "RUN_DIR '%s': %s (a run folder runs/<ENV>/<ID> was expected)", dir,
+                 strerror(errno));
+        return RUN_LOAD_BAD_INPUT;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(err, err_len, "RUN_DIR '%s' is not a folder (a run folder runs/<ENV>/<ID> was expected)",
+                 dir);
+        return RUN_LOAD_BAD_INPUT;
+    }
+    if (strlen(dir) + 32 >= sizeof m->dir) {
+        snprintf(err, err_len, "RUN_DIR '%.80s...' is too long", dir);
+        return RUN_LOAD_BAD_INPUT;
+    }
+    snprintf(m->dir, sizeof m->dir, "%s", dir);
+    if (need) /* the file that is needed says more than "no run files" */
+        return RUN_LOAD_OK;
+    for (int i = 0; i < RUN_FILES; i++) {
+        char path[RUN_PATH_LEN + 32];
+        snprintf(path, sizeof path, "%s/%s", dir, files[i].name);
+        if (exists(path))
+            return RUN_LOAD_OK;
+    }
+    snprintf(err, err_len, "RUN_DIR '%s' holds no run files (steps.csv, peaks.csv, kernels.csv, "
+                           "configs.csv, env.json, ...): not a run folder", dir);
+    return RUN_LOAD_BAD_INPUT;
+}
+
+int run_load(run_model *m, const char *dir, unsigned want, unsigned need, char *err,
+             size_t err_len)
+{
+    memset(m, 0, sizeof *m);
+    int status = check_folder(m, dir, need, err, err_len);
+    if (status)
+        return status;
+    m->storage = calloc(1, sizeof *m->storage);
+    if (!m->storage) {
+        snprintf(err, err_len, "%s: out of memory", dir);
+        return RUN_LOAD_FAILED;
+    }
+    for (int i = 0; i < RUN_FILES; i++) {
+        if (!((want | need) & files[i].bit))
+            continue;
+        char path[RUN_PATH_LEN + 32];
+        snprintf(path, sizeof path, "%s/%s", dir, files[i].name);
+        if (!exists(path)) {
+            if (need & files[i].bit) {
+                snprintf(err, err_len, "%s: cannot open: %s", path, strerror(ENOENT));
+                run_free(m);
+                return RUN_LOAD_BAD_INPUT;
+            }
+            continue;
+        }
+        m->present |= files[i].bit;
+        if (!files[i].read) {
+            if (run_read_env(&m->env, path)) {
+                snprintf(err, err_len, "%s: out of memory", path);
+                run_free(m);
+                return RUN_LOAD_FAILED;
+            }
+            continue;
+        }
+        csv_table *t = csv_read(path, err, err_len);
+        if (!t) {
+            run_free(m);
+            return RUN_LOAD_BAD_INPUT;
+        }
+        m->storage->tables[i] = t;
+        take_env_name(m, t);
+        col_file f = {t, path, err, err_len};
+        if (files[i].read(m, &f)) {
+            run_free(m);
+            return RUN_LOAD_BAD_INPUT;
+        }
+    }
+    join_peak_memory(m);
+    return RUN_LOAD_OK;
+}
+
+void run_free(run_model *m)
+{
+    free(m->env.items);
+    free(m->roofs);
+    for (int k = 0; m->steps && k < m->n_steps; k++) {
+        free(m->steps[k].step_ms);
+        free(m->steps[k].images_per_s);
+        free(m->steps[k].repeat);
+    }
+    free(m->steps);
+    if (m->traces)
+        free(m->traces[0].rows); /* one array, the traces slices of it */
+    free(m->traces);
+    free(m->attempts);
+    free(m->scaling);
+    for (int k = 0; m->roofline.configs && k < m->roofline.n; k++)
+        free(m->roofline.configs[k].rows);
+    free(m->roofline.configs);
+    free(m->summary.rows);
+    free(m->variability.rows);
+    for (int i = 0; m->storage && i < RUN_FILES; i++)
+        csv_free(m->storage->tables[i]);
+    free(m->storage);
+    memset(m, 0, sizeof *m);
+}
+
+run_model *run_load_many(char **dirs, int n, unsigned want, unsigned need, int *status,
+                         char *err, size_t err_len)
+{
+    run_model *runs = calloc((size_t)n + 1, sizeof *runs);
+    if (!runs) {
+        snprintf(err, err_len, "out of memory");
+        *status = RUN_LOAD_FAILED;
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        *status = run_load(&runs[i], dirs[i], want, need, err, err_len);
+        if (*status) {
+            run_free_many(runs, i);
+            return NULL;
+        }
+    }
+    *status = RUN_LOAD_OK;
+    return runs;
+}
+
+void run_free_many(run_model *runs, int n)
+{
+    for (int i = 0; runs && i < n; i++)
+        run_free(&runs[i]);
+    free(runs);
+}
