@@ -74,3 +74,9 @@ int col_int(col_file *f, int row, int col, const col_rule *rule, int *out)
     *out = isnan(v) ? -1 : (int)v;
     return 0;
 }
+
+int col_oom(col_file *f)
+{
+    snprintf(f->err, f->err_len, "%s: out of memory", f->path);
+    return -1;
+}

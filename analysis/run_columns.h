@@ -51,4 +51,7 @@ int col_int(col_file *f, int row, int col, const col_rule *rule, int *out);
 /* "path:LINE: " + message, for the errors the files' own rules find. */
 void col_error(col_file *f, int row, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* "path: out of memory"; returns -1. */
+int col_oom(col_file *f);
+
 #endif

@@ -33,12 +33,6 @@ static const struct {
     {RUN_ENV_JSON, "env.json", NULL},
 };
 
-int run_read_oom(col_file *f)
-{
-    snprintf(f->err, f->err_len, "%s: out of memory", f->path);
-    return -1;
-}
-
 static bool exists(const char *path)
 {
     struct stat st;

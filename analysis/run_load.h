@@ -29,9 +29,6 @@ run_model *run_load_many(char **dirs, int n, unsigned want, unsigned need, int *
                          char *err, size_t err_len);
 void run_free_many(run_model *runs, int n);
 
-/* The value of an env.json key ("cpu.model", "ranks[1].host"), or NULL. */
-const char *run_env_get(const run_env *env, const char *key);
-
 #ifdef __cplusplus
 }
 #endif

@@ -7,6 +7,7 @@
 
 #include "run.h"
 #include "run_columns.h"
+#include "run_env.h"
 
 int run_read_peaks(run_model *m, col_file *f);
 int run_read_steps(run_model *m, col_file *f);
@@ -17,12 +18,5 @@ int run_read_roofline(run_model *m, col_file *f);
 int run_read_summary(run_model *m, col_file *f);
 int run_read_variability(run_model *m, col_file *f);
 
-/* env.json (never an error: see run_env in run.h); -1 only out of memory. */
-int run_read_env(run_env *env, const char *path);
-/* The scan of env.json's text buf[0..len-1] (need not end in a NUL). */
-int run_env_parse(run_env *env, const char *buf, size_t len);
-
-/* "out of memory" naming the file; returns -1. */
-int run_read_oom(col_file *f);
 
 #endif

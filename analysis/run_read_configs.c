@@ -19,7 +19,7 @@ int run_read_configs(run_model *m, col_file *f)
     int n = csv_rows(f->t);
     m->attempts = calloc((size_t)n + 1, sizeof *m->attempts);
     if (!m->attempts)
-        return run_read_oom(f);
+        return col_oom(f);
     for (int i = 0; i < n; i++) {
         run_attempt *a = &m->attempts[i];
         if (col_int(f, i, cols[1], &COL_COUNT_1, &a->res) ||
@@ -56,7 +56,7 @@ int run_read_scaling(run_model *m, col_file *f)
     int n = csv_rows(f->t);
     m->scaling = calloc((size_t)n + 1, sizeof *m->scaling);
     if (!m->scaling)
-        return run_read_oom(f);
+        return col_oom(f);
     for (int i = 0; i < n; i++) {
         run_scaling *s = &m->scaling[i];
         if (col_int(f, i, cols[1], &COL_COUNT_1, &s->res) ||

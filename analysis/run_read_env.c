@@ -7,8 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "run_load.h"
-#include "run_read.h"
+#include "run_env.h"
 
 enum { ENV_MAX_BYTES = 4 << 20, ENV_MAX_DEPTH = 32 };
 

@@ -51,7 +51,7 @@ int run_read_kernels(run_model *m, col_file *f)
     run_kernel *rows = calloc((size_t)n + 1, sizeof *rows);
     int rc = -1;
     if (!parsed || !trace_of || !m->traces || !rows) {
-        run_read_oom(f);
+        col_oom(f);
         goto done;
     }
     for (int i = 0; i < n; i++) {

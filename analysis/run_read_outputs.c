@@ -67,7 +67,7 @@ int run_read_roofline(run_model *m, col_file *f)
     int *config_of = malloc(((size_t)n + 1) * sizeof *config_of);
     int rc = -1;
     if (!rl->configs || !rows || !config_of) {
-        run_read_oom(f);
+        col_oom(f);
         goto done;
     }
     for (int i = 0; i < n; i++) {
@@ -108,7 +108,7 @@ int run_read_roofline(run_model *m, col_file *f)
     for (int k = 0; k < rl->n; k++) {
         rl->configs[k].rows = malloc(((size_t)rl->configs[k].n + 1) * sizeof *rows);
         if (!rl->configs[k].rows) {
-            run_read_oom(f);
+            col_oom(f);
             goto done;
         }
         rl->configs[k].n = 0;
@@ -148,7 +148,7 @@ int run_read_summary(run_model *m, col_file *f)
     int n = csv_rows(f->t);
     m->summary.rows = calloc((size_t)n + 1, sizeof *m->summary.rows);
     if (!m->summary.rows)
-        return run_read_oom(f);
+        return col_oom(f);
     for (int i = 0; i < n; i++) {
         summary_row *s = &m->summary.rows[i];
         if (col_int(f, i, cols[2], &COL_COUNT_1, &s->res) ||
@@ -190,7 +190,7 @@ int run_read_variability(run_model *m, col_file *f)
     int n = csv_rows(f->t);
     m->variability.rows = calloc((size_t)n + 1, sizeof *m->variability.rows);
     if (!m->variability.rows)
-        return run_read_oom(f);
+        return col_oom(f);
     for (int i = 0; i < n; i++) {
         variability_row *v = &m->variability.rows[i];
         if (col_int(f, i, cols[2], &COL_COUNT_1, &v->res) ||

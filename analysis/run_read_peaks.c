@@ -44,7 +44,7 @@ int run_read_peaks(run_model *m, col_file *f)
     int n = csv_rows(f->t);
     m->roofs = calloc((size_t)n + 1, sizeof *m->roofs);
     if (!m->roofs)
-        return run_read_oom(f);
+        return col_oom(f);
     for (int i = 0; i < n; i++) {
         run_roof *r = &m->roofs[i];
         r->ceiling = col_text(f, i, cols[0]);

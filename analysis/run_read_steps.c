@@ -93,7 +93,7 @@ static int group(run_model *m, col_file *f, step_in *in, int n)
 {
     step_in **sorted = malloc(((size_t)n + 1) * sizeof *sorted);
     if (!sorted)
-        return run_read_oom(f);
+        return col_oom(f);
     for (int i = 0; i < n; i++)
         sorted[i] = &in[i];
     qsort(sorted, (size_t)n, sizeof *sorted, cmp_step);
@@ -118,7 +118,7 @@ static int group(run_model *m, col_file *f, step_in *in, int n)
             if (!isnan(sorted[j]->mem) && !(sorted[j]->mem <= c->peak_mem_bytes))
                 c->peak_mem_bytes = sorted[j]->mem;
         if (fill_config(c, sorted + i, rank0 - i))
-            rc = run_read_oom(f);
+            rc = col_oom(f);
         i = end;
     }
     free(sorted);
@@ -136,7 +136,7 @@ int run_read_steps(run_model *m, col_file *f)
     m->steps = calloc((size_t)n + 1, sizeof *m->steps);
     if (!in || !m->steps) {
         free(in);
-        return run_read_oom(f);
+        return col_oom(f);
     }
     int rc = 0;
     for (int i = 0; i < n && !rc; i++) {

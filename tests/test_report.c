@@ -18,7 +18,7 @@
 #include "../analysis/report/report_doc.h"
 #include "../analysis/roofs.h"
 #include "../analysis/run_load.h"
-#include "../analysis/run_read.h"
+#include "../analysis/run_env.h"
 #include "helpers.h"
 
 /* ---- the hand-made run folder ---------------------------------------------

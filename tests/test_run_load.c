@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../analysis/run_env.h"
 #include "../analysis/run_load.h"
 #include "helpers.h"
 

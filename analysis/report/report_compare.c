@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 
 #include "../roofs.h"
-#include "../run_load.h"
+#include "../run_env.h"
 #include "report_build.h"
 #include "report_sections.h"
 
