@@ -305,7 +305,7 @@ void csv_put_field(FILE *f, const char *s)
     if (!s)
         return;
     if (!strpbrk(s, ",\"\n\r")) {
-        fputs(s, f);
+        fputs_unlocked(s, f);
         return;
     }
     fputc('"', f);
@@ -323,15 +323,29 @@ const char *csv_format_num(char buf[CSV_NUM_LEN], double v)
     if (!isfinite(v))
         return buf;
     /* counts (FLOPs, bytes, ns) stay exact; everything else reads as measured */
-    if (v == floor(v) && fabs(v) < 1e15)
+    if (v == floor(v) && fabs(v) < 1e15 && !signbit(v)) {
+        /* the digits of a count by hand: what "%.0f" writes, at a fraction of
+         * its cost (roofline.csv holds hundreds of thousands of them) */
+        long long n = (long long)v;
+        char digits[24];
+        int len = 0;
+        do {
+            digits[len++] = (char)('0' + n % 10);
+            n /= 10;
+        } while (n > 0);
+        for (int i = 0; i < len; i++)
+            buf[i] = digits[len - 1 - i];
+        buf[len] = '\0';
+    } else if (v == floor(v) && fabs(v) < 1e15) {
         snprintf(buf, CSV_NUM_LEN, "%.0f", v);
-    else
+    } else {
         snprintf(buf, CSV_NUM_LEN, "%.6g", v);
+    }
     return buf;
 }
 
 void csv_put_num(FILE *f, double v)
 {
     char buf[CSV_NUM_LEN];
-    fputs(csv_format_num(buf, v), f);
+    fputs_unlocked(csv_format_num(buf, v), f);
 }
