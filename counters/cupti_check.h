@@ -4,7 +4,8 @@
  * writes "file:line: call: CUPTI's text" into the caller's err buffer and
  * returns from the enclosing int function: the CUptiResult value (> 0) for a
  * CUPTI call, so that gpu_fallback.h can classify it, -1 for a CUDA call.
- * Both macros need `err` and `err_len` in scope. */
+ * Both macros need `err` and `err_len` in scope. (CUDA_OR_RETURN, not CUDA_TRY:
+ * models/cuda has a CUDA_TRY of its own that records into the backend.) */
 #ifndef ROOFLINE_CUPTI_CHECK_H
 #define ROOFLINE_CUPTI_CHECK_H
 
@@ -37,7 +38,7 @@ static inline int cuda_failed(cudaError_t e, const char *call, const char *file,
             return cupti_failed(r_, #call, __FILE__, __LINE__, err, err_len);                 \
     } while (0)
 
-#define CUDA_TRY(call)                                                                        \
+#define CUDA_OR_RETURN(call)                                                                  \
     do {                                                                                      \
         cudaError_t e_ = (call);                                                              \
         if (e_ != cudaSuccess)                                                                \

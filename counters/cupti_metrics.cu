@@ -210,8 +210,8 @@ int current_context(CUcontext *ctx, char *err, size_t err_len)
     typedef CUresult(CUDAAPI * get_current)(CUcontext *);
     void *fn = nullptr;
     cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-    CUDA_TRY(cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &fn, 12000, cudaEnableDefault,
-                                              &found));
+    CUDA_OR_RETURN(cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &fn, 12000,
+                                                    cudaEnableDefault, &found));
     if (!fn || found != cudaDriverEntryPointSuccess) {
         snprintf(err, err_len, "the driver has no cuCtxGetCurrent entry point");
         return -1;
@@ -307,13 +307,13 @@ int open_steps(cupti_metrics *m, precision prec, const gpu_metric_options *mo,
                gpu_metric_info *info, char *err, size_t err_len)
 {
     int current = -1;
-    CUDA_TRY(cudaGetDevice(&current));
+    CUDA_OR_RETURN(cudaGetDevice(&current));
     if (current != m->device) {
         snprintf(err, err_len, "device %d is current, the metric pass was asked for device %d",
                  current, m->device);
         return -1;
     }
-    CUDA_TRY(cudaFree(nullptr)); /* the primary context exists from here */
+    CUDA_OR_RETURN(cudaFree(nullptr)); /* the primary context exists from here */
 
     auto init = PARAMS(CUpti_Profiler_Initialize_Params);
     CUPTI_CHECK(cuptiProfilerInitialize(&init));
@@ -384,7 +384,7 @@ int stop_steps(cupti_metrics *m, gpu_metric_pass *out, char *err, size_t err_len
     stop.pRangeProfilerObject = m->profiler;
     CUPTI_CHECK(cuptiRangeProfilerStop(&stop));
     m->started = false;
-    CUDA_TRY(synced);
+    CUDA_OR_RETURN(synced);
     if (!stop.isAllPassSubmitted) {
         /* kernel replay runs every pass inside each launch: cannot happen */
         snprintf(err, err_len, "the range profiler left passes unsubmitted (at pass %zu)",

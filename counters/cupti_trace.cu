@@ -12,6 +12,7 @@
 #include <cstring>
 #include <cxxabi.h>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -42,8 +43,11 @@ struct trace_context {
 /* CUPTI's buffer callbacks take no user pointer, so the running trace is
  * reachable only through this one pointer: set by cupti_trace_start, cleared
  * by cupti_trace_stop after the last flush. Buffers completed while it is
- * null (none should be) are freed unread. */
+ * null (none should be) are freed unread. The count of callbacks under way
+ * lets the stop wait for one that read the pointer just before it was cleared
+ * (it counts itself before reading it) before the context is freed. */
 std::atomic<trace_context *> running{nullptr};
+std::atomic<int> callbacks_under_way{0};
 
 void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
 {
@@ -79,6 +83,7 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t *buff
                                size_t valid)
 {
     (void)size;
+    callbacks_under_way++;
     trace_context *t = running.load();
     if (t) {
         std::lock_guard<std::mutex> guard(t->lock);
@@ -93,6 +98,7 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t *buff
         if (cuptiActivityGetNumDroppedRecords(context, stream, &dropped) == CUPTI_SUCCESS)
             t->dropped += dropped;
     }
+    callbacks_under_way--;
     free(buffer);
 }
 
@@ -126,16 +132,16 @@ int disable_kinds(int enabled, char *err, size_t err_len)
 int check_device(int device, char *err, size_t err_len)
 {
     int count = 0;
-    CUDA_TRY(cudaGetDeviceCount(&count));
+    CUDA_OR_RETURN(cudaGetDeviceCount(&count));
     int current = -1;
-    CUDA_TRY(cudaGetDevice(&current));
+    CUDA_OR_RETURN(cudaGetDevice(&current));
     if (current != device) {
         snprintf(err, err_len, "device %d is current, the trace was asked for device %d",
                  current, device);
         return -1;
     }
     /* the context must exist before the kinds are enabled on it */
-    CUDA_TRY(cudaFree(nullptr));
+    CUDA_OR_RETURN(cudaFree(nullptr));
     return 0;
 }
 
@@ -166,6 +172,8 @@ extern "C" int cupti_trace_start(int device, char *err, size_t err_len)
         char ignored[200];
         disable_kinds(enabled, ignored, sizeof ignored);
         running.store(nullptr);
+        while (callbacks_under_way.load() != 0)
+            std::this_thread::yield();
         gpu_kernel_list_free(&t->kernels);
         delete t;
     }
@@ -174,14 +182,16 @@ extern "C" int cupti_trace_start(int device, char *err, size_t err_len)
 
 extern "C" int cupti_trace_push(uint64_t op, char *err, size_t err_len)
 {
-    CUPTI_CHECK(cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, op));
+    CUPTI_CHECK(
+        cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, op));
     return 0;
 }
 
 extern "C" int cupti_trace_pop(char *err, size_t err_len)
 {
     uint64_t last = 0;
-    CUPTI_CHECK(cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last));
+    CUPTI_CHECK(
+        cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last));
     return 0;
 }
 
@@ -207,10 +217,16 @@ extern "C" int cupti_trace_stop(gpu_kernel_list *out, char *err, size_t err_len)
         rc = disabled;
         snprintf(err, err_len, "%s", disable_err);
     }
+    /* whatever completed between the flush and the disabling */
+    r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    if (r != CUPTI_SUCCESS && rc == 0)
+        rc = cupti_failed(r, "cuptiActivityFlushAll", __FILE__, __LINE__, err, err_len);
+    running.store(nullptr);
+    while (callbacks_under_way.load() != 0)
+        std::this_thread::yield();
     size_t dropped = 0;
     if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS)
         t->dropped += dropped;
-    running.store(nullptr);
 
     if (rc == 0 && t->out_of_memory) {
         snprintf(err, err_len, "out of memory while collecting the activity records");

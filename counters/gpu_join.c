@@ -1,6 +1,7 @@
 #include "gpu_join.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gpu_ops.h"
@@ -38,8 +39,21 @@ static void describe(const char *name, uint64_t op, char *buf, size_t len)
     snprintf(buf, len, "%.80s%s (%s)", name, strlen(name) > 80 ? "..." : "", where);
 }
 
-int gpu_join(const gpu_kernel_list *timing, const gpu_metric_pass *metric, int *map, char *err,
-             size_t err_len)
+static bool same_name(const char *a, const char *b, char *(*demangle)(const char *name))
+{
+    if (strcmp(a, b) == 0)
+        return true;
+    if (!demangle)
+        return false;
+    char *da = demangle(a), *db = demangle(b);
+    bool same = da && db && strcmp(da, db) == 0;
+    free(da);
+    free(db);
+    return same;
+}
+
+int gpu_join(const gpu_kernel_list *timing, const gpu_metric_pass *metric,
+             char *(*demangle)(const char *name), int *map, char *err, size_t err_len)
 {
     if (metric->dropped) {
         snprintf(err, err_len,
@@ -93,7 +107,7 @@ int gpu_join(const gpu_kernel_list *timing, const gpu_metric_pass *metric, int *
             return -1;
         }
         const gpu_launch *m = &metric->launch[k];
-        if (strcmp(t->name, m->name) != 0 || t->op != m->op) {
+        if (t->op != m->op || !same_name(t->name, m->name, demangle)) {
             char a[160], b[160];
             describe(t->name, t->op, a, sizeof a);
             describe(m->name, m->op, b, sizeof b);

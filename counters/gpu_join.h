@@ -24,9 +24,12 @@ bool gpu_kernel_is_comm(const gpu_kernel *k);
 
 /* Fills map[i] (timing->n entries) with the range of timing kernel i, or -1
  * for a communication kernel. The timing kernels must be in launch order
- * (gpu_kernel_list_sort). Returns 0, or -1 with one line in err. */
-int gpu_join(const gpu_kernel_list *timing, const gpu_metric_pass *metric, int *map, char *err,
-             size_t err_len);
+ * (gpu_kernel_list_sort). Names are compared as given (both passes see the
+ * mangled names) and, where they differ, once more demangled when `demangle`
+ * (malloc'd result) is not NULL, in case one API gave a readable name. Returns
+ * 0, or -1 with one line in err. */
+int gpu_join(const gpu_kernel_list *timing, const gpu_metric_pass *metric,
+             char *(*demangle)(const char *name), int *map, char *err, size_t err_len);
 
 #ifdef __cplusplus
 }

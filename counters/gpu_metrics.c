@@ -20,7 +20,8 @@ static const char *const fixed_metrics[] = {
     "smsp__sass_thread_inst_executed_op_hfma_pred_on",
 };
 enum { N_FIXED = sizeof fixed_metrics / sizeof fixed_metrics[0] };
-_Static_assert((int)N_FIXED == (int)GPU_METRIC_TENSOR, "one fixed metric per role before the tensor ones");
+_Static_assert((int)N_FIXED == (int)GPU_METRIC_TENSOR,
+               "one fixed metric per role, before the tensor ones");
 
 static const char PER_CLASS_PREFIX[] = "sm__ops_path_tensor_op_";
 static const char AGGREGATE_PREFIX[] = "sm__ops_path_tensor_src_";
@@ -102,8 +103,8 @@ int gpu_tensor_metrics_choose(const char *const *counters, size_t n_counters, pr
     for (int t = 0; t < n_types; t++) {
         bool per_class = count_class(counters, n_counters, PER_CLASS_PREFIX, types[t]) > 0;
         bool aggregate = count_class(counters, n_counters, AGGREGATE_PREFIX, types[t]) > 0;
-        const char *prefix =
-            per_class && (!opt->tensor_aggregate || !aggregate) ? PER_CLASS_PREFIX : AGGREGATE_PREFIX;
+        bool use_class = per_class && (!opt->tensor_aggregate || !aggregate);
+        const char *prefix = use_class ? PER_CLASS_PREFIX : AGGREGATE_PREFIX;
         n = collect(counters, n_counters, prefix, types[t], chosen, n, GPU_METRICS_MAX);
     }
     /* a counter and its dst split both chosen: keep the counter */

@@ -102,8 +102,8 @@ static int metric_end(void *ctx, int layer, pass phase, char *err, size_t err_le
 /* ---- the passes ------------------------------------------------------------ */
 
 /* Runs one step with the timing observer; the kernels in launch order. */
-static int timing_pass(const gpu_passes *p, step_driver *d, gpu_kernel_list *kernels, gpu_trace_result *result, char *err,
-                       size_t err_len)
+static int timing_pass(const gpu_passes *p, step_driver *d, gpu_kernel_list *kernels,
+                       gpu_trace_result *result, char *err, size_t err_len)
 {
     observer_state s = {.p = p, .inner = d->grad_hooks};
     step_grad_hooks saved = d->grad_hooks;
@@ -183,6 +183,7 @@ static int metric_pass(const gpu_passes *p, step_driver *d, precision prec,
         return -1;
     }
     gpu_cause_line(cause, why, result->why, sizeof result->why);
+    result->replay_passes = result->metrics = 0;
     *fell_back = true;
     return 0;
 }
@@ -312,7 +313,7 @@ int gpu_trace_step_with(const gpu_passes *p, step_driver *d, int batch, precisio
                 snprintf(err, err_len, "out of memory joining %d kernels", kernels.n);
                 goto done;
             }
-            if (gpu_join(&kernels, &metric, map, why, sizeof why)) {
+            if (gpu_join(&kernels, &metric, p->demangle, map, why, sizeof why)) {
                 snprintf(err, err_len, "joining the timing and metric passes: %s", why);
                 goto done;
             }

@@ -314,8 +314,9 @@ static void check_ffma(const buffers &bf)
     if (p.n_ranges == 1) {
         double want = 2.0 * FFMA_N * FFMA_BLOCKS * FFMA_THREADS;
         const gpu_counts &c = p.counts[0];
-        expect(c.flops_fp32 == want, "FFMA kernel: fp32 FLOPs %.0f == 2 x %d FFMA x %d threads = %.0f",
-               c.flops_fp32, FFMA_N, FFMA_BLOCKS * FFMA_THREADS, want);
+        expect(c.flops_fp32 == want,
+               "FFMA kernel: fp32 FLOPs %.0f == 2 x %d FFMA x %d threads = %.0f", c.flops_fp32,
+               FFMA_N, FFMA_BLOCKS * FFMA_THREADS, want);
         expect(c.flops_fp64 == 0 && c.flops_fp16 == 0 && c.flops_tensor == 0,
                "FFMA kernel: no other FLOP (fp64 %.0f, fp16 %.0f, tensor %.0f)", c.flops_fp64,
                c.flops_fp16, c.flops_tensor);
