@@ -195,6 +195,25 @@ extern "C" int cupti_trace_pop(char *err, size_t err_len)
     return 0;
 }
 
+extern "C" int cupti_trace_discard(char *err, size_t err_len)
+{
+    trace_context *t = running.load();
+    if (!t) {
+        snprintf(err, err_len, "no CUPTI trace is running");
+        return -1;
+    }
+    CUDA_OR_RETURN(cudaDeviceSynchronize());
+    CUPTI_CHECK(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+    std::lock_guard<std::mutex> guard(t->lock);
+    gpu_kernel_list_free(&t->kernels);
+    t->external.clear();
+    size_t dropped = 0;
+    cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped); /* resets the count */
+    t->dropped = 0;
+    t->out_of_memory = false;
+    return 0;
+}
+
 extern "C" int cupti_trace_stop(gpu_kernel_list *out, char *err, size_t err_len)
 {
     trace_context *t = running.load();

@@ -26,6 +26,9 @@ int cupti_trace_start(int device, char *err, size_t err_len);
 int cupti_trace_push(uint64_t op, char *err, size_t err_len);
 int cupti_trace_pop(char *err, size_t err_len);
 
+/* Waits for the device and forgets every record so far (warm-up steps). */
+int cupti_trace_discard(char *err, size_t err_len);
+
 /* Waits for the device, collects the kernels (in no particular order) into
  * *out, stops recording. Always stops, even when it fails. */
 int cupti_trace_stop(gpu_kernel_list *out, char *err, size_t err_len);

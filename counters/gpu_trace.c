@@ -102,8 +102,9 @@ static int metric_end(void *ctx, int layer, pass phase, char *err, size_t err_le
 /* ---- the passes ------------------------------------------------------------ */
 
 /* Runs one step with the timing observer; the kernels in launch order. */
-static int timing_pass(const gpu_passes *p, step_driver *d, gpu_kernel_list *kernels,
-                       gpu_trace_result *result, char *err, size_t err_len)
+static int timing_pass(const gpu_passes *p, step_driver *d, int warmup,
+                       gpu_kernel_list *kernels, gpu_trace_result *result, char *err,
+                       size_t err_len)
 {
     observer_state s = {.p = p, .inner = d->grad_hooks};
     step_grad_hooks saved = d->grad_hooks;
@@ -114,9 +115,17 @@ static int timing_pass(const gpu_passes *p, step_driver *d, gpu_kernel_list *ker
         .before_update = saved.before_update ? comm_before_update : NULL,
     };
     float loss;
-    double t0 = now_seconds();
-    int rc = step_run(d, &loss);
-    result->step_ms = (now_seconds() - t0) * 1e3;
+    int rc = 0, discarded = 0;
+    char discard_err[300] = "";
+    for (int w = 0; w < warmup && rc == 0; w++)
+        rc = step_run(d, &loss);
+    if (rc == 0 && warmup > 0)
+        discarded = p->timing_discard(p->ctx, discard_err, sizeof discard_err);
+    if (rc == 0 && discarded == 0) {
+        double t0 = now_seconds();
+        rc = step_run(d, &loss);
+        result->step_ms = (now_seconds() - t0) * 1e3;
+    }
     d->observer = (step_observer){0};
     d->grad_hooks = saved;
 
@@ -124,6 +133,10 @@ static int timing_pass(const gpu_passes *p, step_driver *d, gpu_kernel_list *ker
     int stop_rc = p->timing_stop(p->ctx, kernels, stop_err, sizeof stop_err);
     if (rc) {
         snprintf(err, err_len, "traced step: %s", step_error(d));
+        return -1;
+    }
+    if (discarded) {
+        snprintf(err, err_len, "timing pass: %s", discard_err);
         return -1;
     }
     if (stop_rc) {
@@ -293,7 +306,7 @@ int gpu_trace_step_with(const gpu_passes *p, step_driver *d, int batch, precisio
     gpu_row *rows = NULL;
     int *map = NULL;
     int status = -1;
-    if (timing_pass(p, d, &kernels, result, err, err_len) ||
+    if (timing_pass(p, d, opt->timing_warmup, &kernels, result, err, err_len) ||
         make_rows(p, &kernels, &rows, err, err_len))
         goto done;
 

@@ -46,6 +46,10 @@ typedef struct {
     gpu_counters counters;
     gpu_metric_options metrics; /* which tensor counters (zero: the step's precision) */
     int device;                 /* the CUDA device the backend runs on */
+    /* steps run under the Activity API and thrown away before the timed one,
+     * so that CUPTI's first-launch work on each kernel is not in step_ms
+     * (each is one more update of the parameters); 0: none */
+    int timing_warmup;
 } gpu_trace_options;
 
 typedef struct {
@@ -86,6 +90,8 @@ typedef struct {
     int (*timing_start)(void *ctx, int device, char *err, size_t err_len);
     int (*push)(void *ctx, uint64_t op, char *err, size_t err_len);
     int (*pop)(void *ctx, char *err, size_t err_len);
+    /* waits for the device and drops what was recorded so far */
+    int (*timing_discard)(void *ctx, char *err, size_t err_len);
     /* waits for the device, collects and stops; called after every start */
     int (*timing_stop)(void *ctx, gpu_kernel_list *out, char *err, size_t err_len);
     int (*metrics_open)(void *ctx, int device, precision prec, const gpu_metric_options *mo,

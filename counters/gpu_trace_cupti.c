@@ -30,6 +30,12 @@ static int pop(void *ctx, char *err, size_t err_len)
     return cupti_trace_pop(err, err_len);
 }
 
+static int timing_discard(void *ctx, char *err, size_t err_len)
+{
+    (void)ctx;
+    return cupti_trace_discard(err, err_len);
+}
+
 static int timing_stop(void *ctx, gpu_kernel_list *out, char *err, size_t err_len)
 {
     (void)ctx;
@@ -79,6 +85,7 @@ int gpu_trace_step(step_driver *d, int batch, precision prec, const gpu_trace_op
         .timing_start = timing_start,
         .push = push,
         .pop = pop,
+        .timing_discard = timing_discard,
         .timing_stop = timing_stop,
         .metrics_open = metrics_open,
         .metrics_start = metrics_start,

@@ -559,6 +559,15 @@ static int fake_pop(void *ctx, char *err, size_t err_len)
     return 0;
 }
 
+static int fake_timing_discard(void *ctx, char *err, size_t err_len)
+{
+    fake_gpu *g = ctx;
+    (void)err;
+    (void)err_len;
+    gpu_kernel_list_free(&g->kernels);
+    return 0;
+}
+
 static int fake_timing_stop(void *ctx, gpu_kernel_list *out, char *err, size_t err_len)
 {
     fake_gpu *g = ctx;
@@ -652,6 +661,7 @@ static gpu_passes fake_passes(fake_gpu *g)
                         .timing_start = fake_timing_start,
                         .push = fake_push,
                         .pop = fake_pop,
+                        .timing_discard = fake_timing_discard,
                         .timing_stop = fake_timing_stop,
                         .metrics_open = fake_metrics_open,
                         .metrics_start = fake_metrics_start,
@@ -1109,6 +1119,14 @@ Test(gpu_trace, timing_only_and_a_captured_step)
     char *text = read_text(r.dir, "kernels.csv");
     cr_expect_eq(count_lines(text), 1 + 2 * TINY_KERNELS);
     free(text);
+
+    /* warm-up steps are run and forgotten */
+    opt.timing_warmup = 2;
+    cr_assert_eq(gpu_trace_step_with(&p, &r.d, 4, PREC_FP32, &opt, r.path, &res, err, sizeof err),
+                 0, "%s", err);
+    cr_expect_eq(res.kernels, TINY_KERNELS);
+    cr_expect_gt(res.step_ms, 0);
+    opt.timing_warmup = 0;
 
     r.d.captured = true;
     cr_expect_eq(gpu_trace_step_with(&p, &r.d, 4, PREC_FP32, &opt, r.path, &res, err, sizeof err),

@@ -333,6 +333,7 @@ static void check_timing_only(const network *net, step_driver *d, const char *di
     gpu_trace_options opt = {};
     opt.env = "gpu-test";
     opt.counters = GPU_COUNTERS_NONE;
+    opt.timing_warmup = 2;
     gpu_trace_result res;
     char err[600] = "";
     int rc = gpu_trace_step(d, 4, PREC_FP32, &opt, path, &res, err, sizeof err);
