@@ -96,7 +96,7 @@ GPU_TESTS := $(patsubst tests/gpu/%.cu,$(BUILD)/tests/gpu/%,$(wildcard tests/gpu
 
 # ---- targets -----------------------------------------------------------------
 .SECONDARY:
-.PHONY: all test test-gpu cuda-compile deps info clean bench report compare FORCE
+.PHONY: all test test-gpu check-gpu cuda-compile deps info clean bench report compare FORCE
 
 all: $(BINS)
 
@@ -144,7 +144,10 @@ test: $(BINS) cuda-compile
 	@$(MAKE) --no-print-directory $(TEST_BIN)
 	$(TEST_BIN) --jobs 2
 
-$(BUILD)/tests/gpu/%: $(BUILD)/cu/tests/gpu/%.o $(LIB)
+# The GPU tests share the direct-loop reference and the layer checks of the
+# unit tests (plain C: no Criterion on a GPU node).
+GPU_TEST_OBJS := $(BUILD)/tests/layer_check.o $(BUILD)/tests/reference.o
+$(BUILD)/tests/gpu/%: $(BUILD)/cu/tests/gpu/%.o $(GPU_TEST_OBJS) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $^ -o $@ $(LDLIBS)
 
@@ -157,6 +160,12 @@ else
 	 if grep -q '^skipped:' <<<"$$out"; then exit 0; fi; [ $$status -eq 0 ] || exit $$status; \
 	 for t in $(filter-out %/device_check,$(GPU_TESTS)); do echo "== $$t"; $$t || exit 1; done
 endif
+
+# The one command that validates a GPU node (scripts/check_gpu.sh): build for
+# the GPU present, test-gpu, the gpu-quick row with its report, PyTorch side
+# by side. OUT=dir keeps the results elsewhere.
+check-gpu:
+	@scripts/check_gpu.sh $(if $(OUT),OUT='$(OUT)')
 
 deps:
 	@scripts/deps.sh

@@ -1,51 +1,56 @@
-/* bin/train: fixed-iteration training steps of a zoo model on synthetic data;
- * one steps.csv row per timed iteration and one summary line. */
+/* bin/train: fixed-iteration training steps of a zoo model on one fixed
+ * batch, on the CPU (oneDNN) or a GPU (cuDNN, cuBLASLt); one steps.csv row per
+ * timed iteration and one summary line. Options are checked, outputs included,
+ * before any work (bench/train/train_run.c does the work). */
+#include <ctype.h>
 #include <getopt.h>
-#include <math.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "../models/init.h"
 #include "../models/data.h"
-#include "../models/step.h"
 #include "../models/zoo.h"
-#include "../counters/step_trace.h"
 #include "cli.h"
+#include "train/train_run.h"
 #ifdef HAVE_DNNL
 #include "../models/cpu/cpu_backend.h"
+#endif
+#ifdef HAVE_CUDA
+#include "../models/cuda/cuda_backend.h"
 #endif
 
 static const char *const prog = "train";
 
 typedef struct {
-    const char *model, *out, *env, *backend;
-    const char *trace;          /* kernels.csv of one traced step, or NULL */
-    bool use_perf;              /* --counters perf: try the CPU's FLOP counters */
-    const char *cifar_dir;      /* NULL: synthetic data */
-    int res, classes, batch, warmup, iters, threads, repeat;
-    uint64_t seed;
-    float lr;
-    precision prec;
+    train_options run;
+    const char *backend;        /* cpu, cuda, auto */
+    bool counters_given;
 } options;
 
 static void print_help(void)
 {
-    printf("usage: train --model M [--res R] [--classes K] [--batch N] [--precision fp32]\n"
+    printf("usage: train --model M [--res R] [--classes K] [--batch N] [--precision P]\n"
            "             [--warmup W] [--iters I] [--threads T] [--seed S] [--lr X]\n"
            "             [--data synthetic|cifar10:DIR] [--repeat K] [--env NAME] [--out steps.csv]\n"
-           "             [--backend cpu|cuda|auto] [--trace kernels.csv] [--counters perf|analytic]\n"
+           "             [--backend cpu|cuda|auto] [--device D] [--graph] [--workspace-mb MB]\n"
+           "             [--no-fusion] [--trace kernels.csv] [--counters perf|analytic|cupti]\n"
            "Fixed-iteration training steps (forward, backward, SGD momentum 0.9, weight\n"
-           "decay 5e-4). Defaults: batch 32, warmup 5, iters 20, threads = all cores,\n"
-           "seed 1, synthetic data, backend auto, and lr = base x batch / 256 (the\n"
-           "linear-scaling rule; base 0.1 as torchvision's recipe, 0.01 for vgg16):\n"
-           "e.g. resnet50 at batch 8: 0.003125, vgg16 at batch 4: 0.00015625.\n"
-           "--trace adds one step after the timed ones in which every layer's passes are\n"
-           "timed alone; its rows go to kernels.csv with FLOPs from the CPU's counters\n"
-           "(--counters perf, the default, where the PMU allows) or the analytic model.\n");
+           "decay 5e-4) on one fixed batch. Defaults: batch 32, warmup 5, iters 20,\n"
+           "threads = all cores, seed 1, synthetic data, precision fp32, backend auto (the\n"
+           "GPU when there is one), and lr = base x batch / 256 (the linear-scaling rule;\n"
+           "base 0.1 as torchvision's recipe, 0.01 for vgg16): e.g. resnet50 at batch 8:\n"
+           "0.003125, vgg16 at batch 4: 0.00015625, any model at batch 256: its base.\n"
+           "Precisions: fp32 (no tensor cores; the cpu backend's only one), tf32, fp16\n"
+           "(fp32 master weights, dynamic loss scale), bf16 (tensor cores, NHWC).\n"
+           "cuda only: --graph captures the step once as a CUDA graph and replays it;\n"
+           "--workspace-mb caps cuDNN's workspace (default 1024); --no-fusion runs every\n"
+           "layer as its own kernels (to measure what fusion gains).\n"
+           "--trace adds one step after the timed ones whose kernels (GPU: CUPTI, per\n"
+           "kernel) or operations (CPU: each timed alone) go to kernels.csv; FLOPs from\n"
+           "the counters (--counters perf on CPU, cupti on GPU) where allowed, else from\n"
+           "the analytic model (--counters analytic, or when the counters are refused).\n");
 }
 
 static float parse_lr(const char *text)
@@ -55,6 +60,40 @@ static float parse_lr(const char *text)
     if (!*text || *end || !(v > 0.0 && v <= 100.0))
         cli_usage_error(prog, "--lr: '%s' is not a number in (0, 100]", text);
     return (float)v;
+}
+
+/* A label written unquoted into CSV files: letters, digits, '.', '_', '-'. */
+static const char *parse_env(const char *text)
+{
+    bool ok = *text != '\0' && strlen(text) <= 64;
+    for (const char *c = text; ok && *c; c++)
+        ok = isalnum((unsigned char)*c) || *c == '.' || *c == '_' || *c == '-';
+    if (!ok)
+        cli_usage_error(prog, "--env: '%s' is not a name of 1 to 64 letters, digits, '.', '_' "
+                              "or '-'", text);
+    return text;
+}
+
+/* An output file must be writable before minutes of training go into it:
+ * an existing file writable, or a new one's folder. */
+static const char *output_file(const char *option, const char *text)
+{
+    cli_file_option(prog, option, text);
+    if (access(text, F_OK) == 0) {
+        if (access(text, W_OK) != 0)
+            cli_usage_error(prog, "%s: '%s' is not writable", option, text);
+        return text;
+    }
+    char *copy = strdup(text);
+    if (!copy)
+        cli_usage_error(prog, "%s: out of memory", option);
+    const char *dir = dirname(copy);
+    bool ok = access(dir, W_OK | X_OK) == 0;
+    if (!ok)
+        cli_usage_error(prog, "%s: cannot create '%s': its folder '%s' is missing or not "
+                              "writable", option, text, dir);
+    free(copy);
+    return text;
 }
 
 static options parse_options(int argc, char **argv)
@@ -68,258 +107,143 @@ static options parse_options(int argc, char **argv)
         {"data", required_argument, 0, 'd'},    {"repeat", required_argument, 0, 'R'},
         {"env", required_argument, 0, 'e'},     {"out", required_argument, 0, 'o'},
         {"backend", required_argument, 0, 'B'}, {"trace", required_argument, 0, 'T'},
-        {"counters", required_argument, 0, 'C'}, {"help", no_argument, 0, 'h'},
+        {"counters", required_argument, 0, 'C'}, {"device", required_argument, 0, 'D'},
+        {"graph", no_argument, 0, 'G'},         {"workspace-mb", required_argument, 0, 'W'},
+        {"no-fusion", no_argument, 0, 'F'},     {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     const char *accepted = "--model, --res, --classes, --batch, --precision, --warmup, --iters, "
-                           "--threads, --seed, --lr, --data, --repeat, --env, --out, --backend, --trace, --counters";
+                           "--threads, --seed, --lr, --data, --repeat, --env, --out, --backend, "
+                           "--device, --graph, --workspace-mb, --no-fusion, --trace, --counters";
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    options o = {.batch = 32, .warmup = 5, .iters = 20, .threads = cores > 0 ? (int)cores : 1,
-                 .seed = 1, .lr = 0.0f, .prec = PREC_FP32, .env = "local", .backend = "auto",
-                 .use_perf = true};
-    const char *res = NULL, *classes = NULL;
+    cores = cores > 0 ? cores : 1;
+    options o = {.run = {.batch = 32, .warmup = 5, .iters = 20, .threads = (int)cores,
+                         .seed = 1, .prec = PREC_FP32, .env = "local"},
+                 .backend = "auto"};
+    const char *res = NULL, *classes = NULL, *counters = NULL;
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+        train_options *r = &o.run;
         switch (c) {
-        case 'm': o.model = optarg; break;
+        case 'm': r->model = optarg; break;
         case 'r': res = optarg; break;
         case 'k': classes = optarg; break;
-        case 'b': o.batch = cli_int_option(prog, "--batch", optarg, 1, CLI_MAX_BATCH); break;
-        case 'p': o.prec = cli_precision_option(prog, optarg); break;
-        case 'w': o.warmup = cli_int_option(prog, "--warmup", optarg, 0, 1000000); break;
-        case 'i': o.iters = cli_int_option(prog, "--iters", optarg, 1, 1000000); break;
-        case 't': o.threads = cli_int_option(prog, "--threads", optarg, 1, 4096); break;
-        case 's': o.seed = (uint64_t)cli_int_option(prog, "--seed", optarg, 0, 2147483647); break;
-        case 'l': o.lr = parse_lr(optarg); break;
+        case 'b': r->batch = cli_int_option(prog, "--batch", optarg, 1, CLI_MAX_BATCH); break;
+        case 'p': r->prec = cli_precision_option(prog, optarg); break;
+        case 'w': r->warmup = cli_int_option(prog, "--warmup", optarg, 0, 1000000); break;
+        case 'i': r->iters = cli_int_option(prog, "--iters", optarg, 1, 1000000); break;
+        case 't': r->threads = cli_int_option(prog, "--threads", optarg, 1, cores); break;
+        case 's': r->seed = (uint64_t)cli_int_option(prog, "--seed", optarg, 0, 2147483647); break;
+        case 'l': r->lr = parse_lr(optarg); break;
         case 'd':
             if (!strncmp(optarg, "cifar10:", 8) && optarg[8])
-                o.cifar_dir = optarg + 8;
+                r->cifar_dir = optarg + 8;
             else if (strcmp(optarg, "synthetic") != 0)
                 cli_usage_error(prog, "--data: unknown '%s' (accepted: synthetic, cifar10:DIR)",
                                 optarg);
             break;
-        case 'R': o.repeat = cli_int_option(prog, "--repeat", optarg, 0, 1000000); break;
-        case 'e': o.env = optarg; break;
-        case 'o': o.out = optarg; break;
+        case 'R': r->repeat = cli_int_option(prog, "--repeat", optarg, 0, 1000000); break;
+        case 'e': r->env = parse_env(optarg); break;
+        case 'o': r->out = output_file("--out", optarg); break;
         case 'B':
             if (strcmp(optarg, "cpu") && strcmp(optarg, "cuda") && strcmp(optarg, "auto"))
                 cli_usage_error(prog, "--backend: unknown '%s' (accepted: cpu, cuda, auto)", optarg);
             o.backend = optarg;
             break;
-        case 'T': o.trace = optarg; break;
+        case 'T': r->trace = output_file("--trace", optarg); break;
         case 'C':
-            if (strcmp(optarg, "perf") && strcmp(optarg, "analytic"))
-                cli_usage_error(prog, "--counters: unknown '%s' (accepted: perf, analytic)",
+            if (strcmp(optarg, "perf") && strcmp(optarg, "analytic") && strcmp(optarg, "cupti"))
+                cli_usage_error(prog, "--counters: unknown '%s' (accepted: perf, analytic, cupti)",
                                 optarg);
-            o.use_perf = !strcmp(optarg, "perf");
+            counters = optarg;
+            o.counters_given = true;
             break;
+        case 'D': r->device = cli_int_option(prog, "--device", optarg, 0, 63); break;
+        case 'G': r->graph = true; break;
+        case 'W':
+            r->workspace_limit =
+                (int64_t)cli_int_option(prog, "--workspace-mb", optarg, 1, 1 << 20) << 20;
+            break;
+        case 'F': r->no_fusion = true; break;
         case 'h': print_help(); exit(0);
         default: cli_bad_option(prog, c, argv[optind - 1], accepted);
         }
     }
     if (optind < argc)
         cli_usage_error(prog, "unexpected argument '%s' (accepted: %s)", argv[optind], accepted);
-    cli_model_options(prog, o.model, res, classes, &o.res, &o.classes);
-    if (o.lr == 0.0f) /* not given: the model's recipe */
-        o.lr = zoo_default_lr(zoo_find(o.model), o.batch);
-    if (o.prec != PREC_FP32)
-        cli_usage_error(prog, "--precision: %s needs the cuda backend (the cpu backend runs fp32)",
-                        precision_name(o.prec));
-    if (o.cifar_dir && (o.res != CIFAR10_SIDE || o.classes != CIFAR10_CLASSES))
+    train_options *r = &o.run;
+    cli_model_options(prog, r->model, res, classes, &r->res, &r->classes);
+    if (r->lr == 0.0f) /* not given: the model's recipe, scaled to the batch */
+        r->lr = zoo_default_lr(zoo_find(r->model), r->batch);
+    if (r->cifar_dir && (r->res != CIFAR10_SIDE || r->classes != CIFAR10_CLASSES))
         cli_usage_error(prog, "--data: cifar10 needs --res 32 and 10 classes (got %d and %d)",
-                        o.res, o.classes);
-    if (!strcmp(o.backend, "cuda"))
-        cli_usage_error(prog, "--backend: cuda is not built yet (accepted today: cpu, auto)");
+                        r->res, r->classes);
+    if (r->cifar_dir) {
+        char first[4096];
+        snprintf(first, sizeof first, "%s/data_batch_1.bin", r->cifar_dir);
+        if (access(first, R_OK) != 0)
+            cli_usage_error(prog, "--data: cifar10: cannot read %s; expected the binary "
+                                  "version's data_batch_1.bin .. data_batch_5.bin", first);
+    }
+    if (r->out && r->trace && !strcmp(r->out, r->trace))
+        cli_usage_error(prog, "--trace: '%s' is also --out (steps.csv and kernels.csv differ)",
+                        r->trace);
+    r->counters = !counters || !strcmp(counters, "perf") ? COUNTERS_PERF
+                  : !strcmp(counters, "cupti")           ? COUNTERS_CUPTI
+                                                         : COUNTERS_ANALYTIC;
     return o;
 }
 
-static double now_seconds(void)
+/* The backend asked for, or for auto the GPU when one opens; what cannot
+ * run here is a usage error (exit 2) with the reason. */
+static const backend_ops *choose_backend(options *o)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* The process's peak resident memory so far (the CPU backend's footprint). */
-static long long peak_memory_bytes(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (long long)ru.ru_maxrss * 1024;
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Appends rows to steps.csv: the header only for a new or empty file, and a
- * flush per row so an interrupted run keeps every measured iteration. */
-static FILE *open_steps_csv(const char *path)
-{
-    FILE *f = fopen(path, "a");
-    if (!f)
-        return NULL;
-    if (ftell(f) == 0)
-        fprintf(f, "env,backend,model,res,batch,precision,world_size,rank,repeat,iter,step_ms,"
-                   "images_per_s,loss,peak_mem_bytes\n");
-    return f;
-}
-
-#ifdef HAVE_DNNL
-static double median_of(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, compare_doubles);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-/* One traced step after the timed ones, so that tracing never slows them;
- * its operations' durations are set against the untraced median. */
-static int run_trace(const options *o, step_driver *drv, const network *net,
-                     double median)
-{
-    trace_options topt = {.env = o->env, .repeat = o->repeat, .use_perf = o->use_perf};
-    trace_result tr;
-    char err[400];
-    if (trace_step(drv, o->batch, o->prec, &topt, o->trace, &tr, err, sizeof err)) {
-        fprintf(stderr, "%s: --trace: %s\n", prog, err);
-        return 1;
+    train_options *r = &o->run;
+    bool want_cuda = !strcmp(o->backend, "cuda"), automatic = !strcmp(o->backend, "auto");
+    char why[200] = "this build has no CUDA backend (nvcc was not found when it was built)";
+    const backend_ops *ops = NULL;
+#ifdef HAVE_CUDA
+    if (want_cuda || automatic) {
+        int devices = cuda_device_count(why, sizeof why);
+        if (devices > r->device)
+            ops = &cuda_backend_ops;
+        else if (devices > 0)
+            snprintf(why, sizeof why, "no CUDA device %d (%d found)", r->device, devices);
     }
-    if (tr.perf_why[0] && o->use_perf)
-        fprintf(stderr, "%s: trace: FLOPs from the analytic model: %s\n", prog, tr.perf_why);
-    step_cost cost = cost_step(net, o->batch, o->prec, NULL);
-    printf("trace: %d rows to %s (FLOPs %s); operations sum to %.2f ms = %.1f%% of the "
-           "median untraced step (%.2f ms); %.3f GFLOP = %.1f%% of the analytic step\n",
-           tr.rows, o->trace, tr.source, tr.total_ms, 100.0 * tr.total_ms / median, median,
-           tr.flops / 1e9, 100.0 * (double)tr.flops / (double)cost.step_flops);
-    return 0;
-}
-
-/* Warm-up and timed steps; rows to steps.csv as they are measured. On
- * success *median_ms is the median step, then the trace step when asked. */
-static int run_steps(const options *o, const backend_ops *ops, backend *b, const network *net,
-                     double *step_ms, double *median_ms)
-{
-    step_driver drv;
-    if (step_init(&drv, ops, b, net, (sgd_params){o->lr, 0.9f, 5e-4f})) {
-        fprintf(stderr, "%s: out of memory for the step driver\n", prog);
-        return 1;
-    }
-    FILE *csv = NULL;
-    if (o->out && !(csv = open_steps_csv(o->out))) {
-        fprintf(stderr, "%s: cannot open %s for appending\n", prog, o->out);
-        step_free(&drv);
-        return 1;
-    }
-    bool progress = isatty(STDERR_FILENO);
-    int rc = 0;
-    for (int it = -o->warmup; it < o->iters && rc == 0; it++) {
-        float loss;
-        double t0 = now_seconds();
-        if (step_run(&drv, &loss)) {
-            fprintf(stderr, "%s: step %d: %s\n", prog, it, step_error(&drv));
-            rc = 1;
-            break;
-        }
-        double ms = (now_seconds() - t0) * 1e3;
-        if (it >= 0) {
-            step_ms[it] = ms;
-            if (csv) {
-                fprintf(csv, "%s,%s,%s,%d,%d,%s,1,0,%d,%d,%.4f,%.3f,%.6f,%lld\n", o->env,
-                        ops->name, o->model, o->res, o->batch, precision_name(o->prec), o->repeat,
-                        it, ms, o->batch / (ms * 1e-3), loss, peak_memory_bytes());
-                fflush(csv);
-            }
-        }
-        if (progress)
-            fprintf(stderr, "\r%s %s: %s %d/%d  %.1f ms  loss %.4f   ", prog, o->model,
-                    it < 0 ? "warm-up" : "step", it < 0 ? it + o->warmup + 1 : it + 1,
-                    it < 0 ? o->warmup : o->iters, ms, loss);
-    }
-    if (progress)
-        fputc('\n', stderr);
-    if (csv && fclose(csv)) {
-        fprintf(stderr, "%s: writing %s failed\n", prog, o->out);
-        rc = 1;
-    }
-    if (rc == 0) /* sorts step_ms: its rows are written already */
-        *median_ms = median_of(step_ms, o->iters);
-    if (rc == 0 && o->trace)
-        rc = run_trace(o, &drv, net, *median_ms);
-    step_free(&drv);
-    return rc;
-}
-
-static void print_summary(const options *o, const network *net, double median)
-{
-    step_cost cost = cost_step(net, o->batch, o->prec, NULL);
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    printf("%s res %d batch %d %s threads %d: median step %.2f ms, %.2f images/s, "
-           "%.1f GFLOP/s (analytic FLOPs), peak RSS %.0f MiB (analytic footprint %.0f MiB)\n",
-           o->model, o->res, o->batch, precision_name(o->prec), o->threads, median,
-           o->batch / (median * 1e-3), cost.step_flops / (median * 1e-3) / 1e9,
-           ru.ru_maxrss / 1024.0, cost.memory.total / 1048576.0);
-}
 #endif
+    if (!ops && want_cuda)
+        cli_usage_error(prog, "--backend: cuda cannot run here: %s", why);
+    if (!ops) {
+#ifdef HAVE_DNNL
+        ops = &cpu_backend_ops;
+        if (automatic)
+            fprintf(stderr, "%s: no usable GPU (%s): running on the cpu backend\n", prog, why);
+#else
+        cli_usage_error(prog, "--backend: %s cannot run here: no GPU (%s) and no CPU backend "
+                              "(built without oneDNN: run 'make deps', then rebuild)",
+                        o->backend, why);
+#endif
+    }
+    bool cpu = !strcmp(ops->name, "cpu");
+    if (cpu && r->prec != PREC_FP32)
+        cli_usage_error(prog, "--precision: %s needs a GPU (the cpu backend runs fp32)",
+                        precision_name(r->prec));
+    if (cpu && (r->graph || r->no_fusion || r->workspace_limit))
+        cli_usage_error(prog, "%s: only for the cuda backend",
+                        r->graph ? "--graph" : r->no_fusion ? "--no-fusion" : "--workspace-mb");
+    if (cpu && r->counters == COUNTERS_CUPTI)
+        cli_usage_error(prog, "--counters: cupti needs the cuda backend (cpu: perf, analytic)");
+    if (!cpu && r->counters == COUNTERS_PERF && o->counters_given)
+        cli_usage_error(prog, "--counters: perf is for the cpu backend (cuda: cupti, analytic)");
+    if (!cpu && r->counters == COUNTERS_PERF)
+        r->counters = COUNTERS_CUPTI; /* the default counters of a GPU */
+    return ops;
+}
 
 int main(int argc, char **argv)
 {
     options o = parse_options(argc, argv);
-#ifndef HAVE_DNNL
-    fprintf(stderr, "%s: built without oneDNN: no CPU backend (run 'make deps', then rebuild)\n", prog);
-    return 1;
-#else
-    const backend_ops *ops = &cpu_backend_ops;
-    network net;
-    if (zoo_build(&net, o.model, o.res, o.classes) != NET_OK) {
-        fprintf(stderr, "%s: %s\n", prog, net.err);
-        return 1;
-    }
-    int64_t image_elems = (int64_t)o.batch * shape_elems(net.input);
-    float *images = malloc((size_t)image_elems * sizeof *images);
-    int32_t *labels = malloc((size_t)o.batch * sizeof *labels);
-    double *step_ms = malloc((size_t)o.iters * sizeof *step_ms);
-    backend *b = NULL;
-    char err[512] = "";
-    int rc = 1;
-    if (!images || !labels || !step_ms) {
-        fprintf(stderr, "%s: a batch of %d images at %dx%d needs %.2f GiB, more than can be "
-                "allocated: use a smaller --batch\n", prog, o.batch, o.res, o.res,
-                image_elems * 4.0 / 1073741824.0);
-        goto done;
-    }
-    /* one fixed batch: the step's cost, not data loading, is what is measured */
-    if (!o.cifar_dir) {
-        data_synthetic(o.seed, o.batch, net.input.c, o.res, o.classes, images, labels);
-    } else if (data_cifar10(o.cifar_dir, o.batch, images, labels, err, sizeof err)) {
-        fprintf(stderr, "%s: --data: %s\n", prog, err);
-        rc = CLI_EXIT_USAGE;
-        goto done;
-    }
-    backend_config cfg = {.batch = o.batch, .threads = o.threads, .seed = o.seed};
-    if (!(b = ops->create(&net, &cfg, err, sizeof err))) {
-        fprintf(stderr, "%s: %s\n", prog, err);
-        goto done;
-    }
-    if (init_parameters(ops, b, &net, o.seed, err, sizeof err) ||
-        ops->set_batch(b, images, labels)) {
-        fprintf(stderr, "%s: %s\n", prog, err[0] ? err : ops->error(b));
-        goto done;
-    }
-    double median_ms = 0.0;
-    rc = run_steps(&o, ops, b, &net, step_ms, &median_ms);
-    if (rc == 0)
-        print_summary(&o, &net, median_ms);
-done:
-    if (b)
-        ops->destroy(b);
-    free(images);
-    free(labels);
-    free(step_ms);
-    net_free(&net);
-    return rc;
-#endif
+    const backend_ops *ops = choose_backend(&o);
+    return train_run(&o.run, ops);
 }

@@ -42,6 +42,10 @@ typedef struct {
     precision prec;             /* what the backend computes in (cpu: fp32 only) */
     int device;                 /* GPU index (cuda) */
     int64_t workspace_limit;    /* bytes of convolution workspace allowed (cuda; 0: default) */
+    /* cuda: every layer its own kernels and buffers, laid out as the CPU
+     * backend lays them (to measure what fusion gains, and to test layers alone) */
+    bool no_fusion;
+    float initial_loss_scale;   /* fp16 (cuda; 0: 65536, as PyTorch's GradScaler) */
 } backend_config;
 
 /* What a backend reports of a run (backend_ops.stats). */

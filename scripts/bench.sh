@@ -309,6 +309,7 @@ run_one() {
         args+=(--iters 1 --repeat 0 --trace "$part.tmp")
         case ${counters[k]} in
         perf) args+=(--counters perf) ;;
+        cupti) args+=(--counters cupti) ;;
         off) args+=(--counters analytic) ;;
         esac
     else

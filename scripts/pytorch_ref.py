@@ -1,18 +1,26 @@
 #!/usr/bin/python3
 """PyTorch reference for bin/train: the same synthetic training step, the same steps.csv.
 
-Only a reference for side-by-side numbers, never a dependency of the suite. Needs the
-Debian packages python3-torch and python3-torchvision; run it with /usr/bin/python3.
+Only a reference for side-by-side numbers, never a dependency of the suite. On the CPU it
+needs the Debian packages python3-torch and python3-torchvision (run it with
+/usr/bin/python3); on a GPU any torch with CUDA and torchvision.
 
-  /usr/bin/python3 scripts/pytorch_ref.py --model M [--res R] [--batch N]
-      [--precision fp32] [--warmup W] [--iters I] [--threads T] [--seed S] [--lr X]
-      [--repeat K] [--env NAME] [--classes K] [--out steps.csv] [--channels-last]
+  python3 scripts/pytorch_ref.py --model M [--res R] [--batch N] [--device cpu|cuda]
+      [--precision fp32|tf32|fp16|bf16] [--warmup W] [--iters I] [--threads T] [--seed S]
+      [--lr X] [--repeat K] [--env NAME] [--classes K] [--out steps.csv] [--channels-last]
 
 Step: model.train(); one seeded synthetic batch (torch.randn images, random labels) reused
 every step; SGD(lr, momentum 0.9, weight decay 5e-4); zero_grad(set_to_none=True),
-forward, cross-entropy, backward, optimizer.step(), timed with time.perf_counter around
-the whole step (the CPU is synchronous). Warm-up steps are not written. One row per timed
-step is appended to --out and flushed at once, so an interrupted run loses nothing measured.
+forward, cross-entropy, backward, optimizer.step(). The default lr is bin/train's:
+base x batch / 256 (base 0.1, 0.01 for vgg16). Warm-up steps are not written. One row per
+timed step is appended to --out and flushed at once, so an interrupted run loses nothing
+measured; peak_mem_bytes is the process's peak RSS on the CPU and
+torch.cuda.max_memory_allocated() on a GPU.
+
+On the CPU the step is timed with time.perf_counter (the CPU is synchronous). On a GPU
+(--device cuda): cudnn.benchmark on, CUDA events around each step; fp32 with TF32 off
+(matmul and cuDNN), tf32 with it on, fp16 under autocast with a GradScaler (dynamic loss
+scale, as bin/train's), bf16 under autocast; the master weights stay fp32.
 """
 
 import math
@@ -63,6 +71,7 @@ def int_option(opt, text, lo, hi):
 def parse_args(argv):
     ncpu = len(os.sched_getaffinity(0))
     opts = {"--model": None, "--res": None, "--batch": None, "--precision": "fp32",
+            "--device": "cpu",
             "--warmup": "5", "--iters": "20", "--threads": str(ncpu), "--seed": "1",
             "--lr": None, "--repeat": "0", "--env": "local", "--out": None,
             "--classes": None}
@@ -101,12 +110,16 @@ def parse_args(argv):
                 if opts["--res"] is not None else dres)
     a["batch"] = (int_option("--batch", opts["--batch"], 1, 1 << 20)
                   if opts["--batch"] is not None else 32)
+    device = opts["--device"]
+    if device not in ("cpu", "cuda"):
+        usage_error(f"--device: '{device}' is not cpu or cuda")
+    a["device"] = device
     prec = opts["--precision"]
-    if prec != "fp32":
-        if prec in PRECISIONS_KNOWN:
-            usage_error(f"--precision: '{prec}' is not supported by the CPU reference "
-                        "(accepted: fp32)")
-        usage_error(f"--precision: '{prec}' is not a precision (accepted: fp32)")
+    if prec not in PRECISIONS_KNOWN:
+        usage_error(f"--precision: '{prec}' is not a precision (accepted: "
+                    + ", ".join(PRECISIONS_KNOWN) + ")")
+    if prec != "fp32" and device == "cpu":
+        usage_error(f"--precision: '{prec}' needs --device cuda (the CPU reference runs fp32)")
     a["precision"] = prec
     a["warmup"] = int_option("--warmup", opts["--warmup"], 0, 1_000_000)
     a["iters"] = int_option("--iters", opts["--iters"], 1, 1_000_000)
@@ -115,8 +128,9 @@ def parse_args(argv):
     a["repeat"] = int_option("--repeat", opts["--repeat"], 0, 1_000_000)
     a["classes"] = (int_option("--classes", opts["--classes"], 1, 1_000_000)
                     if opts["--classes"] is not None else dcls)
-    if opts["--lr"] is None:  # bin/train's default: torchvision's recipe
-        opts["--lr"] = "0.01" if a["model"] == "vgg16" else "0.1"
+    if opts["--lr"] is None:  # bin/train's default: the recipe's rate scaled to the batch
+        base = 0.01 if a["model"] == "vgg16" else 0.1
+        opts["--lr"] = repr(base * a["batch"] / 256)
     try:
         lr = float(opts["--lr"])
     except ValueError:
@@ -216,19 +230,62 @@ def main():
     n, r = a["batch"], a["res"]
     images = torch.randn(n, 3, r, r, generator=gen)
     labels = torch.randint(0, a["classes"], (n,), generator=gen)
+    cuda = a["device"] == "cuda"
+    if cuda:
+        if not torch.cuda.is_available():
+            fail("--device cuda: torch sees no CUDA device")
+        torch.backends.cudnn.benchmark = True
+        tf32 = a["precision"] == "tf32"
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
+        model, images, labels = model.cuda(), images.cuda(), labels.cuda()
     if a["channels_last"]:
         model = model.to(memory_format=torch.channels_last)
         images = images.contiguous(memory_format=torch.channels_last)
     model.train()
     opt = torch.optim.SGD(model.parameters(), lr=a["lr"], momentum=0.9,
                           weight_decay=5e-4)
+    autocast_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(a["precision"])
+    scaler = None
+    if a["precision"] == "fp16":  # torch.amp's since 2.3, torch.cuda.amp's before
+        amp = getattr(torch, "amp", None)
+        scaler = (amp.GradScaler("cuda") if hasattr(amp, "GradScaler")
+                  else torch.cuda.amp.GradScaler())
 
     def step():
         opt.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(model(images), labels)
-        loss.backward()
-        opt.step()
+        if autocast_dtype is not None:
+            with torch.autocast("cuda", dtype=autocast_dtype):
+                loss = F.cross_entropy(model(images), labels)
+        else:
+            loss = F.cross_entropy(model(images), labels)
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        else:
+            loss.backward()
+            opt.step()
         return loss
+
+    def timed_step():
+        """The step's loss and milliseconds: CUDA events on a GPU, else the host's clock."""
+        if cuda:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            loss = step()
+            end.record()
+            lv = loss.item()  # waits for the step
+            return lv, start.elapsed_time(end)
+        t0 = time.perf_counter()
+        loss = step()
+        t1 = time.perf_counter()
+        return loss.item(), (t1 - t0) * 1e3
+
+    def peak_memory():
+        if cuda:
+            return torch.cuda.max_memory_allocated()
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
     out = open_out(a["out"])
     prefix = (f"{a['env']},pytorch,{a['model']},{r},{n},{a['precision']},1,0,"
@@ -236,17 +293,12 @@ def main():
     times = []
     try:
         for i in range(a["warmup"] + a["iters"]):
-            t0 = time.perf_counter()
-            loss = step()
-            t1 = time.perf_counter()
-            lv = loss.item()
+            lv, ms = timed_step()
             if i < a["warmup"]:
                 continue
-            ms = (t1 - t0) * 1e3
             times.append(ms)
-            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
             out.write(prefix + f"{i - a['warmup']},{ms:.4f},{n / (ms / 1e3):.3f},"
-                      f"{lv:.6g},{rss}\n")
+                      f"{lv:.6g},{peak_memory()}\n")
             out.flush()
     except (RuntimeError, ValueError, MemoryError) as e:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
@@ -255,15 +307,19 @@ def main():
         out.close()
 
     med = statistics.median(times)
-    rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    alloc = "glibc"
-    if "jemalloc" in os.environ.get("LD_PRELOAD", ""):
-        conf = os.environ.get("MALLOC_CONF", "")
-        alloc = "jemalloc" + (f"[{conf}]" if conf else "")
+    if cuda:
+        where = (f"device={torch.cuda.get_device_name()} "
+                 f"peak_mem_gib={peak_memory() / 2**30:.2f}")
+    else:
+        alloc = "glibc"
+        if "jemalloc" in os.environ.get("LD_PRELOAD", ""):
+            conf = os.environ.get("MALLOC_CONF", "")
+            alloc = "jemalloc" + (f"[{conf}]" if conf else "")
+        where = (f"threads={a['threads']} malloc={alloc} "
+                 f"peak_rss_mib={peak_memory() / 2**20:.0f}")
     print(f"pytorch {a['model']} res={r} batch={n} precision={a['precision']} "
-          f"threads={a['threads']}{' channels_last' if a['channels_last'] else ''} "
-          f"malloc={alloc} median_step_ms={med:.2f} images_per_s={n / (med / 1e3):.2f} "
-          f"peak_rss_mib={rss_mib:.0f}")
+          f"{where}{' channels_last' if a['channels_last'] else ''} "
+          f"median_step_ms={med:.2f} images_per_s={n / (med / 1e3):.2f}")
 
 
 if __name__ == "__main__":

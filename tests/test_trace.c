@@ -24,7 +24,7 @@ static char *train_traced(const char *args, int want_stderr, char *out, size_t l
 {
     char *dir = temp_dir();
     char cmd[512];
-    format_or_fail(cmd, sizeof cmd, "train %s --trace %s/kernels.csv", args, dir);
+    format_or_fail(cmd, sizeof cmd, "train %s --backend cpu --trace %s/kernels.csv", args, dir);
     cr_assert_eq(run_bin(cmd, want_stderr, out, len), 0, "%s", out);
     return dir;
 }
@@ -125,7 +125,9 @@ Test(trace, counters_fail_over_with_one_line, .timeout = 120)
 
 Test(trace, bad_counters_option)
 {
-    expect_usage_error("train --model resnet18 --counters cupti", "--counters: unknown 'cupti'");
+    expect_usage_error("train --model resnet18 --counters papi", "--counters: unknown 'papi'");
+    expect_usage_error("train --model resnet18 --backend cpu --counters cupti",
+                       "cupti needs the cuda backend");
 }
 #endif /* HAVE_DNNL */
 

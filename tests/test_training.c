@@ -159,13 +159,48 @@ Test(training, bin_train_rejects_bad_input)
     expect_usage_error("train --model resnet18 --iters 5x", "--iters: '5x'");
     expect_usage_error("train --model resnet18 --lr abc", "--lr: 'abc'");
     expect_usage_error("train --model resnet18 --threads -1", "--threads");
-    expect_usage_error("train --model resnet18 --precision fp16", "cpu backend runs fp32");
+    expect_usage_error("train --model resnet18 --backend cpu --precision fp16",
+                       "--precision: fp16 needs a GPU");
+    expect_usage_error("train --model resnet18 --backend cpu --graph", "--graph: only for the cuda");
+    expect_usage_error("train --model resnet18 --backend tpu", "--backend: unknown 'tpu'");
+    expect_usage_error("train --model resnet18 --threads 100000", "--threads");
+    /* labels go unquoted into CSV files; outputs are checked before any work */
+    expect_usage_error("train --model resnet18 --env a,b", "--env: 'a,b'");
+    expect_usage_error("train --model resnet18 --env ''", "--env: ''");
+    expect_usage_error("train --model resnet18 --out ''", "--out: '' is not a file name");
+    expect_usage_error("train --model resnet18 --trace /proc/no/kernels.csv", "--trace: cannot create");
+    expect_usage_error("train --model resnet18 --out /tmp/x.csv --trace /tmp/x.csv",
+                       "also --out");
+    expect_usage_error("train --model resnet18 --workspace-mb 0", "--workspace-mb");
     expect_usage_error("train --model resnet18 --data imagenet", "--data: unknown 'imagenet'");
     expect_usage_error("train --model resnet18 --data cifar10:/tmp", "needs --res 32");
     expect_usage_error("train --model vgg16 --res 16", "minimum 32");
     expect_usage_error("train --model resnet18-cifar --data cifar10:/no/such/dir",
                        "/no/such/dir/data_batch_1.bin");
     expect_usage_error("train --model resnet18 --bogus", "unknown option '--bogus'");
+}
+
+/* Without a GPU --backend cuda is a usage error naming why (a GPU machine
+ * runs it: make test-gpu). */
+Test(training, bin_train_cuda_without_a_gpu)
+{
+    char err[4096];
+    int status = run_bin("train --model resnet18 --backend cuda --iters 1", 2, err, sizeof err);
+    if (status == 0 || strstr(err, "cannot run here") == NULL)
+        cr_skip("a CUDA device answered here: %s", err);
+    cr_expect_eq(status, 2, "%s", err);
+    cr_expect(strstr(err, "--backend: cuda cannot run here") != NULL, "%s", err);
+}
+
+/* The memory check comes before the batch is allocated and filled: a batch
+ * of a million fails at once, not after minutes of filling 12 GB. */
+Test(training, bin_train_refuses_a_huge_batch_before_allocating_it, .timeout = 60)
+{
+    char err[4096];
+    int status = run_bin("train --model resnet18-cifar --backend cpu --batch 1048576 --iters 1",
+                         1, err, sizeof err);
+    cr_expect_eq(status, 1, "%s", err);
+    cr_expect(strstr(err, "GiB") && strstr(err, "smaller --batch"), "%s", err);
 }
 
 Test(training, bin_train_says_when_a_batch_does_not_fit)

@@ -1,0 +1,277 @@
+#include "train_run.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../counters/gpu_trace.h"
+#include "../../counters/step_trace.h"
+#include "../../models/data.h"
+#include "../../models/init.h"
+#include "../../models/step.h"
+#include "../../models/zoo.h"
+
+static const char *const prog = "train";
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median_of(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, compare_doubles);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Memory of the run so far: the device memory the backend holds where it
+ * has a device, else the process's peak resident memory. */
+static long long peak_memory_bytes(const backend_ops *ops, backend *b)
+{
+    backend_stats s;
+    if (ops->stats && ops->stats(b, &s) == 0 && s.device_bytes > 0)
+        return (long long)s.device_bytes;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (long long)ru.ru_maxrss * 1024;
+}
+
+/* Appends rows to steps.csv: the header only for a new or empty file, and a
+ * flush per row so an interrupted run keeps every measured iteration. */
+static FILE *open_steps_csv(const char *path)
+{
+    FILE *f = fopen(path, "a");
+    if (!f)
+        return NULL;
+    if (ftell(f) == 0)
+        fprintf(f, "env,backend,model,res,batch,precision,world_size,rank,repeat,iter,step_ms,"
+                   "images_per_s,loss,peak_mem_bytes\n");
+    return f;
+}
+
+/* One step, timed on the backend's device clock where it has one, else on
+ * the host's around the launch and the wait. */
+static int timed_step(step_driver *drv, float *loss, double *ms)
+{
+    const backend_ops *ops = drv->ops;
+    bool device_clock = ops->timer_start && ops->timer_stop && ops->timer_read;
+    double t0 = now_seconds();
+    if (device_clock && ops->timer_start(drv->b))
+        return -1;
+    if (step_launch(drv))
+        return -1;
+    if (device_clock && ops->timer_stop(drv->b))
+        return -1;
+    if (step_wait(drv, loss))
+        return -1;
+    if (device_clock)
+        return ops->timer_read(drv->b, ms);
+    *ms = (now_seconds() - t0) * 1e3;
+    return 0;
+}
+
+/* The trace pass after the timed steps, so that tracing never slows them:
+ * per kernel on a GPU (CUPTI), per operation on the CPU. */
+static int run_trace(const train_options *o, step_driver *drv, const network *net,
+                     double median)
+{
+    char err[480];
+    step_cost cost = cost_step(net, o->batch, o->prec, NULL);
+    drv->captured = false; /* the trace runs the step's operations one by one */
+    if (!strcmp(drv->ops->name, "cuda")) {
+        gpu_trace_options g = {.env = o->env, .repeat = o->repeat, .device = o->device,
+                               .counters = o->counters == COUNTERS_CUPTI ? GPU_COUNTERS_CUPTI
+                                                                         : GPU_COUNTERS_NONE};
+        gpu_trace_result r;
+        if (gpu_trace_step(drv, o->batch, o->prec, &g, o->trace, &r, err, sizeof err)) {
+            fprintf(stderr, "%s: --trace: %s\n", prog, err);
+            return 1;
+        }
+        if (r.why[0])
+            fprintf(stderr, "%s: trace: %s\n", prog, r.why);
+        printf("trace: %d rows to %s (%d kernels, timing %s, FLOPs and bytes %s%s%s); kernels "
+               "sum to %.2f ms = %.1f%% of the median step (%.2f ms); %.3f GFLOP = %.1f%% of "
+               "the analytic step",
+               r.rows, o->trace, r.kernels, r.timing, r.source, r.chip[0] ? " on " : "", r.chip,
+               r.kernel_ms, 100.0 * r.kernel_ms / median, median, r.flops / 1e9,
+               100.0 * r.flops / (double)cost.step_flops);
+        if (r.replay_passes)
+            printf("; metric pass %.1f s, %d replay passes per kernel", r.metric_pass_s,
+                   r.replay_passes);
+        printf("\n");
+        return 0;
+    }
+    trace_options topt = {.env = o->env, .repeat = o->repeat,
+                          .use_perf = o->counters == COUNTERS_PERF};
+    trace_result tr;
+    if (trace_step(drv, o->batch, o->prec, &topt, o->trace, &tr, err, sizeof err)) {
+        fprintf(stderr, "%s: --trace: %s\n", prog, err);
+        return 1;
+    }
+    if (tr.perf_why[0] && topt.use_perf)
+        fprintf(stderr, "%s: trace: FLOPs from the analytic model: %s\n", prog, tr.perf_why);
+    printf("trace: %d rows to %s (FLOPs %s); operations sum to %.2f ms = %.1f%% of the "
+           "median untraced step (%.2f ms); %.3f GFLOP = %.1f%% of the analytic step\n",
+           tr.rows, o->trace, tr.source, tr.total_ms, 100.0 * tr.total_ms / median, median,
+           tr.flops / 1e9, 100.0 * (double)tr.flops / (double)cost.step_flops);
+    return 0;
+}
+
+/* Warm-up (eager), the capture when asked, then the timed steps with a row
+ * each. On success *median_ms is their median. */
+static int run_steps(const train_options *o, step_driver *drv, double *step_ms,
+                     double *median_ms)
+{
+    FILE *csv = NULL;
+    if (o->out && !(csv = open_steps_csv(o->out))) {
+        fprintf(stderr, "%s: cannot open %s for appending\n", prog, o->out);
+        return 1;
+    }
+    bool progress = isatty(STDERR_FILENO);
+    /* a captured graph replays what one eager step ran first */
+    int warmup = o->graph && o->warmup == 0 ? 1 : o->warmup;
+    int rc = 0;
+    for (int it = -warmup; it < o->iters && rc == 0; it++) {
+        if (it == 0 && o->graph && step_capture(drv)) {
+            fprintf(stderr, "%s: --graph: %s\n", prog, step_error(drv));
+            rc = 1;
+            break;
+        }
+        float loss;
+        double ms;
+        if (timed_step(drv, &loss, &ms)) {
+            fprintf(stderr, "%s: step %d: %s\n", prog, it, step_error(drv));
+            rc = 1;
+            break;
+        }
+        if (it >= 0) {
+            step_ms[it] = ms;
+            if (csv) {
+                fprintf(csv, "%s,%s,%s,%d,%d,%s,1,0,%d,%d,%.4f,%.3f,%.6f,%lld\n", o->env,
+                        drv->ops->name, o->model, o->res, o->batch, precision_name(o->prec),
+                        o->repeat, it, ms, o->batch / (ms * 1e-3), loss,
+                        peak_memory_bytes(drv->ops, drv->b));
+                fflush(csv);
+            }
+        }
+        if (progress)
+            fprintf(stderr, "\r%s %s: %s %d/%d  %.1f ms  loss %.4f   ", prog, o->model,
+                    it < 0 ? "warm-up" : "step", it < 0 ? it + warmup + 1 : it + 1,
+                    it < 0 ? warmup : o->iters, ms, loss);
+    }
+    if (progress)
+        fputc('\n', stderr);
+    if (csv && fclose(csv)) {
+        fprintf(stderr, "%s: writing %s failed\n", prog, o->out);
+        rc = 1;
+    }
+    if (rc == 0) /* sorts step_ms: its rows are written already */
+        *median_ms = median_of(step_ms, o->iters);
+    return rc;
+}
+
+static void print_summary(const train_options *o, const network *net, const backend_ops *ops,
+                          backend *b, double median)
+{
+    step_cost cost = cost_step(net, o->batch, o->prec, NULL);
+    printf("%s res %d batch %d %s on %s", o->model, o->res, o->batch, precision_name(o->prec),
+           ops->name);
+    if (!strcmp(ops->name, "cpu"))
+        printf(" threads %d", o->threads);
+    printf("%s: median step %.2f ms, %.2f images/s, %.1f GFLOP/s (analytic FLOPs)",
+           o->graph ? " (CUDA graph)" : "", median, o->batch / (median * 1e-3),
+           cost.step_flops / (median * 1e-3) / 1e9);
+    backend_stats s;
+    if (ops->stats && ops->stats(b, &s) == 0 && s.device_bytes > 0) {
+        printf(", device memory %.2f GiB (workspace %.0f MiB; analytic footprint %.2f GiB)",
+               s.device_bytes / 1073741824.0, s.workspace_bytes / 1048576.0,
+               cost.memory.total / 1073741824.0);
+        if (o->prec == PREC_FP16)
+            printf(", loss scale %g, %lld step(s) skipped", s.loss_scale,
+                   (long long)s.skipped_steps);
+    } else {
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        printf(", peak RSS %.0f MiB (analytic footprint %.0f MiB)", ru.ru_maxrss / 1024.0,
+               cost.memory.total / 1048576.0);
+    }
+    printf("\n");
+}
+
+int train_run(const train_options *o, const backend_ops *ops)
+{
+    network net;
+    if (zoo_build(&net, o->model, o->res, o->classes) != NET_OK) {
+        fprintf(stderr, "%s: %s\n", prog, net.err);
+        return 1;
+    }
+    char err[640] = "";
+    backend_config cfg = {.batch = o->batch, .threads = o->threads, .seed = o->seed,
+                          .prec = o->prec, .device = o->device,
+                          .workspace_limit = o->workspace_limit, .no_fusion = o->no_fusion};
+    /* the backend first: a batch too large is reported before the host
+     * allocates and fills it */
+    backend *b = ops->create(&net, &cfg, err, sizeof err);
+    if (!b) {
+        fprintf(stderr, "%s: %s\n", prog, err);
+        net_free(&net);
+        return 1;
+    }
+    int64_t image_elems = (int64_t)o->batch * shape_elems(net.input);
+    float *images = malloc((size_t)image_elems * sizeof *images);
+    int32_t *labels = malloc((size_t)o->batch * sizeof *labels);
+    double *step_ms = malloc((size_t)o->iters * sizeof *step_ms);
+    step_driver drv;
+    bool have_driver = false;
+    int rc = 1;
+    if (!images || !labels || !step_ms) {
+        fprintf(stderr, "%s: out of host memory for a batch of %d images at %dx%d\n", prog,
+                o->batch, o->res, o->res);
+        goto done;
+    }
+    /* one fixed batch: the step's cost, not data loading, is what is measured */
+    if (!o->cifar_dir) {
+        data_synthetic(o->seed, o->batch, net.input.c, o->res, o->classes, images, labels);
+    } else if (data_cifar10(o->cifar_dir, o->batch, images, labels, err, sizeof err)) {
+        fprintf(stderr, "%s: --data: %s\n", prog, err);
+        rc = 2;
+        goto done;
+    }
+    if (init_parameters(ops, b, &net, o->seed, err, sizeof err) ||
+        ops->set_batch(b, images, labels)) {
+        fprintf(stderr, "%s: %s\n", prog, err[0] ? err : ops->error(b));
+        goto done;
+    }
+    if (step_init(&drv, ops, b, &net, (sgd_params){o->lr, 0.9f, 5e-4f})) {
+        fprintf(stderr, "%s: out of memory for the step driver\n", prog);
+        goto done;
+    }
+    have_driver = true;
+    double median_ms = 0.0;
+    rc = run_steps(o, &drv, step_ms, &median_ms);
+    if (rc == 0 && o->trace)
+        rc = run_trace(o, &drv, &net, median_ms);
+    if (rc == 0)
+        print_summary(o, &net, ops, b, median_ms);
+done:
+    if (have_driver)
+        step_free(&drv);
+    ops->destroy(b);
+    free(images);
+    free(labels);
+    free(step_ms);
+    net_free(&net);
+    return rc;
+}

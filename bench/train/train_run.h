@@ -1,0 +1,33 @@
+/* One bin/train process after its options are checked: the backend, the
+ * fixed batch, warm-up and timed steps (rows to steps.csv as they are
+ * measured), an optional captured graph, the trace pass and the summary. */
+#ifndef ROOFLINE_TRAIN_RUN_H
+#define ROOFLINE_TRAIN_RUN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../../models/backend.h"
+
+typedef enum { COUNTERS_PERF, COUNTERS_ANALYTIC, COUNTERS_CUPTI } counters_kind;
+
+typedef struct {
+    const char *model, *env;
+    const char *out;            /* steps.csv, or NULL */
+    const char *trace;          /* kernels.csv of one traced step, or NULL */
+    const char *cifar_dir;      /* NULL: synthetic data */
+    int res, classes, batch, warmup, iters, threads, repeat, device;
+    uint64_t seed;
+    float lr;
+    precision prec;
+    counters_kind counters;
+    bool graph;                 /* capture the step once, replay it */
+    bool no_fusion;
+    int64_t workspace_limit;    /* bytes; 0: the backend's default */
+} train_options;
+
+/* Runs the process's training with ops; its exit status (0, or 1 after a
+ * failure already reported on stderr in one line). */
+int train_run(const train_options *o, const backend_ops *ops);
+
+#endif

@@ -1,0 +1,649 @@
+/* The CUDA backend: creation (memory plan, buffers, algorithm choice),
+ * dispatch of the step's operations by layer type, errors, timers, graph
+ * capture and statistics. Host transfers are in cuda_buffers.cu. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_internal.h"
+
+/* in place as PyTorch does it, and as the fusions need; --no-fusion: as the
+ * CPU backend */
+static const memplan_rules fused_memplan_rules = {true, true};
+static const memplan_rules plain_memplan_rules = {false, false};
+
+/* ---- errors ------------------------------------------------------------------ */
+
+/* "layer3.0.conv1 (conv 3x3/2 128->256, 28x28 -> 14x14)" */
+static void describe_layer(const backend *b, int i, char *buf, size_t len)
+{
+    if (i == STEP_LOSS) {
+        snprintf(buf, len, "the loss");
+        return;
+    }
+    if (i == STEP_ALL_LAYERS) {
+        snprintf(buf, len, "the update");
+        return;
+    }
+    if (i < 0 || i >= b->net->n_layers) {
+        snprintf(buf, len, "the backend");
+        return;
+    }
+    const layer *l = &b->net->layers[i];
+    if (l->type == LAYER_CONV)
+        snprintf(buf, len, "layer %s (conv %dx%d/%d %d->%d%s, %dx%d -> %dx%d)", l->name,
+                 l->kernel, l->kernel, l->stride, l->in_shape.c, l->out_channels,
+                 l->groups > 1 ? (l->groups == l->in_shape.c ? " depthwise" : " grouped") : "",
+                 l->in_shape.h, l->in_shape.w, l->out_shape.h, l->out_shape.w);
+    else
+        snprintf(buf, len, "layer %s (%s %dx%dx%d -> %dx%dx%d)", l->name,
+                 layer_type_name(l->type), l->in_shape.c, l->in_shape.h, l->in_shape.w,
+                 l->out_shape.c, l->out_shape.h, l->out_shape.w);
+}
+
+int cuda_fail(backend *b, const char *fmt, ...)
+{
+    char what[384], where[192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    describe_layer(b, b->current_layer, where, sizeof where);
+    snprintf(b->err, sizeof b->err, "%s, batch %d, %s %s: %s", where, b->cfg.batch,
+             precision_name(b->pp.prec), b->pp.layout == LAYOUT_NHWC ? "NHWC" : "NCHW", what);
+    return -1;
+}
+
+int cuda_fail_call(backend *b, const char *file, int line, const char *call, const char *what)
+{
+    return cuda_fail(b, "%s:%d: %s: %s", file, line, call, what);
+}
+
+extern "C" const char *cuda_error(const backend *b)
+{
+    return b->err;
+}
+
+extern "C" int cuda_device_count(char *why, size_t why_len)
+{
+    int n = 0;
+    cudaError_t err = cudaGetDeviceCount(&n);
+    if (err != cudaSuccess) {
+        snprintf(why, why_len, "%s", cudaGetErrorString(err));
+        return 0;
+    }
+    if (n == 0)
+        snprintf(why, why_len, "no CUDA device found");
+    return n;
+}
+
+/* ---- memory ------------------------------------------------------------------ */
+
+int cuda_alloc(backend *b, void **p, size_t bytes, const char *what)
+{
+    *p = NULL;
+    if (bytes == 0)
+        return 0;
+    if (b->n_allocs == b->cap_allocs) {
+        int cap = b->cap_allocs ? 2 * b->cap_allocs : 256;
+        void **grown = (void **)realloc(b->allocs, (size_t)cap * sizeof *grown);
+        if (!grown)
+            return cuda_fail(b, "out of host memory");
+        b->allocs = grown;
+        b->cap_allocs = cap;
+    }
+    cudaError_t err = cudaMalloc(p, bytes);
+    if (err != cudaSuccess) {
+        size_t free_bytes = 0, total = 0;
+        cudaGetLastError(); /* the failed allocation is not sticky */
+        cudaMemGetInfo(&free_bytes, &total);
+        *p = NULL;
+        return cuda_fail(b,
+                         "out of device memory for %s (%.3f GiB) with %.2f GiB allocated; "
+                         "%.2f GiB free of %.2f: use a smaller --batch",
+                         what, bytes / 1073741824.0, b->device_bytes / 1073741824.0,
+                         free_bytes / 1073741824.0, total / 1073741824.0);
+    }
+    b->allocs[b->n_allocs++] = *p;
+    b->device_bytes += (int64_t)bytes;
+    CUDA_TRY(b, cudaMemsetAsync(*p, 0, bytes, b->stream));
+    return 0;
+}
+
+const void *cuda_input(const backend *b, int i, int k)
+{
+    int in = b->net->layers[i].inputs[k];
+    return in == GRAPH_INPUT ? b->input : b->layers[in].out;
+}
+
+void *cuda_input_grad(const backend *b, int i, int k)
+{
+    int in = b->net->layers[i].inputs[k];
+    return in == GRAPH_INPUT ? NULL : b->layers[in].grad;
+}
+
+int64_t cuda_elems(const backend *b, int i)
+{
+    return backend_buffer_elems(b->net, i, b->cfg.batch, BUF_OUTPUT);
+}
+
+/* ---- creation ---------------------------------------------------------------- */
+
+static int allocate_layer(backend *b, int i)
+{
+    const network *net = b->net;
+    const layer *l = &net->layers[i];
+    cuda_layer *cl = &b->layers[i];
+    int n = b->cfg.batch, eb = b->pp.elem_bytes;
+    int64_t out = cuda_elems(b, i);
+    size_t wts = (size_t)backend_buffer_elems(net, i, n, BUF_WEIGHT);
+    size_t bias = (size_t)backend_buffer_elems(net, i, n, BUF_BIAS);
+    int owner = b->plan.out_owner[i], slab = b->plan.grad_slab[i];
+    b->current_layer = i;
+    if (owner == i) {
+        if (cuda_alloc(b, &cl->out, (size_t)out * eb, "an activation"))
+            return -1;
+    } else {
+        cl->out = b->layers[owner].out; /* in place: the owner comes first */
+    }
+    cl->grad = slab >= 0 ? b->grad_slabs[slab] : NULL;
+    if (l->type == LAYER_BN) {
+        size_t c = (size_t)l->in_shape.c * sizeof(float);
+        void **f32[] = {(void **)&cl->w,    (void **)&cl->bias,    &cl->dw,
+                        &cl->dbias,         (void **)&cl->vw,      (void **)&cl->vbias,
+                        (void **)&cl->mean, (void **)&cl->rstd,    (void **)&cl->run_mean,
+                        (void **)&cl->run_var};
+        for (size_t k = 0; k < sizeof f32 / sizeof *f32; k++)
+            if (cuda_alloc(b, f32[k], c, "batch norm parameters"))
+                return -1;
+        cl->w_copy = cl->w;
+        cl->bias_copy = cl->bias;
+    } else if (wts) {
+        if (cuda_alloc(b, (void **)&cl->w, wts * 4, "weights") ||
+            cuda_alloc(b, (void **)&cl->vw, wts * 4, "momentum") ||
+            cuda_alloc(b, &cl->dw, wts * eb, "weight gradients"))
+            return -1;
+        if (b->pp.master_copy) {
+            if (cuda_alloc(b, &cl->w_copy, wts * eb, "the weights' copy"))
+                return -1;
+        } else {
+            cl->w_copy = cl->w;
+        }
+        if (bias) {
+            if (cuda_alloc(b, (void **)&cl->bias, bias * 4, "biases") ||
+                cuda_alloc(b, (void **)&cl->vbias, bias * 4, "momentum") ||
+                cuda_alloc(b, &cl->dbias, bias * eb, "bias gradients"))
+                return -1;
+            if (b->pp.master_copy) {
+                if (cuda_alloc(b, &cl->bias_copy, bias * eb, "the biases' copy"))
+                    return -1;
+            } else {
+                cl->bias_copy = cl->bias;
+            }
+        }
+    }
+    if (l->type == LAYER_MAXPOOL || l->type == LAYER_DROPOUT)
+        if (cuda_alloc(b, (void **)&cl->mask, (size_t)out, "a mask"))
+            return -1;
+    return 0;
+}
+
+/* Fails early, with what a batch needs, rather than in the middle of the
+ * allocations. */
+static int check_memory(backend *b)
+{
+    size_t free_bytes = 0, total = 0;
+    CUDA_TRY(b, cudaMemGetInfo(&free_bytes, &total));
+    int64_t need = cuda_planned_bytes(b->net, b->cfg.batch, &b->pp, &b->plan);
+    if (need > (int64_t)free_bytes)
+        return cuda_fail(b,
+                         "a batch of %d needs %.2f GiB of device memory for activations, "
+                         "gradients and parameters; %.2f GiB is free of %.2f: use a smaller "
+                         "--batch",
+                         b->cfg.batch, need / 1073741824.0, free_bytes / 1073741824.0,
+                         total / 1073741824.0);
+    return 0;
+}
+
+static int check_device(backend *b)
+{
+    cudaDeviceProp prop;
+    CUDA_TRY(b, cudaSetDevice(b->cfg.device));
+    CUDA_TRY(b, cudaGetDeviceProperties(&prop, b->cfg.device));
+    b->sm_count = prop.multiProcessorCount;
+    int cc = 10 * prop.major + prop.minor;
+    bool ampere_type = b->pp.prec == PREC_TF32 || b->pp.prec == PREC_BF16;
+    if (ampere_type && cc < 80)
+        return cuda_fail(b, "%s needs compute capability 8.0 or newer; %s is %d.%d",
+                         precision_name(b->pp.prec), prop.name, prop.major, prop.minor);
+    return 0;
+}
+
+static int open_libraries(backend *b)
+{
+    CUDA_TRY(b, cudaStreamCreateWithFlags(&b->stream, cudaStreamNonBlocking));
+    CUDNN_TRY(b, cudnnCreate(&b->dnn));
+    CUDNN_TRY(b, cudnnSetStream(b->dnn, b->stream));
+    CUBLAS_TRY(b, cublasLtCreate(&b->lt));
+    CUDA_TRY(b, cudaEventCreate(&b->timer[0]));
+    CUDA_TRY(b, cudaEventCreate(&b->timer[1]));
+    return 0;
+}
+
+/* The backend-wide buffers: gradient slabs, the batch, staging, the loss,
+ * the loss scale and the dropout counter. */
+static int allocate_shared(backend *b)
+{
+    const network *net = b->net;
+    int n = b->cfg.batch, eb = b->pp.elem_bytes;
+    b->grad_slabs = (void **)calloc((size_t)b->plan.n_slabs + 1, sizeof *b->grad_slabs);
+    if (!b->grad_slabs)
+        return cuda_fail(b, "out of host memory");
+    for (int s = 0; s < b->plan.n_slabs; s++)
+        if (cuda_alloc(b, &b->grad_slabs[s], (size_t)b->plan.slab_elems[s] * eb, "gradients"))
+            return -1;
+    int64_t input = (int64_t)n * shape_elems(net->input), largest = input;
+    for (int i = 0; i < net->n_layers; i++)
+        for (int k = 0; k < BUF_KIND_COUNT; k++) {
+            int64_t e = backend_buffer_elems(net, i, n, (buffer_kind)k);
+            largest = e > largest ? e : largest;
+        }
+    b->staging_elems = largest;
+    b->bn_partials_elems = cuda_bn_partials_needed(b);
+    loss_scale_state scale = loss_scale_initial();
+    if (!b->pp.loss_scaling)
+        scale.scale = 1.0f;
+    else if (b->cfg.initial_loss_scale > 0.0f)
+        scale.scale = b->cfg.initial_loss_scale;
+    if (cuda_alloc(b, &b->input, (size_t)input * eb, "the batch") ||
+        cuda_alloc(b, (void **)&b->labels, (size_t)n * sizeof(int32_t), "the labels") ||
+        cuda_alloc(b, (void **)&b->staging, (size_t)largest * 4, "staging") ||
+        cuda_alloc(b, (void **)&b->loss_each, (size_t)n * 4, "the loss") ||
+        cuda_alloc(b, (void **)&b->loss_dev, 4, "the loss") ||
+        cuda_alloc(b, (void **)&b->scale_dev, sizeof(loss_scale_state), "the loss scale") ||
+        cuda_alloc(b, (void **)&b->forward_count, sizeof(uint64_t), "a counter") ||
+        cuda_alloc(b, (void **)&b->bn_partials, (size_t)b->bn_partials_elems * 4,
+                   "batch norm sums"))
+        return -1;
+    CUDA_TRY(b, cudaMallocHost((void **)&b->loss_host, sizeof(float)));
+    CUDA_TRY(b, cudaMemcpyAsync(b->scale_dev, &scale, sizeof scale, cudaMemcpyHostToDevice,
+                                b->stream));
+    return 0;
+}
+
+/* cuDNN's algorithms, once per distinct convolution shape (cuda_conv.cu),
+ * in a search workspace of at most the limit; then the one workspace that
+ * the chosen algorithms need. */
+static int choose_algorithms(backend *b)
+{
+    const network *net = b->net;
+    int *first = (int *)malloc((size_t)net->n_layers * sizeof *first);
+    if (!first)
+        return cuda_fail(b, "out of host memory");
+    conv_shape_groups(net, b->cfg.batch, b->pp.prec, first);
+    size_t limit = b->cfg.workspace_limit > 0 ? (size_t)b->cfg.workspace_limit
+                                              : (size_t)1 << 30; /* 1 GiB */
+    size_t free_bytes = 0, total = 0;
+    if (cudaMemGetInfo(&free_bytes, &total) == cudaSuccess && limit > free_bytes / 2)
+        limit = free_bytes / 2;
+    /* the search workspace: the limit, or as much of it as can be had */
+    void *search = NULL;
+    while (limit > 0 && cudaMalloc(&search, limit) != cudaSuccess) {
+        cudaGetLastError();
+        limit /= 2;
+    }
+    b->workspace = search;
+    b->workspace_bytes = search ? limit : 0;
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < net->n_layers; i++)
+        if (net->layers[i].type == LAYER_CONV)
+            rc = cuda_conv_choose(b, i, first[i]);
+    free(first);
+    size_t need = 0;
+    for (int i = 0; i < net->n_layers; i++)
+        if (b->layers[i].conv)
+            for (int p = 0; p < 3; p++)
+                need = b->layers[i].conv->workspace[p] > need ? b->layers[i].conv->workspace[p]
+                                                              : need;
+    /* the FC GEMMs run within the same workspace (cuda_fc.cu asks for at most it) */
+    CUDA_TRY(b, cudaStreamSynchronize(b->stream));
+    if (search)
+        CUDA_TRY(b, cudaFree(search));
+    b->workspace = NULL;
+    b->workspace_bytes = 0;
+    if (rc)
+        return -1;
+    if (need < ((size_t)32 << 20))
+        need = (size_t)32 << 20; /* cuBLASLt's GEMMs like a few MiB */
+    b->current_layer = CUDA_NO_LAYER;
+    if (cuda_alloc(b, &b->workspace, need, "the convolution workspace"))
+        return -1;
+    b->workspace_bytes = need;
+    return 0;
+}
+
+extern "C" backend *cuda_create(const network *net, const backend_config *cfg, char *err,
+                                size_t err_len)
+{
+    backend *b = (backend *)calloc(1, sizeof *b);
+    if (!b) {
+        snprintf(err, err_len, "out of host memory creating the CUDA backend");
+        return NULL;
+    }
+    b->net = net;
+    b->cfg = *cfg;
+    b->pp = precision_plan_of(cfg->prec);
+    b->current_layer = CUDA_NO_LAYER;
+    /* fp32 is the reference without tensor cores: no library may turn TF32
+     * on by itself (they read this when their handles are created) */
+    if (!b->pp.tensor_cores)
+        setenv("NVIDIA_TF32_OVERRIDE", "0", 1);
+    int rc = check_device(b);
+    if (rc == 0 && memplan_make(net, cfg->batch,
+                                cfg->no_fusion ? &plain_memplan_rules : &fused_memplan_rules,
+                                &b->plan))
+        rc = cuda_fail(b, "out of host memory for the memory plan");
+    b->fusion = (layer_fusion *)calloc((size_t)net->n_layers, sizeof *b->fusion);
+    b->layers = (cuda_layer *)calloc((size_t)net->n_layers, sizeof *b->layers);
+    if (rc == 0 && (!b->fusion || !b->layers))
+        rc = cuda_fail(b, "out of host memory");
+    if (rc == 0)
+        fusion_plan_make(net, &b->plan, !cfg->no_fusion, b->fusion);
+    if (rc == 0)
+        rc = check_memory(b);
+    if (rc == 0)
+        rc = open_libraries(b);
+    if (rc == 0)
+        rc = allocate_shared(b);
+    for (int i = 0; rc == 0 && i < net->n_layers; i++)
+        rc = allocate_layer(b, i);
+    for (int i = 0; rc == 0 && i < net->n_layers; i++) {
+        b->current_layer = i;
+        if (net->layers[i].type == LAYER_CONV)
+            rc = cuda_conv_setup(b, i);
+    }
+    b->current_layer = CUDA_NO_LAYER;
+    if (rc == 0)
+        rc = choose_algorithms(b);
+    /* the GEMMs' algorithms are asked for within the workspace now fixed */
+    for (int i = 0; rc == 0 && i < net->n_layers; i++) {
+        b->current_layer = i;
+        if (net->layers[i].type == LAYER_FC)
+            rc = cuda_fc_setup(b, i);
+    }
+    b->current_layer = CUDA_NO_LAYER;
+    if (rc == 0)
+        rc = cuda_sgd_setup(b);
+    if (rc == 0 && cudaStreamSynchronize(b->stream) != cudaSuccess)
+        rc = cuda_fail(b, "initialising device memory: %s", cudaGetErrorString(cudaGetLastError()));
+    if (rc) {
+        snprintf(err, err_len, "%s", b->err);
+        cuda_destroy(b);
+        return NULL;
+    }
+    return b;
+}
+
+extern "C" void cuda_destroy(backend *b)
+{
+    if (!b)
+        return;
+    if (b->stream)
+        cudaStreamSynchronize(b->stream);
+    if (b->graph_exec)
+        cudaGraphExecDestroy(b->graph_exec);
+    if (b->graph)
+        cudaGraphDestroy(b->graph);
+    if (b->layers) {
+        for (int i = 0; i < b->net->n_layers; i++) {
+            if (b->layers[i].conv) {
+                cuda_conv_destroy(b->layers[i].conv);
+                free(b->layers[i].conv);
+            }
+            if (b->layers[i].fc) {
+                cuda_fc_destroy(b->layers[i].fc);
+                free(b->layers[i].fc);
+            }
+        }
+        free(b->layers);
+    }
+    for (int k = 0; k < b->n_allocs; k++)
+        cudaFree(b->allocs[k]);
+    free(b->allocs);
+    if (b->loss_host)
+        cudaFreeHost(b->loss_host);
+    for (int k = 0; k < 2; k++)
+        if (b->timer[k])
+            cudaEventDestroy(b->timer[k]);
+    if (b->lt)
+        cublasLtDestroy(b->lt);
+    if (b->dnn)
+        cudnnDestroy(b->dnn);
+    if (b->stream)
+        cudaStreamDestroy(b->stream);
+    free(b->grad_slabs);
+    free(b->fusion);
+    memplan_free(&b->plan);
+    free(b);
+}
+
+/* ---- the step's operations ----------------------------------------------------- */
+
+static void enter(backend *b, int layer, pass phase)
+{
+    b->current_layer = layer;
+    b->current_pass = phase;
+}
+
+extern "C" int cuda_forward(backend *b, int i)
+{
+    enter(b, i, PASS_FWD);
+    if (i == 0 && cuda_step_counter(b))
+        return -1;
+    if (b->fusion[i].fwd_by >= 0)
+        return 0; /* done by the kernel of the layer before it */
+    switch (b->net->layers[i].type) {
+    case LAYER_CONV: return cuda_conv_forward(b, i);
+    case LAYER_FC: return cuda_fc_forward(b, i);
+    case LAYER_BN: return cuda_bn_forward(b, i);
+    case LAYER_MAXPOOL:
+    case LAYER_AVGPOOL: return cuda_pool_forward(b, i);
+    case LAYER_RELU:
+    case LAYER_RELU6:
+    case LAYER_DROPOUT: return cuda_pointwise_forward(b, i);
+    case LAYER_ADD:
+        if (b->fusion[i].add_bn >= 0)
+            return cuda_bn_apply_add(b, i);
+        return cuda_pointwise_forward(b, i);
+    case LAYER_TYPE_COUNT: break;
+    }
+    return cuda_fail(b, "unknown layer type");
+}
+
+extern "C" int cuda_backward_data(backend *b, int i, const bool accumulate[LAYER_MAX_INPUTS])
+{
+    enter(b, i, PASS_BWD_DATA);
+    if (b->fusion[i].bwd_by >= 0)
+        return 0; /* the mask is applied by the backward of the layer before it */
+    switch (b->net->layers[i].type) {
+    case LAYER_CONV: return cuda_conv_backward_data(b, i, accumulate[0]);
+    case LAYER_FC: return cuda_fc_backward_data(b, i, accumulate[0]);
+    case LAYER_BN: return cuda_bn_backward_data(b, i, accumulate[0]);
+    case LAYER_MAXPOOL:
+    case LAYER_AVGPOOL: return cuda_pool_backward(b, i, accumulate[0]);
+    case LAYER_RELU:
+    case LAYER_RELU6:
+    case LAYER_ADD:
+    case LAYER_DROPOUT: return cuda_pointwise_backward(b, i, accumulate);
+    case LAYER_TYPE_COUNT: break;
+    }
+    return cuda_fail(b, "unknown layer type");
+}
+
+extern "C" int cuda_backward_weights(backend *b, int i)
+{
+    enter(b, i, PASS_BWD_WEIGHTS);
+    switch (b->net->layers[i].type) {
+    case LAYER_CONV: return cuda_conv_backward_weights(b, i);
+    case LAYER_FC: return cuda_fc_backward_weights(b, i);
+    case LAYER_BN: return cuda_bn_backward_weights(b, i);
+    default: return cuda_fail(b, "the layer has no weights");
+    }
+}
+
+extern "C" int cuda_loss(backend *b)
+{
+    enter(b, STEP_LOSS, PASS_FWD);
+    return cuda_loss_run(b);
+}
+
+extern "C" int cuda_read_loss(backend *b, float *loss)
+{
+    *loss = *b->loss_host; /* copied by the loss's own memcpy, complete after the sync */
+    return 0;
+}
+
+extern "C" int cuda_update_all(backend *b, const sgd_params *sgd)
+{
+    enter(b, STEP_ALL_LAYERS, PASS_UPDATE);
+    return cuda_sgd_run(b, sgd);
+}
+
+/* The fused update covers every layer at once; the driver uses update_all,
+ * so a per-layer update is an error, not a silent no-op. */
+extern "C" int cuda_update(backend *b, int i, const sgd_params *sgd)
+{
+    (void)sgd;
+    enter(b, i, PASS_UPDATE);
+    return cuda_fail(b, "the CUDA backend updates every layer in one kernel (update_all)");
+}
+
+extern "C" int cuda_sync(backend *b)
+{
+    CUDA_TRY(b, cudaStreamSynchronize(b->stream));
+    return 0;
+}
+
+extern "C" int cuda_fused_into(const backend *b, int i, pass phase)
+{
+    if (i < 0 || i >= b->net->n_layers)
+        return -1;
+    if (phase == PASS_FWD)
+        return b->fusion[i].fwd_by;
+    if (phase == PASS_BWD_DATA)
+        return b->fusion[i].bwd_by;
+    return -1;
+}
+
+extern "C" void cuda_kernel_name(const backend *b, int i, pass phase, char *buf, size_t len)
+{
+    if (i == STEP_LOSS) {
+        snprintf(buf, len, "cuda:softmax_xent");
+        return;
+    }
+    if (i == STEP_ALL_LAYERS) {
+        snprintf(buf, len, "cuda:sgd_momentum_multi_tensor%s",
+                 b->pp.loss_scaling ? "+loss_scale" : "");
+        return;
+    }
+    const layer *l = &b->net->layers[i];
+    const layer_fusion *f = &b->fusion[i];
+    static const char *const acts[] = {"", "_relu", "_relu6"};
+    if ((phase == PASS_FWD && f->fwd_by >= 0) || (phase == PASS_BWD_DATA && f->bwd_by >= 0)) {
+        snprintf(buf, len, "fused:%s",
+                 b->net->layers[phase == PASS_FWD ? f->fwd_by : f->bwd_by].name);
+        return;
+    }
+    switch (l->type) {
+    case LAYER_CONV:
+        cuda_conv_name(b, i, phase, buf, len);
+        return;
+    case LAYER_FC:
+        snprintf(buf, len, "cublasLt:matmul_%s%s", pass_name(phase),
+                 phase == PASS_FWD && b->layers[i].fc && b->layers[i].fc->epilogue ? "+bias_epilogue"
+                                                                                  : "");
+        return;
+    case LAYER_BN:
+        snprintf(buf, len, "cuda:bn_%s%s%s", pass_name(phase),
+                 phase == PASS_FWD && f->bn_applied_by >= 0 ? "_stats" : "", acts[f->act]);
+        return;
+    case LAYER_ADD:
+        snprintf(buf, len, "cuda:%sadd%s_%s", f->add_bn >= 0 && phase == PASS_FWD ? "bn_apply_" : "",
+                 acts[f->act], pass_name(phase));
+        return;
+    default:
+        snprintf(buf, len, "cuda:%s_%s", layer_type_name(l->type), pass_name(phase));
+        return;
+    }
+}
+
+/* ---- timing, graphs, statistics ------------------------------------------------ */
+
+extern "C" int cuda_timer_start(backend *b)
+{
+    CUDA_TRY(b, cudaEventRecord(b->timer[0], b->stream));
+    return 0;
+}
+
+extern "C" int cuda_timer_stop(backend *b)
+{
+    CUDA_TRY(b, cudaEventRecord(b->timer[1], b->stream));
+    return 0;
+}
+
+extern "C" int cuda_timer_read(backend *b, double *ms)
+{
+    float elapsed = 0.0f;
+    CUDA_TRY(b, cudaEventElapsedTime(&elapsed, b->timer[0], b->timer[1]));
+    *ms = elapsed;
+    return 0;
+}
+
+extern "C" int cuda_capture_begin(backend *b)
+{
+    enter(b, CUDA_NO_LAYER, PASS_FWD);
+    /* thread-local: only this thread's calls join the capture, and any
+     * unsafe call it makes (an allocation) fails loudly */
+    CUDA_TRY(b, cudaStreamBeginCapture(b->stream, cudaStreamCaptureModeThreadLocal));
+    b->capturing = true;
+    return 0;
+}
+
+extern "C" int cuda_capture_end(backend *b)
+{
+    enter(b, CUDA_NO_LAYER, PASS_FWD);
+    b->capturing = false;
+    cudaGraph_t graph = NULL;
+    CUDA_TRY(b, cudaStreamEndCapture(b->stream, &graph));
+    if (b->graph_exec)
+        CUDA_TRY(b, cudaGraphExecDestroy(b->graph_exec));
+    if (b->graph)
+        CUDA_TRY(b, cudaGraphDestroy(b->graph));
+    b->graph = graph;
+    b->graph_exec = NULL;
+    CUDA_TRY(b, cudaGraphInstantiate(&b->graph_exec, b->graph, 0));
+    return 0;
+}
+
+extern "C" int cuda_replay(backend *b)
+{
+    enter(b, CUDA_NO_LAYER, PASS_FWD);
+    if (!b->graph_exec)
+        return cuda_fail(b, "no step was captured");
+    CUDA_TRY(b, cudaGraphLaunch(b->graph_exec, b->stream));
+    return 0;
+}
+
+extern "C" int cuda_stats(backend *b, backend_stats *out)
+{
+    enter(b, CUDA_NO_LAYER, PASS_FWD);
+    loss_scale_state s;
+    CUDA_TRY(b, cudaMemcpyAsync(&s, b->scale_dev, sizeof s, cudaMemcpyDeviceToHost, b->stream));
+    CUDA_TRY(b, cudaStreamSynchronize(b->stream));
+    out->device_bytes = b->device_bytes;
+    out->workspace_bytes = (int64_t)b->workspace_bytes;
+    out->skipped_steps = s.skipped_steps;
+    out->loss_scale = s.scale;
+    return 0;
+}

@@ -1,0 +1,69 @@
+/* Device-side helpers of the CUDA backend's own kernels: element types read
+ * and written as float, the activation and its mask, the channel of an
+ * element in either layout, and the dispatch from elem_type to a C++ type. */
+#ifndef ROOFLINE_CUDA_DEVICE_CUH
+#define ROOFLINE_CUDA_DEVICE_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "cuda_plan.h"
+
+__device__ __forceinline__ float to_float(float v) { return v; }
+__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <typename T> __device__ __forceinline__ T from_float(float v);
+template <> __device__ __forceinline__ float from_float<float>(float v) { return v; }
+template <> __device__ __forceinline__ __half from_float<__half>(float v)
+{
+    return __float2half_rn(v);
+}
+template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v)
+{
+    return __float2bfloat16_rn(v);
+}
+
+__device__ __forceinline__ float activate(float v, int act)
+{
+    if (act == ACT_RELU)
+        return v > 0.0f ? v : 0.0f;
+    if (act == ACT_RELU6)
+        return v > 0.0f ? (v < 6.0f ? v : 6.0f) : 0.0f;
+    return v;
+}
+
+/* Whether the gradient passes an activation whose output was y (PyTorch's
+ * in-place ReLU masks with its output, as the CPU backend does). */
+__device__ __forceinline__ bool passes(float y, int act)
+{
+    if (act == ACT_RELU)
+        return y > 0.0f;
+    if (act == ACT_RELU6)
+        return y > 0.0f && y < 6.0f;
+    return true;
+}
+
+/* The channel of element e of an (n, c, h, w) tensor stored in `layout`;
+ * plane = h * w. */
+__device__ __forceinline__ int channel_of(int64_t e, int channels, int64_t plane, int layout)
+{
+    return layout == LAYOUT_NHWC ? (int)(e % channels) : (int)((e / plane) % channels);
+}
+
+/* Calls f with a value of the C++ type of `elem`; returns what f returns. */
+template <typename F> static int with_elem(elem_type elem, F f)
+{
+    switch (elem) {
+    case ELEM_F32: return f(float{});
+    case ELEM_F16: return f(__half{});
+    case ELEM_BF16: return f(__nv_bfloat16{});
+    }
+    return -1;
+}
+
+#define GRID_STRIDE(i, n)                                                                     \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                 \
+         i += (int64_t)gridDim.x * blockDim.x)
+
+#endif

@@ -1,0 +1,213 @@
+/* The CUDA backend's state, shared by its .cu files (CUDA C++). One stream
+ * carries all work, so a step is one ordered sequence that a CUDA graph can
+ * capture. Every CUDA, cuDNN and cuBLASLt call is checked through CUDA_TRY,
+ * CUDNN_TRY and CUBLAS_TRY: on failure the operation returns -1 and
+ * cuda_error() says which call failed where (file, line, the library's own
+ * message) and for which layer, shape and precision. */
+#ifndef ROOFLINE_CUDA_INTERNAL_H
+#define ROOFLINE_CUDA_INTERNAL_H
+
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+#include <stdint.h>
+
+extern "C" {
+#include "../backend.h"
+#include "../memplan.h"
+}
+#include "cuda_backend.h"
+#include "cuda_plan.h"
+#include "loss_scale.h"
+
+enum { CUDA_ERR_LEN = 640, CUDA_NO_LAYER = -100 };
+
+/* A convolution's cuDNN state: descriptors and, per pass, the algorithm
+ * chosen once for its shape (models/cuda/cuda_conv.cu). */
+struct cuda_conv {
+    cudnnTensorDescriptor_t x, y;
+    cudnnFilterDescriptor_t w;
+    cudnnConvolutionDescriptor_t conv[3];   /* fwd, bwd_data, bwd_weights: own math type */
+    cudnnConvolutionFwdAlgo_t fwd_algo;
+    cudnnConvolutionBwdDataAlgo_t bwd_data_algo;
+    cudnnConvolutionBwdFilterAlgo_t bwd_filter_algo;
+    cudnnMathType_t math[3];
+    size_t workspace[3];
+    float find_ms[3];                        /* the chosen algorithm's time in the search */
+};
+
+/* A fully connected layer's cuBLASLt state (models/cuda/cuda_fc.cu). */
+struct cuda_fc {
+    cublasLtMatmulDesc_t desc[3];            /* fwd, bwd_data, bwd_weights */
+    cublasLtMatrixLayout_t a[3], b[3], c[3];
+    cublasLtMatmulAlgo_t algo[3];
+    bool epilogue;                           /* bias (and ReLU) in the forward GEMM */
+    bool accumulate_desc;                    /* bwd_data's C layout also serves beta = 1 */
+};
+
+struct cuda_layer {
+    void *out;            /* activation, elem type and layout (maybe the owner's buffer) */
+    void *grad;           /* gradient of out (a slab), NULL where none is needed */
+    /* parameters: fp32 master (device layout), the copy computed with (the
+     * master itself without a master copy), gradient and momentum */
+    float *w, *bias;
+    void *w_copy, *bias_copy;
+    void *dw, *dbias;     /* elem type; batch norm: fp32 (d-gamma, d-beta) */
+    float *vw, *vbias;
+    float *mean, *rstd, *run_mean, *run_var; /* batch norm */
+    uint8_t *mask;        /* max pool: window index of the max; dropout: keep */
+    cuda_conv *conv;
+    cuda_fc *fc;
+};
+
+/* One parameter tensor of the fused SGD update. */
+struct sgd_tensor {
+    float *master;
+    const void *grad;
+    float *momentum;
+    void *copy;           /* NULL: none */
+    int grad_elem, copy_elem;
+    int64_t n;
+};
+
+/* A slice of at most SGD_CHUNK elements of one tensor: one thread block. */
+struct sgd_chunk {
+    int tensor;
+    int64_t start, len;
+};
+enum { SGD_CHUNK = 16384 };
+
+struct backend {
+    const network *net;
+    backend_config cfg;
+    precision_plan pp;
+    mem_plan plan;
+    layer_fusion *fusion;
+    cuda_layer *layers;
+    void **grad_slabs;
+    void *input;                 /* the batch in elem type and device layout */
+    int32_t *labels;
+    float *staging;              /* fp32 scratch for host transfers and conversions */
+    int64_t staging_elems;
+    float *loss_each;            /* per image */
+    float *loss_dev;             /* the batch mean */
+    float *loss_host;            /* pinned: read after the step's sync */
+    loss_scale_state *scale_dev; /* scale 1 and never updated without loss scaling */
+    uint64_t *forward_count;     /* device: dropout masks differ from step to step */
+    float *bn_partials;          /* batch norm partial sums, shared by every layer */
+    int64_t bn_partials_elems;
+    void *workspace;
+    size_t workspace_bytes;
+    sgd_tensor *sgd_tensors;     /* device tables of the fused update */
+    sgd_chunk *sgd_chunks;
+    int n_sgd_tensors, n_sgd_chunks;
+    int sm_count;
+    int64_t device_bytes;        /* everything cudaMalloc'd for this backend */
+    void **allocs;               /* every allocation, freed by destroy */
+    int n_allocs, cap_allocs;
+    cudaStream_t stream;
+    cudnnHandle_t dnn;
+    cublasLtHandle_t lt;
+    cudaEvent_t timer[2];
+    cudaGraph_t graph;
+    cudaGraphExec_t graph_exec;
+    bool capturing;
+    int current_layer;           /* for error messages: a layer, STEP_LOSS, STEP_ALL_LAYERS
+                                    or CUDA_NO_LAYER */
+    pass current_pass;
+    char err[CUDA_ERR_LEN];
+};
+
+/* Records the failure of `call` at file:line with the library's message and
+ * the layer being run; returns -1. */
+int cuda_fail_call(backend *b, const char *file, int line, const char *call, const char *what);
+int cuda_fail(backend *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define CUDA_TRY(b, call)                                                                     \
+    do {                                                                                      \
+        cudaError_t err_ = (call);                                                            \
+        if (err_ != cudaSuccess)                                                              \
+            return cuda_fail_call((b), __FILE__, __LINE__, #call, cudaGetErrorString(err_));  \
+    } while (0)
+
+#define CUDNN_TRY(b, call)                                                                    \
+    do {                                                                                      \
+        cudnnStatus_t st_ = (call);                                                           \
+        if (st_ != CUDNN_STATUS_SUCCESS)                                                      \
+            return cuda_fail_call((b), __FILE__, __LINE__, #call, cudnnGetErrorString(st_));  \
+    } while (0)
+
+#define CUBLAS_TRY(b, call)                                                                   \
+    do {                                                                                      \
+        cublasStatus_t st_ = (call);                                                          \
+        if (st_ != CUBLAS_STATUS_SUCCESS)                                                     \
+            return cuda_fail_call((b), __FILE__, __LINE__, #call, cublasLtGetStatusString(st_)); \
+    } while (0)
+
+/* A kernel launch: the configuration error, if any, is known at once. */
+#define LAUNCH_TRY(b) CUDA_TRY((b), cudaGetLastError())
+
+/* Allocates and zeroes `bytes` of device memory, counted in device_bytes. */
+int cuda_alloc(backend *b, void **p, size_t bytes, const char *what);
+
+/* The tensor feeding input k of layer i (the batch for GRAPH_INPUT). */
+const void *cuda_input(const backend *b, int layer, int k);
+void *cuda_input_grad(const backend *b, int layer, int k);
+int64_t cuda_elems(const backend *b, int layer);
+
+/* Elementwise kernels (cuda_elementwise.cu). */
+int cuda_convert(backend *b, void *dst, elem_type dst_elem, const void *src, elem_type src_elem,
+                 int64_t n);
+int cuda_fill(backend *b, void *dst, elem_type elem, float value, int64_t n);
+int cuda_pointwise_forward(backend *b, int layer);
+int cuda_pointwise_backward(backend *b, int layer, const bool accumulate[LAYER_MAX_INPUTS]);
+/* y = act(y + bias[c]) over a layer's output, in place (conv and fc bias). */
+int cuda_bias_act(backend *b, int layer, act_kind act);
+/* Per-channel sum of a gradient (conv bias gradient), into fp32 or elem. */
+int cuda_bias_grad(backend *b, int layer, void *dbias, elem_type dbias_elem);
+int cuda_step_counter(backend *b);
+
+/* Batch norm (cuda_norm.cu). */
+int cuda_bn_forward(backend *b, int layer);
+int cuda_bn_apply_add(backend *b, int add_layer);
+int cuda_bn_backward_weights(backend *b, int layer);
+int cuda_bn_backward_data(backend *b, int layer, bool accumulate);
+int64_t cuda_bn_partials_needed(const backend *b);
+
+/* Pooling (cuda_pool.cu). */
+int cuda_pool_forward(backend *b, int layer);
+int cuda_pool_backward(backend *b, int layer, bool accumulate);
+
+/* Convolutions (cuda_conv.cu). */
+int cuda_conv_setup(backend *b, int layer);
+int cuda_conv_choose(backend *b, int layer, int same_as);
+void cuda_conv_destroy(cuda_conv *c);
+int cuda_conv_forward(backend *b, int layer);
+int cuda_conv_backward_data(backend *b, int layer, bool accumulate);
+int cuda_conv_backward_weights(backend *b, int layer);
+void cuda_conv_name(const backend *b, int layer, pass phase, char *buf, size_t len);
+
+/* Fully connected (cuda_fc.cu). */
+int cuda_fc_setup(backend *b, int layer);
+void cuda_fc_destroy(cuda_fc *f);
+int cuda_fc_forward(backend *b, int layer);
+int cuda_fc_backward_data(backend *b, int layer, bool accumulate);
+int cuda_fc_backward_weights(backend *b, int layer);
+
+/* Loss and the fused update (cuda_loss_sgd.cu). */
+int cuda_sgd_setup(backend *b);
+int cuda_loss_run(backend *b);
+int cuda_sgd_run(backend *b, const sgd_params *sgd);
+
+/* Launch geometry: a grid-stride loop over n elements. */
+static inline unsigned cuda_blocks(const backend *b, int64_t n, int threads)
+{
+    int64_t blocks = (n + threads - 1) / threads, cap = (int64_t)b->sm_count * 32;
+    if (blocks > cap)
+        blocks = cap;
+    return (unsigned)(blocks > 0 ? blocks : 1);
+}
+
+#endif

@@ -1,0 +1,167 @@
+#include "cuda_plan.h"
+
+#include <string.h>
+
+#include "../backend.h"
+
+precision_plan precision_plan_of(precision p)
+{
+    precision_plan pp = {.prec = p, .elem = ELEM_F32, .elem_bytes = 4, .layout = LAYOUT_NCHW};
+    switch (p) {
+    case PREC_FP32: break;
+    case PREC_TF32:
+        pp.layout = LAYOUT_NHWC;
+        pp.tensor_cores = true;
+        break;
+    case PREC_FP16:
+        pp = (precision_plan){.prec = p, .elem = ELEM_F16, .elem_bytes = 2,
+                              .layout = LAYOUT_NHWC, .tensor_cores = true,
+                              .master_copy = true, .loss_scaling = true};
+        break;
+    case PREC_BF16:
+        pp = (precision_plan){.prec = p, .elem = ELEM_BF16, .elem_bytes = 2,
+                              .layout = LAYOUT_NHWC, .tensor_cores = true,
+                              .master_copy = true};
+        break;
+    case PREC_COUNT: break;
+    }
+    return pp;
+}
+
+const char *elem_type_name(elem_type t)
+{
+    switch (t) {
+    case ELEM_F32: return "f32";
+    case ELEM_F16: return "f16";
+    case ELEM_BF16: return "bf16";
+    }
+    return "?";
+}
+
+static bool is_activation(layer_type t)
+{
+    return t == LAYER_RELU || t == LAYER_RELU6;
+}
+
+void fusion_plan_make(const network *net, const mem_plan *mp, bool enable, layer_fusion *fusion)
+{
+    int n = net->n_layers;
+    for (int i = 0; i < n; i++)
+        fusion[i] = (layer_fusion){.fwd_by = -1, .bwd_by = -1, .act = ACT_NONE,
+                                   .bn_applied_by = -1, .add_bn = -1};
+    if (!enable)
+        return;
+    for (int i = 0; i < n; i++) {
+        const layer *l = &net->layers[i];
+        int in = l->inputs[0];
+        /* an add in place over a batch norm normalises it */
+        if (l->type == LAYER_ADD && mp->out_owner[i] != i) {
+            for (int k = 0; k < 2; k++) {
+                int bn = l->inputs[k];
+                if (bn >= 0 && net->layers[bn].type == LAYER_BN && mp->out_owner[bn] == bn &&
+                    mp->out_owner[i] == bn) {
+                    fusion[i].add_bn = bn;
+                    fusion[bn].bn_applied_by = i;
+                }
+            }
+            continue;
+        }
+        /* an activation in place over the layer before it */
+        if (!is_activation(l->type) || in < 0 || mp->out_owner[i] == i)
+            continue;
+        const layer *p = &net->layers[in];
+        bool by_kernel = p->type == LAYER_BN || p->type == LAYER_ADD;
+        bool by_bias = (p->type == LAYER_CONV || p->type == LAYER_FC) && p->has_bias;
+        if (!(by_kernel || by_bias))
+            continue;
+        /* a batch norm normalised by an add has no output of its own to act on */
+        if (p->type == LAYER_BN && fusion[in].bn_applied_by >= 0)
+            continue;
+        fusion[in].act = l->type == LAYER_RELU ? ACT_RELU : ACT_RELU6;
+        fusion[i].fwd_by = in;
+        /* the mask is applied on the fly by batch norm's and the add's
+         * backward; after a conv or fc it runs as its own kernel */
+        if (by_kernel)
+            fusion[i].bwd_by = in;
+    }
+}
+
+void permute_nchw_nhwc(const float *src, float *dst, int64_t n, int c, int h, int w,
+                       bool to_nhwc)
+{
+    int64_t plane = (int64_t)h * w, image = plane * c;
+    for (int64_t b = 0; b < n; b++)
+        for (int ch = 0; ch < c; ch++)
+            for (int64_t p = 0; p < plane; p++) {
+                int64_t nchw = b * image + ch * plane + p, nhwc = b * image + p * c + ch;
+                if (to_nhwc)
+                    dst[nhwc] = src[nchw];
+                else
+                    dst[nchw] = src[nhwc];
+            }
+}
+
+conv_shape conv_shape_of(const layer *l, int batch, precision prec)
+{
+    return (conv_shape){.n = batch, .c = l->in_shape.c, .h = l->in_shape.h, .w = l->in_shape.w,
+                        .k = l->out_channels, .r = l->kernel, .s = l->kernel, .pad = l->pad,
+                        .stride = l->stride, .groups = l->groups, .out_h = l->out_shape.h,
+                        .out_w = l->out_shape.w, .prec = prec};
+}
+
+bool conv_shape_equal(const conv_shape *a, const conv_shape *b)
+{
+    return a->n == b->n && a->c == b->c && a->h == b->h && a->w == b->w && a->k == b->k &&
+           a->r == b->r && a->s == b->s && a->pad == b->pad && a->stride == b->stride &&
+           a->groups == b->groups && a->out_h == b->out_h && a->out_w == b->out_w &&
+           a->prec == b->prec;
+}
+
+int conv_shape_groups(const network *net, int batch, precision prec, int *first_of_shape)
+{
+    int distinct = 0;
+    for (int i = 0; i < net->n_layers; i++) {
+        first_of_shape[i] = -1;
+        if (net->layers[i].type != LAYER_CONV)
+            continue;
+        conv_shape s = conv_shape_of(&net->layers[i], batch, prec);
+        for (int j = 0; j < i && first_of_shape[i] < 0; j++) {
+            if (first_of_shape[j] != j)
+                continue;
+            conv_shape t = conv_shape_of(&net->layers[j], batch, prec);
+            if (conv_shape_equal(&s, &t))
+                first_of_shape[i] = j;
+        }
+        if (first_of_shape[i] < 0) {
+            first_of_shape[i] = i;
+            distinct++;
+        }
+    }
+    return distinct;
+}
+
+int64_t cuda_planned_bytes(const network *net, int batch, const precision_plan *pp,
+                           const mem_plan *mp)
+{
+    int64_t bytes = memplan_elems(mp, net, batch) * pp->elem_bytes;
+    /* the input in the compute type, its fp32 staging copy and the labels */
+    int64_t input = (int64_t)batch * shape_elems(net->input);
+    bytes += input * (pp->elem_bytes + 4) + (int64_t)batch * 4;
+    for (int i = 0; i < net->n_layers; i++) {
+        const layer *l = &net->layers[i];
+        int64_t out = backend_buffer_elems(net, i, batch, BUF_OUTPUT);
+        int64_t params = backend_buffer_elems(net, i, batch, BUF_WEIGHT) +
+                         backend_buffer_elems(net, i, batch, BUF_BIAS);
+        if (l->type == LAYER_BN) {
+            /* gamma, beta, their gradients and momentum in fp32; mean, rstd,
+             * running mean and variance */
+            bytes += params * 4 * 3 + (int64_t)l->in_shape.c * 4 * 4;
+        } else if (params) {
+            /* master and momentum in fp32, gradient (and copy) in elem */
+            bytes += params * (8 + pp->elem_bytes * (pp->master_copy ? 2 : 1));
+        }
+        if (l->type == LAYER_MAXPOOL || l->type == LAYER_DROPOUT)
+            bytes += out; /* one byte a value: window index, or keep */
+    }
+    return bytes;
+}

@@ -1,0 +1,87 @@
+/* The host-side decisions of the CUDA backend, in plain C so that `make test`
+ * checks them without a GPU: what a precision computes in and how tensors
+ * are laid out, which layers' kernels are fused, the layout permutations
+ * between the host's NCHW and the device's NHWC, the distinct convolution
+ * shapes whose algorithms are chosen once, and the device memory a batch
+ * needs. */
+#ifndef ROOFLINE_CUDA_PLAN_H
+#define ROOFLINE_CUDA_PLAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include "../graph.h"
+#include "../memplan.h"
+#include "../precision.h"
+
+typedef enum { ELEM_F32, ELEM_F16, ELEM_BF16 } elem_type;
+typedef enum { LAYOUT_NCHW, LAYOUT_NHWC } act_layout;
+
+typedef struct {
+    precision prec;
+    elem_type elem;       /* activations, gradients and the weights computed with */
+    int elem_bytes;
+    act_layout layout;    /* tensor-core precisions use NHWC (DESIGN.md §5) */
+    bool tensor_cores;    /* cuDNN and cuBLASLt may use tensor cores (and TF32) */
+    bool master_copy;     /* fp32 master weights beside a copy in `elem` */
+    bool loss_scaling;    /* fp16: dynamic loss scale, skipped steps */
+} precision_plan;
+
+precision_plan precision_plan_of(precision p);
+const char *elem_type_name(elem_type t);
+
+typedef enum { ACT_NONE, ACT_RELU, ACT_RELU6 } act_kind;
+
+/* How one layer's work is done. A ReLU/ReLU6 running in place over a batch
+ * norm, a residual add, or a conv/fc with bias is done by that layer's kernel
+ * (forward), and for batch norm and add also in its backward (the mask is
+ * applied on the fly). A batch norm whose only consumer is an add running in
+ * place over it computes its statistics in its own forward and leaves the
+ * normalisation to the add's kernel: y = act(bn(x) + other). */
+typedef struct {
+    int fwd_by;          /* the layer whose forward does this one's, or -1 */
+    int bwd_by;          /* the layer whose backward_data does this one's, or -1 */
+    act_kind act;        /* applied at the end of this layer's forward */
+    int bn_applied_by;   /* batch norm: the add that normalises it, or -1 */
+    int add_bn;          /* add: the batch norm it normalises (an input), or -1 */
+} layer_fusion;
+
+/* Fills fusion[n_layers]; with enable false every layer runs alone. The plan
+ * must be the memory plan the backend allocates by (fusion needs in place). */
+void fusion_plan_make(const network *net, const mem_plan *mp, bool enable, layer_fusion *fusion);
+
+/* dst = src with the two inner groups of axes swapped: (n, c, h, w) to
+ * (n, h, w, c) when to_nhwc, else back. Conv weights (K, C/g, R, S) and the
+ * columns of an fc weight over a (c, h, w) input permute the same way. */
+void permute_nchw_nhwc(const float *src, float *dst, int64_t n, int c, int h, int w,
+                       bool to_nhwc);
+
+/* A convolution's shape, everything cuDNN's choice of algorithm depends on. */
+typedef struct {
+    int n, c, h, w, k, r, s, pad, stride, groups, out_h, out_w;
+    precision prec;
+} conv_shape;
+
+conv_shape conv_shape_of(const layer *l, int batch, precision prec);
+bool conv_shape_equal(const conv_shape *a, const conv_shape *b);
+
+/* For each conv layer the first conv layer of the same shape (itself when
+ * it is the first), -1 for other layers: algorithms are searched once per
+ * distinct shape. Returns the number of distinct shapes. */
+int conv_shape_groups(const network *net, int batch, precision prec, int *first_of_shape);
+
+/* Device bytes the backend allocates for a batch, before any workspace:
+ * activations and gradient slabs of the memory plan, parameters with their
+ * gradients, momentum and copies, batch norm buffers, masks, the input. */
+int64_t cuda_planned_bytes(const network *net, int batch, const precision_plan *pp,
+                           const mem_plan *mp);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,84 @@
+/* make test-gpu: every layer type of the CUDA backend on its own, in every
+ * precision the GPU has, against the direct-loop reference in double (the
+ * cases and checks of tests/layer_check.c, which the CPU backend passes in
+ * make test). Layers run unfused here (--no-fusion); the fused kernels are
+ * checked by whole steps in cuda_train_check.cu.
+ *
+ * Tolerances, relative (tests/layer_check.h says to what):
+ *   fp32  1e-4 forward and gradients: no tensor cores, fp32 sums
+ *   tf32  5e-3: inputs of products rounded to a 10-bit mantissa
+ *   fp16  5e-3 forward, 1e-2 gradients: activations and the weights' copy in
+ *         fp16 (11-bit mantissa), sums in fp32; the reference uses the fp32
+ *         master weights
+ *   bf16  3e-2 forward, 5e-2 gradients: an 8-bit mantissa */
+#include <stdio.h>
+#include <string.h>
+
+#include "gpu_test.h"
+
+extern "C" {
+#include "../../models/cuda/cuda_backend.h"
+#include "../layer_check.h"
+}
+
+struct run_ctx {
+    gpu_tally *tally;
+    const char *prec;
+    const char *name;
+};
+
+static void expect(void *ctx, bool ok, const char *message)
+{
+    run_ctx *r = (run_ctx *)ctx;
+    char what[640];
+    snprintf(what, sizeof what, "[%s] %s: %s", r->prec, r->name, message);
+    gpu_expect(r->tally, ok, what);
+}
+
+int main(void)
+{
+    if (gpu_test_skip())
+        return 0;
+    gpu_tally tally = {0, 0};
+    cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
+        printf("FAIL: cudaGetDeviceProperties\n");
+        return 1;
+    }
+    struct {
+        precision prec;
+        layer_tolerance tol;
+        int min_cc;
+    } precisions[] = {
+        {PREC_FP32, {1e-4, 1e-4, 1e-5}, 0},
+        {PREC_TF32, {5e-3, 5e-3, 1e-5}, 80},
+        {PREC_FP16, {5e-3, 1e-2, 2e-3}, 70},
+        {PREC_BF16, {3e-2, 5e-2, 1e-2}, 80},
+    };
+    int cc = 10 * prop.major + prop.minor, n_cases;
+    const layer_case *cases = layer_cases(&n_cases);
+    for (size_t p = 0; p < sizeof precisions / sizeof *precisions; p++) {
+        const char *name = precision_name(precisions[p].prec);
+        if (cc < precisions[p].min_cc) {
+            printf("skipped: %s needs compute capability %d.%d\n", name,
+                   precisions[p].min_cc / 10, precisions[p].min_cc % 10);
+            continue;
+        }
+        for (int k = 0; k < n_cases; k++) {
+            run_ctx ctx = {&tally, name, cases[k].name};
+            layer_check_env env;
+            memset(&env, 0, sizeof env);
+            env.ops = &cuda_backend_ops;
+            env.cfg.batch = LAYER_CHECK_BATCH;
+            env.cfg.seed = 5;
+            env.cfg.prec = precisions[p].prec;
+            env.cfg.no_fusion = true;
+            env.cfg.initial_loss_scale = 1.0f; /* room for the test's gradients in fp16 */
+            env.tol = precisions[p].tol;
+            env.expect = expect;
+            env.ctx = &ctx;
+            layer_check_case(&env, &cases[k]);
+        }
+    }
+    return gpu_test_finish(&tally);
+}

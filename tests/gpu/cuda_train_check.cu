@@ -1,0 +1,343 @@
+/* make test-gpu: whole training steps of the CUDA backend, fused as bin/train
+ * runs them.
+ * - fp32 reproduces the CPU backend's losses of five steps within 1e-3
+ *   relative (tests/gpu/cpu_losses.csv, written on a CPU machine by
+ *   tests/gpu/make_cpu_losses.sh: the GPU node has no oneDNN);
+ * - fused and unfused kernels give the same losses (1e-4);
+ * - fp16 and bf16 train: the loss falls on a fixed batch;
+ * - fp16's loss scale reacts to an overflow forced by a huge initial scale:
+ *   the step is skipped (weights unchanged), the scale halves, and once it
+ *   is small enough the steps go through;
+ * - a step captured as a CUDA graph gives the losses of eager steps;
+ * - the device memory the backend reports is what it allocated. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_test.h"
+
+extern "C" {
+#include "../../models/cuda/cuda_backend.h"
+#include "../../models/data.h"
+#include "../../models/init.h"
+#include "../../models/step.h"
+#include "../../models/zoo.h"
+}
+
+static gpu_tally tally;
+
+static void expectf(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void expectf(bool ok, const char *fmt, ...)
+{
+    char what[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    gpu_expect(&tally, ok, what);
+}
+
+/* One backend training a zoo model on its fixed synthetic batch. */
+struct trainer {
+    network net;
+    backend *b;
+    step_driver drv;
+    bool ok;
+};
+
+static bool trainer_open(trainer *t, const char *model, int res, int batch, precision prec,
+                         float lr, bool fuse, float initial_scale)
+{
+    memset(t, 0, sizeof *t);
+    const model_info *m = zoo_find(model);
+    if (!m || zoo_build(&t->net, model, res, m->default_classes) != NET_OK) {
+        expectf(false, "%s: cannot build", model);
+        return false;
+    }
+    backend_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.batch = batch;
+    cfg.seed = 1;
+    cfg.prec = prec;
+    cfg.no_fusion = !fuse;
+    cfg.initial_loss_scale = initial_scale;
+    char err[640];
+    t->b = cuda_backend_ops.create(&t->net, &cfg, err, sizeof err);
+    if (!t->b) {
+        expectf(false, "%s %s: create: %s", model, precision_name(prec), err);
+        return false;
+    }
+    int64_t n = (int64_t)batch * shape_elems(t->net.input);
+    float *images = (float *)malloc((size_t)n * sizeof *images);
+    int32_t *labels = (int32_t *)malloc((size_t)batch * sizeof *labels);
+    if (!images || !labels) {
+        fprintf(stderr, "cuda_train_check: out of host memory\n");
+        exit(1);
+    }
+    data_synthetic(1, batch, t->net.input.c, res, t->net.classes, images, labels);
+    bool ok = init_parameters(&cuda_backend_ops, t->b, &t->net, 1, err, sizeof err) == 0 &&
+              cuda_backend_ops.set_batch(t->b, images, labels) == 0 &&
+              step_init(&t->drv, &cuda_backend_ops, t->b, &t->net, (sgd_params){lr, 0.9f, 5e-4f}) == 0;
+    free(images);
+    free(labels);
+    if (!ok)
+        expectf(false, "%s %s: setup: %s %s", model, precision_name(prec), err,
+                cuda_backend_ops.error(t->b));
+    t->ok = ok;
+    return ok;
+}
+
+static bool trainer_steps(trainer *t, int steps, float *losses)
+{
+    for (int s = 0; s < steps; s++)
+        if (step_run(&t->drv, &losses[s])) {
+            expectf(false, "%s step %d: %s", t->net.model, s, step_error(&t->drv));
+            return false;
+        }
+    return true;
+}
+
+static void trainer_close(trainer *t)
+{
+    if (t->ok)
+        step_free(&t->drv);
+    if (t->b)
+        cuda_backend_ops.destroy(t->b);
+    net_free(&t->net);
+}
+
+/* ---- fp32 against the CPU backend --------------------------------------------- */
+
+enum { GOLDEN_STEPS = 5, MAX_GOLDEN = 16 };
+
+struct golden {
+    char model[32];
+    int res, batch;
+    float loss[GOLDEN_STEPS];
+};
+
+static int read_golden(golden *g, int max)
+{
+    const char *path = "tests/gpu/cpu_losses.csv";
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        expectf(false, "%s: cannot open (run make test-gpu from the repository root)", path);
+        return 0;
+    }
+    char line[256];
+    int n = 0;
+    if (!fgets(line, sizeof line, f)) /* header */
+        n = 0;
+    while (fgets(line, sizeof line, f)) {
+        char model[32];
+        int res, batch, seed, step;
+        float loss;
+        if (sscanf(line, "%31[^,],%d,%d,%d,%d,%f", model, &res, &batch, &seed, &step, &loss) != 6 ||
+            step < 0 || step >= GOLDEN_STEPS)
+            continue;
+        if (step == 0) {
+            if (n == max)
+                break;
+            snprintf(g[n].model, sizeof g[n].model, "%s", model);
+            g[n].res = res;
+            g[n].batch = batch;
+            n++;
+        }
+        if (n > 0)
+            g[n - 1].loss[step] = loss;
+    }
+    fclose(f);
+    return n;
+}
+
+static void check_against_cpu(void)
+{
+    golden g[MAX_GOLDEN];
+    int n = read_golden(g, MAX_GOLDEN);
+    expectf(n >= 4, "tests/gpu/cpu_losses.csv holds %d configurations", n);
+    for (int k = 0; k < n; k++) {
+        trainer t;
+        float lr = zoo_default_lr(zoo_find(g[k].model), g[k].batch);
+        float losses[GOLDEN_STEPS];
+        if (trainer_open(&t, g[k].model, g[k].res, g[k].batch, PREC_FP32, lr, true, 0.0f) &&
+            trainer_steps(&t, GOLDEN_STEPS, losses)) {
+            double worst = 0.0;
+            for (int s = 0; s < GOLDEN_STEPS; s++)
+                worst = fmax(worst, fabs(losses[s] - g[k].loss[s]) / fabs(g[k].loss[s]));
+            expectf(worst <= 1e-3,
+                    "%s res %d batch %d fp32: five losses within 1e-3 of the CPU backend's "
+                    "(worst %.2e; GPU %.6f %.6f %.6f %.6f %.6f, CPU %.6f ... %.6f)",
+                    g[k].model, g[k].res, g[k].batch, worst, losses[0], losses[1], losses[2],
+                    losses[3], losses[4], g[k].loss[0], g[k].loss[4]);
+        }
+        trainer_close(&t);
+    }
+}
+
+/* ---- fused against unfused ---------------------------------------------------- */
+
+static void check_fusion(void)
+{
+    const char *models[] = {"resnet50-cifar", "mobilenet_v2-cifar", "vgg16-cifar", "resnet18-cifar"};
+    for (size_t m = 0; m < sizeof models / sizeof *models; m++) {
+        float fused[3], plain[3];
+        trainer a, b;
+        float lr = zoo_default_lr(zoo_find(models[m]), 8);
+        bool ok = trainer_open(&a, models[m], 32, 8, PREC_FP32, lr, true, 0.0f) &&
+                  trainer_steps(&a, 3, fused);
+        trainer_close(&a);
+        ok = ok && trainer_open(&b, models[m], 32, 8, PREC_FP32, lr, false, 0.0f) &&
+             trainer_steps(&b, 3, plain);
+        trainer_close(&b);
+        if (!ok)
+            continue;
+        double worst = 0.0;
+        for (int s = 0; s < 3; s++)
+            worst = fmax(worst, fabs(fused[s] - plain[s]) / fabs(plain[s]));
+        expectf(worst <= 1e-4, "%s fp32: fused and unfused kernels, three losses within 1e-4 "
+                               "(worst %.2e)", models[m], worst);
+    }
+}
+
+/* ---- low precision learns ------------------------------------------------------- */
+
+static void check_learns(precision prec)
+{
+    const char *models[] = {"resnet18-cifar", "mobilenet_v2-cifar"};
+    for (size_t m = 0; m < sizeof models / sizeof *models; m++) {
+        trainer t;
+        float losses[30];
+        if (trainer_open(&t, models[m], 32, 8, prec, 0.01f, true, 0.0f) &&
+            trainer_steps(&t, 30, losses)) {
+            float late = 0.0f;
+            for (int s = 25; s < 30; s++)
+                late += losses[s] / 5;
+            expectf(late < 0.5f * losses[0], "%s %s learns a fixed batch: loss %.4f -> %.4f "
+                                             "(mean of the last five)",
+                    models[m], precision_name(prec), losses[0], late);
+        }
+        trainer_close(&t);
+    }
+}
+
+/* ---- fp16 loss scaling ------------------------------------------------------------ */
+
+static bool read_weights(trainer *t, int layer, float *w)
+{
+    return cuda_backend_ops.read(t->b, layer, BUF_WEIGHT, w) == 0;
+}
+
+static void check_loss_scaling(void)
+{
+    trainer t;
+    /* 2^24: the logits' gradient (up to 1/batch x scale) overflows fp16's 65504 */
+    if (!trainer_open(&t, "resnet18-cifar", 32, 8, PREC_FP16, 0.01f, true, 16777216.0f)) {
+        trainer_close(&t);
+        return;
+    }
+    int64_t nw = backend_buffer_elems(&t.net, 0, 8, BUF_WEIGHT);
+    float *before = (float *)malloc((size_t)nw * sizeof *before);
+    float *after = (float *)malloc((size_t)nw * sizeof *after);
+    float loss;
+    backend_stats s;
+    if (before && after && read_weights(&t, 0, before) && step_run(&t.drv, &loss) == 0 &&
+        read_weights(&t, 0, after) && cuda_backend_ops.stats(t.b, &s) == 0) {
+        expectf(s.skipped_steps == 1 && s.loss_scale == 8388608.0f,
+                "fp16: an overflowing step is skipped and halves the scale (skipped %lld, "
+                "scale %g)", (long long)s.skipped_steps, s.loss_scale);
+        expectf(memcmp(before, after, (size_t)nw * sizeof *before) == 0,
+                "fp16: the skipped step leaves the weights as they were");
+        int steps = 1;
+        int64_t skipped = s.skipped_steps;
+        while (steps < 40 && step_run(&t.drv, &loss) == 0 && cuda_backend_ops.stats(t.b, &s) == 0) {
+            steps++;
+            if (s.skipped_steps == skipped)
+                break; /* a step went through */
+            skipped = s.skipped_steps;
+        }
+        read_weights(&t, 0, after);
+        expectf(s.loss_scale < 8388608.0f && s.skipped_steps < steps &&
+                    memcmp(before, after, (size_t)nw * sizeof *before) != 0,
+                "fp16: the scale backs off until steps go through (%lld of %d skipped, scale %g)",
+                (long long)s.skipped_steps, steps, s.loss_scale);
+    } else {
+        expectf(false, "fp16 loss scaling: %s", step_error(&t.drv));
+    }
+    free(before);
+    free(after);
+    trainer_close(&t);
+}
+
+/* ---- graphs ---------------------------------------------------------------------- */
+
+static void check_graph(precision prec)
+{
+    const char *model = "resnet18-cifar";
+    float eager[4], replayed[4];
+    trainer a, b;
+    bool ok = trainer_open(&a, model, 32, 8, prec, 0.01f, true, 0.0f) && trainer_steps(&a, 4, eager);
+    trainer_close(&a);
+    ok = ok && trainer_open(&b, model, 32, 8, prec, 0.01f, true, 0.0f) &&
+         trainer_steps(&b, 1, replayed);
+    if (ok && step_capture(&b.drv) != 0) {
+        expectf(false, "%s: step_capture: %s", precision_name(prec), step_error(&b.drv));
+        ok = false;
+    }
+    ok = ok && trainer_steps(&b, 3, replayed + 1);
+    trainer_close(&b);
+    if (!ok)
+        return;
+    double worst = 0.0;
+    for (int s = 0; s < 4; s++)
+        worst = fmax(worst, fabs(eager[s] - replayed[s]) / fabs(eager[s]));
+    expectf(worst <= 1e-5, "%s %s: a captured step replayed gives the eager losses (worst %.2e)",
+            model, precision_name(prec), worst);
+}
+
+/* ---- memory ------------------------------------------------------------------------ */
+
+static void check_memory(void)
+{
+    trainer t;
+    size_t free0 = 0, free1 = 0, total = 0;
+    cudaMemGetInfo(&free0, &total);
+    if (trainer_open(&t, "resnet50", 64, 16, PREC_BF16, 0.01f, true, 0.0f)) {
+        backend_stats s;
+        cudaMemGetInfo(&free1, &total);
+        if (cuda_backend_ops.stats(t.b, &s) == 0) {
+            double used = (double)free0 - (double)free1;
+            expectf(s.device_bytes > 0 && s.device_bytes <= used + (64 << 20) &&
+                        used <= s.device_bytes * 1.5 + (512 << 20),
+                    "resnet50 bf16: reported device memory %.1f MiB (workspace %.1f MiB) against "
+                    "%.1f MiB taken from the device",
+                    s.device_bytes / 1048576.0, s.workspace_bytes / 1048576.0, used / 1048576.0);
+        }
+    }
+    trainer_close(&t);
+}
+
+int main(void)
+{
+    if (gpu_test_skip())
+        return 0;
+    cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
+        printf("FAIL: cudaGetDeviceProperties\n");
+        return 1;
+    }
+    bool ampere = prop.major >= 8;
+    check_against_cpu();
+    check_fusion();
+    check_learns(PREC_FP16);
+    if (ampere)
+        check_learns(PREC_BF16);
+    check_loss_scaling();
+    check_graph(PREC_FP32);
+    if (ampere)
+        check_graph(PREC_BF16);
+    check_memory();
+    return gpu_test_finish(&tally);
+}

@@ -1,0 +1,189 @@
+/* The host-side decisions of the CUDA backend, checked without a GPU: the
+ * precision plan, the fusion plan over the zoo's networks, the NCHW/NHWC
+ * permutations of activations and weights, the distinct convolution shapes
+ * whose algorithms are searched once, the device memory a batch needs, and
+ * fp16's loss-scaling state machine. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+
+#include "../models/backend.h"
+#include "../models/cost.h"
+#include "../models/cuda/cuda_plan.h"
+#include "../models/cuda/loss_scale.h"
+#include "helpers.h"
+
+static const memplan_rules gpu_rules = {.add_in_place = true, .grad_in_place = true};
+
+Test(cuda_plan, precisions)
+{
+    precision_plan p = precision_plan_of(PREC_FP32);
+    cr_expect(p.elem == ELEM_F32 && p.layout == LAYOUT_NCHW && !p.tensor_cores && !p.master_copy);
+    p = precision_plan_of(PREC_TF32);
+    cr_expect(p.elem == ELEM_F32 && p.layout == LAYOUT_NHWC && p.tensor_cores && !p.master_copy);
+    p = precision_plan_of(PREC_FP16);
+    cr_expect(p.elem == ELEM_F16 && p.elem_bytes == 2 && p.layout == LAYOUT_NHWC &&
+              p.master_copy && p.loss_scaling);
+    p = precision_plan_of(PREC_BF16);
+    cr_expect(p.elem == ELEM_BF16 && p.master_copy && !p.loss_scaling && p.tensor_cores);
+}
+
+Test(cuda_plan, permutation_round_trip_and_known_element)
+{
+    enum { N = 2, C = 3, H = 4, W = 5, E = N * C * H * W };
+    float src[E], nhwc[E], back[E];
+    for (int j = 0; j < E; j++)
+        src[j] = (float)j;
+    permute_nchw_nhwc(src, nhwc, N, C, H, W, true);
+    /* (n=1, c=2, h=3, w=4): NCHW index ((1*3+2)*4+3)*5+4, NHWC ((1*4+3)*5+4)*3+2 */
+    cr_expect_float_eq(nhwc[((1 * 4 + 3) * 5 + 4) * 3 + 2], (float)(((1 * 3 + 2) * 4 + 3) * 5 + 4),
+                       0.0f);
+    permute_nchw_nhwc(nhwc, back, N, C, H, W, false);
+    for (int j = 0; j < E; j++)
+        cr_expect_float_eq(back[j], src[j], 0.0f, "element %d", j);
+}
+
+/* Each model's fusions, counted by kind, and the rules they follow. */
+typedef struct {
+    int act_into_bn, act_into_add, act_into_bias, bn_into_add, bwd_fused;
+} fusion_counts;
+
+static fusion_counts fusions_of(const char *model, int res)
+{
+    network net = build_or_fail(model, res, 10);
+    mem_plan mp;
+    cr_assert_eq(memplan_make(&net, 2, &gpu_rules, &mp), 0);
+    layer_fusion *f = calloc((size_t)net.n_layers, sizeof *f);
+    cr_assert_not_null(f);
+    fusion_plan_make(&net, &mp, true, f);
+    fusion_counts n = {0};
+    for (int i = 0; i < net.n_layers; i++) {
+        const layer *l = &net.layers[i];
+        if (f[i].fwd_by >= 0) {
+            const layer *p = &net.layers[f[i].fwd_by];
+            cr_expect(l->type == LAYER_RELU || l->type == LAYER_RELU6, "%s", l->name);
+            cr_expect_eq(l->inputs[0], f[i].fwd_by, "%s fused into its producer", l->name);
+            cr_expect_eq(mp.out_owner[i], mp.out_owner[f[i].fwd_by], "%s runs in place", l->name);
+            cr_expect_neq(f[f[i].fwd_by].act, ACT_NONE);
+            n.act_into_bn += p->type == LAYER_BN;
+            n.act_into_add += p->type == LAYER_ADD;
+            n.act_into_bias += p->type == LAYER_CONV || p->type == LAYER_FC;
+            if (p->type == LAYER_CONV || p->type == LAYER_FC)
+                cr_expect(p->has_bias && f[i].bwd_by < 0, "%s", l->name);
+            else
+                cr_expect_eq(f[i].bwd_by, f[i].fwd_by, "%s", l->name);
+        }
+        n.bwd_fused += f[i].bwd_by >= 0;
+        if (f[i].bn_applied_by >= 0) {
+            int add = f[i].bn_applied_by;
+            cr_expect_eq(net.layers[add].type, LAYER_ADD);
+            cr_expect_eq(f[add].add_bn, i);
+            cr_expect_eq(f[i].act, ACT_NONE, "%s: a normalised-by-add batch norm has no act",
+                         l->name);
+            n.bn_into_add++;
+        }
+    }
+    /* off: every layer alone */
+    fusion_plan_make(&net, &mp, false, f);
+    for (int i = 0; i < net.n_layers; i++)
+        cr_expect(f[i].fwd_by < 0 && f[i].bwd_by < 0 && f[i].act == ACT_NONE &&
+                  f[i].bn_applied_by < 0 && f[i].add_bn < 0);
+    free(f);
+    memplan_free(&mp);
+    net_free(&net);
+    return n;
+}
+
+Test(cuda_plan, resnet50_fuses_bn_relu_and_the_bottleneck_tail)
+{
+    fusion_counts n = fusions_of("resnet50", 64);
+    /* stem bn1 + 2 per bottleneck (16) */
+    cr_expect_eq(n.act_into_bn, 33);
+    cr_expect_eq(n.bn_into_add, 16);
+    cr_expect_eq(n.act_into_add, 16);
+    cr_expect_eq(n.act_into_bias, 0);
+    cr_expect_eq(n.bwd_fused, 49);
+}
+
+Test(cuda_plan, vgg16_fuses_bias_and_relu)
+{
+    fusion_counts n = fusions_of("vgg16", 64);
+    cr_expect_eq(n.act_into_bias, 13 + 2, "13 convs and 2 hidden fc layers");
+    cr_expect_eq(n.act_into_bn + n.bn_into_add + n.act_into_add + n.bwd_fused, 0);
+}
+
+Test(cuda_plan, mobilenet_v2_fuses_relu6_and_residual_bn)
+{
+    fusion_counts n = fusions_of("mobilenet_v2", 64);
+    cr_expect_eq(n.act_into_bn, 35, "stem, 2 per expanding block (16 x 2), the first block's "
+                                    "depthwise, the head");
+    cr_expect_eq(n.bn_into_add, 10, "the ten residual adds");
+    cr_expect_eq(n.act_into_add, 0);
+}
+
+Test(cuda_plan, conv_shapes_searched_once)
+{
+    network net = build_or_fail("resnet50", 224, 1000);
+    int *first = malloc((size_t)net.n_layers * sizeof *first);
+    cr_assert_not_null(first);
+    int distinct = conv_shape_groups(&net, 256, PREC_BF16, first);
+    int convs = net_count_layers(&net, LAYER_CONV);
+    cr_expect(distinct > 10 && distinct < convs, "%d distinct of %d", distinct, convs);
+    for (int i = 0; i < net.n_layers; i++) {
+        if (net.layers[i].type != LAYER_CONV) {
+            cr_expect_eq(first[i], -1);
+            continue;
+        }
+        cr_expect(first[i] >= 0 && first[i] <= i && first[first[i]] == first[i]);
+        conv_shape a = conv_shape_of(&net.layers[i], 256, PREC_BF16);
+        conv_shape b = conv_shape_of(&net.layers[first[i]], 256, PREC_BF16);
+        cr_expect(conv_shape_equal(&a, &b), "%s", net.layers[i].name);
+    }
+    free(first);
+    net_free(&net);
+}
+
+/* What the backend allocates tracks the analytic footprint: within 0.7x to
+ * 1.6x of it (the plan shares gradients; it also keeps every activation, not
+ * only what backward needs), and half precision needs less. */
+Test(cuda_plan, planned_bytes_track_the_footprint)
+{
+    const char *models[] = {"resnet50", "vgg16", "mobilenet_v2", "resnet18"};
+    for (size_t m = 0; m < sizeof models / sizeof *models; m++) {
+        network net = build_or_fail(models[m], 224, 1000);
+        mem_plan mp;
+        cr_assert_eq(memplan_make(&net, 64, &gpu_rules, &mp), 0);
+        precision_plan f32 = precision_plan_of(PREC_FP32), b16 = precision_plan_of(PREC_BF16);
+        int64_t need32 = cuda_planned_bytes(&net, 64, &f32, &mp);
+        int64_t need16 = cuda_planned_bytes(&net, 64, &b16, &mp);
+        step_cost c = cost_step(&net, 64, PREC_FP32, NULL);
+        double ratio = (double)need32 / (double)c.memory.total;
+        cr_expect(ratio > 0.7 && ratio < 1.6, "%s: planned %.2f GiB, footprint %.2f GiB",
+                  models[m], need32 / 1073741824.0, c.memory.total / 1073741824.0);
+        cr_expect(need16 < need32, "%s", models[m]);
+        memplan_free(&mp);
+        net_free(&net);
+    }
+}
+
+Test(loss_scale, follows_grad_scaler)
+{
+    loss_scale_state s = loss_scale_initial();
+    cr_expect_float_eq(s.scale, 65536.0f, 0.0f);
+    s.found_inf = 1;
+    loss_scale_update(&s);
+    cr_expect_float_eq(s.scale, 32768.0f, 0.0f, "an overflow halves the scale");
+    cr_expect_eq(s.skipped_steps, 1);
+    cr_expect_eq(s.found_inf, 0, "the flag is cleared for the next step");
+    for (int k = 0; k < LOSS_SCALE_GROWTH_INTERVAL - 1; k++)
+        loss_scale_update(&s);
+    cr_expect_float_eq(s.scale, 32768.0f, 0.0f, "1999 clean steps change nothing");
+    loss_scale_update(&s);
+    cr_expect_float_eq(s.scale, 65536.0f, 0.0f, "the 2000th doubles it");
+    cr_expect_eq(s.clean_steps, 0);
+    for (int k = 0; k < 1000; k++)
+        loss_scale_update(&s);
+    s.found_inf = 1;
+    loss_scale_update(&s);
+    cr_expect_eq(s.clean_steps, 0, "an overflow restarts the count");
+    cr_expect_eq(s.skipped_steps, 2);
+}
