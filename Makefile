@@ -38,7 +38,8 @@ else
                -gencode arch=compute_$(lastword $(GPU_ARCH)),code=compute_$(lastword $(GPU_ARCH))
 endif
 NVCCFLAGS ?= -O3
-ALL_NVCCFLAGS := -std=c++17 $(NVCC_ARCH) $(NVCCFLAGS) -Xcompiler -Wall,-Wextra -MMD -MP $(filter -D% -I%,$(GPU_DEFS)) -DHAVE_CUDA
+# recursive (=): GPU_DEFS is filled below, once the optional parts are known
+ALL_NVCCFLAGS = -std=c++17 $(NVCC_ARCH) $(NVCCFLAGS) -Xcompiler -Wall,-Wextra -MMD -MP $(filter -D% -I%,$(GPU_DEFS)) -DHAVE_CUDA
 
 # ---- sources -----------------------------------------------------------------
 # The library holds models/, counters/, peaks/ and analysis/; the oneDNN backend
