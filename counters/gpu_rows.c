@@ -32,30 +32,10 @@ gpu_counts gpu_op_analytic(const step_driver *d, int batch, precision prec, int 
     gpu_counts c = {.dram_read = NAN, .dram_write = NAN, .l2 = NAN, .l1 = NAN};
     if (layer == GPU_ROW_NO_LAYER || phase == GPU_PHASE_COMM)
         return c;
-    const network *net = d->net;
-    int64_t flops = 0, gemm_flops = 0, bytes = 0, written = 0;
-    if (phase == GPU_PHASE_LOSS) {
-        step_cost whole = cost_step(net, batch, prec, NULL);
-        flops = whole.loss_flops;
-        bytes = whole.loss_bytes;
-        written = whole.loss_written;
-    } else {
-        pass p = (pass)phase;
-        for (int i = 0; i < net->n_layers; i++) {
-            bool mine = layer == STEP_ALL_LAYERS || i == layer ||
-                        (d->ops->fused_into && d->ops->fused_into(d->b, i, p) == layer);
-            if (!mine)
-                continue;
-            layer_cost lc = cost_layer(net, i, batch, prec);
-            layer_type t = net->layers[i].type;
-            if (p != PASS_UPDATE && (t == LAYER_CONV || t == LAYER_FC))
-                gemm_flops += lc.flops[p];
-            else
-                flops += lc.flops[p];
-            bytes += lc.bytes[p];
-            written += lc.written[p];
-        }
-    }
+    op_cost oc = trace_op_cost(d, phase == GPU_PHASE_LOSS ? STEP_LOSS : layer,
+                               phase == GPU_PHASE_LOSS ? PASS_FWD : (pass)phase, batch, prec);
+    int64_t flops = oc.other_flops, gemm_flops = oc.gemm_flops, bytes = oc.bytes,
+            written = oc.written;
     if (tensor_precision(prec))
         c.flops_tensor = (double)gemm_flops;
     else

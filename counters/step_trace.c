@@ -98,30 +98,32 @@ static FILE *open_kernels_csv(const char *path, char *err, size_t err_len)
 }
 
 /* One kernels.csv row; FLOPs and bytes of the analytic model unless counted. */
-/* Analytic FLOPs and bytes of one row: its operation's, plus those of the
- * operations fused into it. */
-static void analytic_cost(const step_driver *d, const trace_row *r, int batch, precision prec,
-                          int64_t *flops, int64_t *bytes, int64_t *written)
+op_cost trace_op_cost(const step_driver *d, int layer, pass phase, int batch, precision prec)
 {
     const network *net = d->net;
-    *flops = *bytes = *written = 0;
-    if (r->layer == STEP_LOSS) {
+    op_cost c = {0, 0, 0, 0};
+    if (layer == STEP_LOSS) {
         step_cost whole = cost_step(net, batch, prec, NULL);
-        *flops = whole.loss_flops;
-        *bytes = whole.loss_bytes;
-        *written = whole.loss_written;
-        return;
+        c.other_flops = whole.loss_flops;
+        c.bytes = whole.loss_bytes;
+        c.written = whole.loss_written;
+        return c;
     }
     for (int i = 0; i < net->n_layers; i++) {
-        bool mine = r->layer == STEP_ALL_LAYERS || i == r->layer ||
-                    (d->ops->fused_into && d->ops->fused_into(d->b, i, r->phase) == r->layer);
+        bool mine = layer == STEP_ALL_LAYERS || i == layer ||
+                    (d->ops->fused_into && d->ops->fused_into(d->b, i, phase) == layer);
         if (!mine)
             continue;
-        layer_cost c = cost_layer(net, i, batch, prec);
-        *flops += c.flops[r->phase];
-        *bytes += c.bytes[r->phase];
-        *written += c.written[r->phase];
+        layer_cost lc = cost_layer(net, i, batch, prec);
+        layer_type t = net->layers[i].type;
+        if (phase != PASS_UPDATE && (t == LAYER_CONV || t == LAYER_FC))
+            c.gemm_flops += lc.flops[phase];
+        else
+            c.other_flops += lc.flops[phase];
+        c.bytes += lc.bytes[phase];
+        c.written += lc.written[phase];
     }
+    return c;
 }
 
 static void write_row(FILE *f, const step_driver *d, const trace_row *r, int seq, int batch,
@@ -129,8 +131,8 @@ static void write_row(FILE *f, const step_driver *d, const trace_row *r, int seq
                       trace_result *result)
 {
     const network *net = d->net;
-    int64_t flops, bytes, written;
-    analytic_cost(d, r, batch, prec, &flops, &bytes, &written);
+    op_cost oc = trace_op_cost(d, r->layer, r->phase, batch, prec);
+    int64_t flops = oc.gemm_flops + oc.other_flops, bytes = oc.bytes, written = oc.written;
     const char *layer_name, *type;
     if (r->layer == STEP_LOSS) {
         layer_name = type = "loss";

@@ -30,6 +30,16 @@ typedef struct {
     char perf_why[240];         /* why the counters were not used, or "" */
 } trace_result;
 
+/* The analytic cost of one operation of a step (layer STEP_LOSS: the loss;
+ * STEP_ALL_LAYERS: every layer's pass): its own and that of the operations
+ * the backend fused into it (backend_ops.fused_into). FLOPs of conv and fc
+ * in gemm_flops, the rest in other_flops. */
+typedef struct {
+    int64_t gemm_flops, other_flops, bytes, written;
+} op_cost;
+
+op_cost trace_op_cost(const step_driver *d, int layer, pass phase, int batch, precision prec);
+
 /* Runs one traced training step with the driver (parameters are updated as in
  * any step) and appends its rows to the kernels.csv at `path`, the header
  * first when the file is new. Returns 0, or -1 with one line in err. */
