@@ -273,7 +273,7 @@ FILE *csv_create(const char *path, char *tmp_path, size_t tmp_len, char *err, si
     return f;
 }
 
-int csv_commit(FILE *f, const char *tmp_path, const char *path, char *err, size_t err_len)
+int csv_close(FILE *f, const char *tmp_path, char *err, size_t err_len)
 {
     bool failed = ferror(f) != 0;
     int saved = errno;
@@ -286,6 +286,13 @@ int csv_commit(FILE *f, const char *tmp_path, const char *path, char *err, size_
         remove(tmp_path);
         return -1;
     }
+    return 0;
+}
+
+int csv_commit(FILE *f, const char *tmp_path, const char *path, char *err, size_t err_len)
+{
+    if (csv_close(f, tmp_path, err, err_len))
+        return -1;
     if (rename(tmp_path, path) != 0) {
         snprintf(err, err_len, "cannot rename %s to %s: %s", tmp_path, path, strerror(errno));
         remove(tmp_path);

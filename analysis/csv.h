@@ -69,6 +69,10 @@ int csv_get_num(const csv_table *t, int row, int col, const char *path, bool req
 FILE *csv_create(const char *path, char *tmp_path, size_t tmp_len, char *err, size_t err_len);
 int csv_commit(FILE *f, const char *tmp_path, const char *path, char *err, size_t err_len);
 void csv_abort(FILE *f, const char *tmp_path);
+/* csv_commit without the rename, for several files that replace their
+ * predecessors together: 0 when every write to f succeeded, else -1 with the
+ * reason in err and the temporary file removed. */
+int csv_close(FILE *f, const char *tmp_path, char *err, size_t err_len);
 
 /* Writes s as one field, quoted only when it holds a comma, quote, CR or LF
  * (quotes doubled), so ordinary rows stay greppable. NULL writes nothing. */

@@ -114,8 +114,32 @@ enum { OUTPUTS = 3, OUT_PATH_LEN = 4096 };
 
 typedef struct {
     char path[OUT_PATH_LEN], tmp[OUT_PATH_LEN + 8];
-    bool written;
+    bool written; /* tmp holds a complete file not yet renamed */
 } out_file;
+
+/* One file to its temporary name; -1 with err (nothing left behind). */
+static int write_tmp(out_file *o, const char *dir, const char *name, int which,
+                     const roofline *rl, const summary *s, const variability *v, char *err,
+                     size_t err_len)
+{
+    if ((size_t)snprintf(o->path, sizeof o->path, "%s/%s", dir, name) >= sizeof o->path) {
+        snprintf(err, err_len, "%s: path too long", dir);
+        return -1;
+    }
+    FILE *f = csv_create(o->path, o->tmp, sizeof o->tmp, err, err_len);
+    if (!f)
+        return -1;
+    if (which == 0)
+        roofline_put(f, rl);
+    else if (which == 1)
+        summary_put(f, s);
+    else
+        variability_put(f, v);
+    if (csv_close(f, o->tmp, err, err_len))
+        return -1;
+    o->written = true;
+    return 0;
+}
 
 int outputs_write(const char *dir, const roofline *rl, const summary *s, const variability *v,
                   char *err, size_t err_len)
@@ -123,38 +147,8 @@ int outputs_write(const char *dir, const roofline *rl, const summary *s, const v
     static const char *const names[OUTPUTS] = {"roofline.csv", "summary.csv", "variability.csv"};
     out_file files[OUTPUTS] = {0};
     int rc = 0;
-    for (int i = 0; i < OUTPUTS && !rc; i++) {
-        out_file *o = &files[i];
-        if ((size_t)snprintf(o->path, sizeof o->path, "%s/%s", dir, names[i]) >= sizeof o->path ||
-            (size_t)snprintf(o->tmp, sizeof o->tmp, "%s.tmp", o->path) >= sizeof o->tmp) {
-            snprintf(err, err_len, "%s: path too long", dir);
-            rc = -1;
-            break;
-        }
-        FILE *f = fopen(o->tmp, "w");
-        if (!f) {
-            snprintf(err, err_len, "cannot write %s: %s", o->tmp, strerror(errno));
-            rc = -1;
-            break;
-        }
-        o->written = true;
-        if (i == 0)
-            roofline_put(f, rl);
-        else if (i == 1)
-            summary_put(f, s);
-        else
-            variability_put(f, v);
-        bool failed = ferror(f) != 0;
-        int saved = errno;
-        if (fclose(f) != 0 && !failed) {
-            failed = true;
-            saved = errno;
-        }
-        if (failed) {
-            snprintf(err, err_len, "cannot write %s: %s (disk full?)", o->tmp, strerror(saved));
-            rc = -1;
-        }
-    }
+    for (int i = 0; i < OUTPUTS && !rc; i++)
+        rc = write_tmp(&files[i], dir, names[i], i, rl, s, v, err, err_len);
     /* all three are complete before any replaces what was there */
     for (int i = 0; i < OUTPUTS && !rc; i++)
         if (rename(files[i].tmp, files[i].path) != 0) {
