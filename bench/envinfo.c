@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runner/envinfo.h"
+#include "runner/envinfo_sections.h"
 #include "../peaks/cpu_info.h"
 #include "cli.h"
 

@@ -1,4 +1,4 @@
-#include "envinfo.h"
+#include "envinfo_sections.h"
 
 #include <math.h>
 #include <stdio.h>

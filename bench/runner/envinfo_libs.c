@@ -1,7 +1,7 @@
 /* Library versions asked from the libraries themselves. NCCL and MPI are
  * loaded with dlopen, so the suite need not link them and a machine without
  * them only reads "not found". */
-#include "envinfo.h"
+#include "envinfo_sections.h"
 
 #include <dlfcn.h>
 #include <stdio.h>

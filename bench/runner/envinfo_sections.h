@@ -2,8 +2,8 @@
  * from the machine or the library itself rather than guessed: envinfo_host.c
  * (host, CPU, memory, CPU clocks), envinfo_libs.c (library versions) and
  * envinfo_gpu.h (GPUs). Where something is absent the member says why. */
-#ifndef ROOFLINE_ENVINFO_H
-#define ROOFLINE_ENVINFO_H
+#ifndef ROOFLINE_ENVINFO_SECTIONS_H
+#define ROOFLINE_ENVINFO_SECTIONS_H
 
 #include "envinfo_gpu.h"
 #include "envinfo_json.h"
