@@ -207,7 +207,9 @@ if [[ $peaks == off ]]; then
     say "peaks: off in the matrix (no roofs: the report has no roofline ceilings)"
 elif [[ ! -f $run/peaks.csv ]]; then
     peaks_args=(--env "$env_name" --out "$run/peaks.csv" --quiet)
-    [[ ${backend[0]} == cpu ]] && peaks_args+=(--cpu)
+    # both parts named for a GPU row: without a GPU bin/peaks then fails
+    # (peaks.csv.partial keeps the CPU rows) instead of a CPU-only peaks.csv
+    if [[ ${backend[0]} == cpu ]]; then peaks_args+=(--cpu); else peaks_args+=(--cpu --gpu); fi
     [[ $peaks == quick ]] && peaks_args+=(--quick)
     [[ -n $THREADS ]] && peaks_args+=(--threads "$THREADS")
     say "peaks: measuring the roofs ($peaks)"

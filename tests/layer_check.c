@@ -154,6 +154,17 @@ static void free_problem(fd_problem *p)
     free(p->keep);
 }
 
+/* v to `bits` significant bits, to nearest (ties away from zero: the copies
+ * round to nearest even, which differs only on exact ties). */
+static void round_to_bits(double *v, int64_t n, int bits)
+{
+    for (int64_t j = 0; bits > 0 && j < n; j++) {
+        int e;
+        double m = frexp(v[j], &e);
+        v[j] = ldexp(round(ldexp(m, bits)), e - bits);
+    }
+}
+
 /* The forward against the reference; fills p. */
 static void check_forward(session *s, const layer_case *c, int tested, fd_problem *p)
 {
@@ -168,6 +179,10 @@ static void check_forward(session *s, const layer_case *c, int tested, fd_proble
         return;
     p->w = read_doubles(s, tested, BUF_WEIGHT, &n_w);
     p->bias = read_doubles(s, tested, BUF_BIAS, &n_b);
+    if (l->type == LAYER_CONV || l->type == LAYER_FC) {
+        round_to_bits(p->w, n_w, env->weight_bits);
+        round_to_bits(p->bias, n_b, env->weight_bits);
+    }
     double *y = read_doubles(s, tested, BUF_OUTPUT, &n_y);
     p->y = checked(malloc((size_t)n_y * sizeof *p->y));
     if (l->type == LAYER_DROPOUT) {

@@ -40,6 +40,11 @@ typedef struct {
     const backend_ops *ops;
     backend_config cfg;        /* batch must be LAYER_CHECK_BATCH */
     layer_tolerance tol;
+    /* significant bits of the copy a backend computes conv and fc with (fp16
+     * 11, bf16 8; 0: the fp32 master itself): the reference rounds the
+     * master weights and biases the same way, so that the check measures the
+     * layer and not the copy's rounding */
+    int weight_bits;
     void (*expect)(void *ctx, bool ok, const char *message);
     void *ctx;
 } layer_check_env;

@@ -249,7 +249,7 @@ static int allocate_shared(backend *b)
             int64_t e = backend_buffer_elems(net, i, n, (buffer_kind)k);
             largest = e > largest ? e : largest;
         }
-    b->staging_elems = largest;
+    b->staging_elems = largest < (int64_t)CUDA_STAGING_ELEMS ? largest : (int64_t)CUDA_STAGING_ELEMS;
     b->bn_partials_elems = cuda_bn_partials_needed(b);
     loss_scale_state scale = loss_scale_initial();
     if (!b->pp.loss_scaling)
@@ -258,10 +258,11 @@ static int allocate_shared(backend *b)
         scale.scale = b->cfg.initial_loss_scale;
     if (cuda_alloc(b, &b->input, (size_t)input * eb, "the batch") ||
         cuda_alloc(b, (void **)&b->labels, (size_t)n * sizeof(int32_t), "the labels") ||
-        cuda_alloc(b, (void **)&b->staging, (size_t)largest * 4, "staging") ||
+        cuda_alloc(b, (void **)&b->staging, (size_t)b->staging_elems * 4, "staging") ||
         cuda_alloc(b, (void **)&b->loss_each, (size_t)n * 4, "the loss") ||
         cuda_alloc(b, (void **)&b->loss_dev, 4, "the loss") ||
         cuda_alloc(b, (void **)&b->scale_dev, sizeof(loss_scale_state), "the loss scale") ||
+        cuda_alloc(b, (void **)&b->grad_scale, sizeof(float), "the loss scale") ||
         cuda_alloc(b, (void **)&b->forward_count, sizeof(uint64_t), "a counter") ||
         cuda_alloc(b, (void **)&b->bn_partials, (size_t)b->bn_partials_elems * 4,
                    "batch norm sums"))
@@ -269,6 +270,10 @@ static int allocate_shared(backend *b)
     CUDA_TRY(b, cudaMallocHost((void **)&b->loss_host, sizeof(float)));
     CUDA_TRY(b, cudaMemcpyAsync(b->scale_dev, &scale, sizeof scale, cudaMemcpyHostToDevice,
                                 b->stream));
+    CUDA_TRY(b, cudaMemcpyAsync(b->grad_scale, &scale.scale, sizeof scale.scale,
+                                cudaMemcpyHostToDevice, b->stream));
+    /* the host values must outlive the copies */
+    CUDA_TRY(b, cudaStreamSynchronize(b->stream));
     return 0;
 }
 
@@ -307,13 +312,15 @@ static int choose_algorithms(backend *b)
                 need = b->layers[i].conv->workspace[p] > need ? b->layers[i].conv->workspace[p]
                                                               : need;
     /* the FC GEMMs run within the same workspace (cuda_fc.cu asks for at most it) */
-    CUDA_TRY(b, cudaStreamSynchronize(b->stream));
-    if (search)
-        CUDA_TRY(b, cudaFree(search));
+    /* the search buffer goes whatever happened; then the first failure */
+    cudaError_t synced = cudaStreamSynchronize(b->stream);
+    cudaError_t freed = search ? cudaFree(search) : cudaSuccess;
     b->workspace = NULL;
     b->workspace_bytes = 0;
     if (rc)
         return -1;
+    CUDA_TRY(b, synced);
+    CUDA_TRY(b, freed);
     if (need < ((size_t)32 << 20))
         need = (size_t)32 << 20; /* cuBLASLt's GEMMs like a few MiB */
     b->current_layer = CUDA_NO_LAYER;
@@ -335,10 +342,6 @@ extern "C" backend *cuda_create(const network *net, const backend_config *cfg, c
     b->cfg = *cfg;
     b->pp = precision_plan_of(cfg->prec);
     b->current_layer = CUDA_NO_LAYER;
-    /* fp32 is the reference without tensor cores: no library may turn TF32
-     * on by itself (they read this when their handles are created) */
-    if (!b->pp.tensor_cores)
-        setenv("NVIDIA_TF32_OVERRIDE", "0", 1);
     int rc = check_device(b);
     if (rc == 0 && memplan_make(net, cfg->batch,
                                 cfg->no_fusion ? &plain_memplan_rules : &fused_memplan_rules,

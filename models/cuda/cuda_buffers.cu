@@ -62,35 +62,57 @@ static device_buffer buffer_of(backend *b, int i, buffer_kind kind)
     return d;
 }
 
+/* The scale the gradients held now were made with: the loss kernel's, which
+ * the update may have changed since for the next step. */
 static int current_scale(backend *b, float *scale)
 {
-    loss_scale_state s;
-    CUDA_TRY(b, cudaMemcpyAsync(&s, b->scale_dev, sizeof s, cudaMemcpyDeviceToHost, b->stream));
+    CUDA_TRY(b, cudaMemcpyAsync(scale, b->grad_scale, sizeof *scale, cudaMemcpyDeviceToHost,
+                                b->stream));
     CUDA_TRY(b, cudaStreamSynchronize(b->stream));
-    *scale = s.scale;
     return 0;
 }
 
-/* The device's buffer as fp32 in its own layout, into host memory. */
+/* Where an element is not 4 bytes on the device, the element offset of a
+ * chunk in bytes. */
+static size_t elem_size(elem_type e)
+{
+    return e == ELEM_F32 ? 4 : 2;
+}
+
+/* The device's buffer as fp32 in its own layout, into host memory; through
+ * the staging buffer in chunks where it is held in fp16/bf16. */
 static int download(backend *b, const device_buffer *d, int64_t n, float *host)
 {
-    const void *src = d->ptr;
-    if (d->elem != ELEM_F32) {
-        if (cuda_convert(b, b->staging, ELEM_F32, d->ptr, d->elem, n))
-            return -1;
-        src = b->staging;
+    if (d->elem == ELEM_F32) {
+        CUDA_TRY(b, cudaMemcpyAsync(host, d->ptr, (size_t)n * 4, cudaMemcpyDeviceToHost,
+                                    b->stream));
     }
-    CUDA_TRY(b, cudaMemcpyAsync(host, src, (size_t)n * 4, cudaMemcpyDeviceToHost, b->stream));
+    for (int64_t at = 0; d->elem != ELEM_F32 && at < n; at += b->staging_elems) {
+        int64_t len = n - at < b->staging_elems ? n - at : b->staging_elems;
+        const char *src = (const char *)d->ptr + (size_t)at * elem_size(d->elem);
+        if (cuda_convert(b, b->staging, ELEM_F32, src, d->elem, len))
+            return -1;
+        CUDA_TRY(b, cudaMemcpyAsync(host + at, b->staging, (size_t)len * 4,
+                                    cudaMemcpyDeviceToHost, b->stream));
+    }
     CUDA_TRY(b, cudaStreamSynchronize(b->stream));
     return 0;
 }
 
 static int upload(backend *b, const device_buffer *d, int64_t n, const float *host)
 {
-    void *dst = d->elem == ELEM_F32 ? d->ptr : (void *)b->staging;
-    CUDA_TRY(b, cudaMemcpyAsync(dst, host, (size_t)n * 4, cudaMemcpyHostToDevice, b->stream));
-    if (d->elem != ELEM_F32 && cuda_convert(b, d->ptr, d->elem, b->staging, ELEM_F32, n))
-        return -1;
+    if (d->elem == ELEM_F32) {
+        CUDA_TRY(b, cudaMemcpyAsync(d->ptr, host, (size_t)n * 4, cudaMemcpyHostToDevice,
+                                    b->stream));
+    }
+    for (int64_t at = 0; d->elem != ELEM_F32 && at < n; at += b->staging_elems) {
+        int64_t len = n - at < b->staging_elems ? n - at : b->staging_elems;
+        char *dst = (char *)d->ptr + (size_t)at * elem_size(d->elem);
+        CUDA_TRY(b, cudaMemcpyAsync(b->staging, host + at, (size_t)len * 4,
+                                    cudaMemcpyHostToDevice, b->stream));
+        if (cuda_convert(b, dst, d->elem, b->staging, ELEM_F32, len))
+            return -1;
+    }
     CUDA_TRY(b, cudaStreamSynchronize(b->stream));
     return 0;
 }

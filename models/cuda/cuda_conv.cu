@@ -2,8 +2,9 @@
  * per layer, one call per pass). Algorithms are searched with cuDNN's own
  * benchmark (cudnnFind*AlgorithmEx, on the layer's real buffers) once per
  * distinct shape and precision, within the workspace limit, and then pinned:
- * the timed steps never search. fp32 runs without tensor cores (FMA math,
- * and NVIDIA_TF32_OVERRIDE=0 so that no library turns TF32 on by itself). */
+ * the timed steps never search. fp32 runs without tensor cores: FMA math on
+ * the descriptors, and only algorithms cuDNN reports as FMA math are taken
+ * (the default math type would allow TF32 on Ampere and newer). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -65,15 +66,14 @@ void cuda_conv_destroy(cuda_conv *c)
             cudnnDestroyConvolutionDescriptor(c->conv[p]);
 }
 
-/* fp32 must not reach tensor cores: only FMA math, or the default with TF32
- * turned off for the process. Other precisions take what cuDNN found fastest,
- * but never a down-conversion of their inputs. */
+/* fp32 must not reach tensor cores: FMA math only. Other precisions take
+ * what cuDNN found fastest, but never a down-conversion of their inputs. */
 static bool math_allowed(const backend *b, cudnnMathType_t m)
 {
     if (m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
         return false;
     if (!b->pp.tensor_cores)
-        return m == CUDNN_FMA_MATH || m == CUDNN_DEFAULT_MATH;
+        return m == CUDNN_FMA_MATH;
     return true;
 }
 

@@ -6,7 +6,8 @@
  * The forward adds the bias (and a fused ReLU) in cuBLASLt's epilogue where
  * its heuristic offers an algorithm for it, else in an own kernel; the bias
  * gradient is an own per-channel sum. Each GEMM's algorithm is the
- * heuristic's first within the backend's workspace, chosen once. */
+ * heuristic's first within the backend's workspace, chosen once (where it
+ * offers none, cuBLASLt chooses at each call). */
 #include <stdlib.h>
 
 #include "cuda_internal.h"
@@ -91,6 +92,7 @@ int cuda_fc_setup(backend *b, int i)
         if (rc < 0)
             return -1;
         f->epilogue = rc == 0;
+        f->has_algo[0] = f->epilogue;
         if (!f->epilogue) {
             cublasLtEpilogue_t none = CUBLASLT_EPILOGUE_DEFAULT;
             CUBLAS_TRY(b, cublasLtMatmulDescSetAttribute(f->desc[0], CUBLASLT_MATMUL_DESC_EPILOGUE,
@@ -103,13 +105,11 @@ int cuda_fc_setup(backend *b, int i)
         if (p == 1 && !l->computes_input_grad)
             continue;
         int rc = choose(b, f, p, &f->algo[p]);
-        if (rc)
-            return rc < 0 ? -1
-                          : cuda_fail(b, "cuBLASLt offers no algorithm for the %s GEMM "
-                                         "(%llu x %llu x %llu) in %s",
-                                      pass_name((pass)p), (unsigned long long)fo,
-                                      (unsigned long long)n, (unsigned long long)fi,
-                                      precision_name(b->pp.prec));
+        if (rc < 0)
+            return -1;
+        /* none offered for these leading dimensions: cublasLtMatmul searches
+         * by itself when given no algorithm */
+        f->has_algo[p] = rc == 0;
     }
     return 0;
 }
@@ -134,7 +134,8 @@ static int gemm(backend *b, cuda_fc *f, int p, const void *a, const void *bm, vo
                 bool accumulate)
 {
     CUBLAS_TRY(b, cublasLtMatmul(b->lt, f->desc[p], &one, a, f->a[p], bm, f->b[p],
-                                 accumulate ? &one : &zero, c, f->c[p], c, f->c[p], &f->algo[p],
+                                 accumulate ? &one : &zero, c, f->c[p], c, f->c[p],
+                                 f->has_algo[p] ? &f->algo[p] : NULL,
                                  b->workspace, b->workspace_bytes, b->stream));
     return 0;
 }

@@ -43,6 +43,7 @@ struct cuda_fc {
     cublasLtMatmulDesc_t desc[3];            /* fwd, bwd_data, bwd_weights */
     cublasLtMatrixLayout_t a[3], b[3], c[3];
     cublasLtMatmulAlgo_t algo[3];
+    bool has_algo[3];                        /* else cuBLASLt chooses at each call */
     bool epilogue;                           /* bias (and ReLU) in the forward GEMM */
     bool accumulate_desc;                    /* bwd_data's C layout also serves beta = 1 */
 };
@@ -89,12 +90,13 @@ struct backend {
     void **grad_slabs;
     void *input;                 /* the batch in elem type and device layout */
     int32_t *labels;
-    float *staging;              /* fp32 scratch for host transfers and conversions */
-    int64_t staging_elems;
+    float *staging;              /* fp32 chunk for host transfers of fp16/bf16 buffers */
+    int64_t staging_elems;       /* at most CUDA_STAGING_ELEMS */
     float *loss_each;            /* per image */
     float *loss_dev;             /* the batch mean */
     float *loss_host;            /* pinned: read after the step's sync */
     loss_scale_state *scale_dev; /* scale 1 and never updated without loss scaling */
+    float *grad_scale;           /* device: the scale the last loss multiplied gradients by */
     uint64_t *forward_count;     /* device: dropout masks differ from step to step */
     float *bn_partials;          /* batch norm partial sums, shared by every layer */
     int64_t bn_partials_elems;

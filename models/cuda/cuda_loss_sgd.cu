@@ -64,8 +64,8 @@ __device__ float block_reduce(float v, float *shared, bool is_max)
 
 template <typename T>
 __global__ void softmax_xent_kernel(const T *logits, T *dlogits, const int32_t *labels,
-                                    float *loss_each, const loss_scale_state *scale, int classes,
-                                    int batch)
+                                    float *loss_each, const loss_scale_state *scale,
+                                    float *grad_scale, int classes, int batch)
 {
     __shared__ float shared[LOSS_THREADS];
     int img = blockIdx.x;
@@ -88,6 +88,8 @@ __global__ void softmax_xent_kernel(const T *logits, T *dlogits, const int32_t *
     }
     if (threadIdx.x == 0)
         loss_each[img] = log_sum - to_float(z[label]);
+    if (img == 0 && threadIdx.x == 0)
+        *grad_scale = scale->scale; /* what this step's gradients are multiplied by */
 }
 
 /* The batch mean in a fixed order: thread t adds images t, t + 256, ... in
@@ -120,7 +122,7 @@ int cuda_loss_run(backend *b)
         using T = decltype(tag);
         softmax_xent_kernel<T><<<n, LOSS_THREADS, 0, b->stream>>>(
             (const T *)cl->out, (T *)cl->grad, b->labels, b->loss_each, b->scale_dev,
-            net->classes, n);
+            b->grad_scale, net->classes, n);
         return 0;
     });
     LAUNCH_TRY(b);

@@ -106,7 +106,8 @@ conv_shape conv_shape_of(const layer *l, int batch, precision prec)
     return (conv_shape){.n = batch, .c = l->in_shape.c, .h = l->in_shape.h, .w = l->in_shape.w,
                         .k = l->out_channels, .r = l->kernel, .s = l->kernel, .pad = l->pad,
                         .stride = l->stride, .groups = l->groups, .out_h = l->out_shape.h,
-                        .out_w = l->out_shape.w, .prec = prec};
+                        .out_w = l->out_shape.w, .input_grad = l->computes_input_grad,
+                        .prec = prec};
 }
 
 bool conv_shape_equal(const conv_shape *a, const conv_shape *b)
@@ -114,7 +115,7 @@ bool conv_shape_equal(const conv_shape *a, const conv_shape *b)
     return a->n == b->n && a->c == b->c && a->h == b->h && a->w == b->w && a->k == b->k &&
            a->r == b->r && a->s == b->s && a->pad == b->pad && a->stride == b->stride &&
            a->groups == b->groups && a->out_h == b->out_h && a->out_w == b->out_w &&
-           a->prec == b->prec;
+           a->input_grad == b->input_grad && a->prec == b->prec;
 }
 
 int conv_shape_groups(const network *net, int batch, precision prec, int *first_of_shape)
@@ -144,9 +145,15 @@ int64_t cuda_planned_bytes(const network *net, int batch, const precision_plan *
                            const mem_plan *mp)
 {
     int64_t bytes = memplan_elems(mp, net, batch) * pp->elem_bytes;
-    /* the input in the compute type, its fp32 staging copy and the labels */
-    int64_t input = (int64_t)batch * shape_elems(net->input);
-    bytes += input * (pp->elem_bytes + 4) + (int64_t)batch * 4;
+    /* the input in the compute type and the labels; the staging chunk */
+    int64_t input = (int64_t)batch * shape_elems(net->input), largest = input;
+    bytes += input * pp->elem_bytes + (int64_t)batch * 4;
+    for (int i = 0; i < net->n_layers; i++)
+        for (int k = 0; k < BUF_KIND_COUNT; k++) {
+            int64_t e = backend_buffer_elems(net, i, batch, (buffer_kind)k);
+            largest = e > largest ? e : largest;
+        }
+    bytes += 4 * (largest < (int64_t)CUDA_STAGING_ELEMS ? largest : (int64_t)CUDA_STAGING_ELEMS);
     for (int i = 0; i < net->n_layers; i++) {
         const layer *l = &net->layers[i];
         int64_t out = backend_buffer_elems(net, i, batch, BUF_OUTPUT);

@@ -63,6 +63,7 @@ void permute_nchw_nhwc(const float *src, float *dst, int64_t n, int c, int h, in
 /* A convolution's shape, everything cuDNN's choice of algorithm depends on. */
 typedef struct {
     int n, c, h, w, k, r, s, pad, stride, groups, out_h, out_w;
+    bool input_grad;    /* backward-data is searched too */
     precision prec;
 } conv_shape;
 
@@ -73,6 +74,9 @@ bool conv_shape_equal(const conv_shape *a, const conv_shape *b);
  * it is the first), -1 for other layers: algorithms are searched once per
  * distinct shape. Returns the number of distinct shapes. */
 int conv_shape_groups(const network *net, int batch, precision prec, int *first_of_shape);
+
+/* The fp32 chunk through which host transfers of fp16/bf16 buffers go. */
+enum { CUDA_STAGING_ELEMS = 1 << 22 };
 
 /* Device bytes the backend allocates for a batch, before any workspace:
  * activations and gradient slabs of the memory plan, parameters with their

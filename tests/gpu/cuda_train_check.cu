@@ -290,11 +290,14 @@ static void check_graph(precision prec)
     trainer_close(&b);
     if (!ok)
         return;
-    double worst = 0.0;
+    /* two backends search their convolution algorithms apart and may pick
+     * different ones: the losses agree to the precision's rounding */
+    double worst = 0.0, tolerance = prec == PREC_FP32 ? 1e-4 : 1e-2;
     for (int s = 0; s < 4; s++)
         worst = fmax(worst, fabs(eager[s] - replayed[s]) / fabs(eager[s]));
-    expectf(worst <= 1e-5, "%s %s: a captured step replayed gives the eager losses (worst %.2e)",
-            model, precision_name(prec), worst);
+    expectf(worst <= tolerance,
+            "%s %s: a captured step replayed gives the eager losses (worst %.2e, tolerance %.0e)",
+            model, precision_name(prec), worst, tolerance);
 }
 
 /* ---- memory ------------------------------------------------------------------------ */
