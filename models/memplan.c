@@ -1,5 +1,6 @@
 #include "memplan.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,44 @@ static bool is_activation(layer_type t)
 static bool backward_ignores_output(layer_type t)
 {
     return t == LAYER_BN || t == LAYER_CONV || t == LAYER_FC;
+}
+
+int memplan_forward_time(const network *net, int layer)
+{
+    (void)net;
+    return layer;
+}
+
+int memplan_backward_time(const network *net, int layer)
+{
+    return 2 * net->n_layers - layer;
+}
+
+static int loss_time(const network *net)
+{
+    return net->n_layers;
+}
+
+/* An add running in place over `over` passes its gradient to its other
+ * input x in place too (PyTorch's autograd hands both inputs one tensor),
+ * where that is safe: the add is the first writer of x's gradient (x's last
+ * consumer), and every other consumer of x adds its part only after the
+ * add's gradient was last read, at the backward of `over` (their index is
+ * below it). The residual stream of a ResNet stage then keeps one gradient
+ * buffer through its identity blocks. */
+static void pass_gradient_on(const network *net, int add, int over, int *grad_parent)
+{
+    const layer *l = &net->layers[add];
+    int x = l->inputs[0] == over ? l->inputs[1] : l->inputs[0];
+    if (x == GRAPH_INPUT || grad_parent[x] >= 0)
+        return;
+    for (int j = 0; j < net->n_layers; j++) {
+        const layer *c = &net->layers[j];
+        for (int k = 0; k < c->n_inputs; k++)
+            if (c->inputs[k] == x && j != add && (j > add || j >= over))
+                return;
+    }
+    grad_parent[x] = add;
 }
 
 /* Fills out_owner, and grad_parent[in] = i where layer i runs in place over
@@ -37,8 +76,9 @@ static void plan_in_place(const network *net, const memplan_rules *rules, int *o
         int over = -1;
         if (is_activation(l->type)) {
             int in = l->inputs[0];
-            if (in != GRAPH_INPUT && consumers[in] == 1 && !is_activation(net->layers[in].type) &&
-                net->layers[in].type != LAYER_DROPOUT && net->layers[in].type != LAYER_MAXPOOL)
+            if (in != GRAPH_INPUT && consumers[in] == 1 && out_owner[in] >= 0 &&
+                !is_activation(net->layers[in].type) && net->layers[in].type != LAYER_DROPOUT &&
+                net->layers[in].type != LAYER_MAXPOOL)
                 over = in;
         } else if (l->type == LAYER_ADD && rules->add_in_place && l->inputs[0] != l->inputs[1]) {
             for (int k = 0; k < 2 && over < 0; k++) {
@@ -47,20 +87,21 @@ static void plan_in_place(const network *net, const memplan_rules *rules, int *o
                     backward_ignores_output(net->layers[in].type))
                     over = in;
             }
+            int other = over < 0 ? -1 : l->inputs[0] == over ? l->inputs[1] : l->inputs[0];
+            if (rules->add_normalises_both && over >= 0 && net->layers[over].type == LAYER_BN &&
+                other >= 0 && net->layers[other].type == LAYER_BN && consumers[other] == 1 &&
+                out_owner[other] == other)
+                out_owner[other] = -1;
         }
         if (over < 0)
             continue;
         out_owner[i] = out_owner[over];
         if (rules->grad_in_place)
             grad_parent[over] = i;
+        if (rules->grad_in_place && l->type == LAYER_ADD)
+            pass_gradient_on(net, i, over, grad_parent);
     }
     free(consumers);
-}
-
-/* Backward time of layer i: the loss is -1, the last layer 0. */
-static int backward_time(const network *net, int i)
-{
-    return net->n_layers - 1 - i;
 }
 
 static int root_of(const int *grad_parent, int i)
@@ -70,77 +111,167 @@ static int root_of(const int *grad_parent, int i)
     return i;
 }
 
-static int plan_gradients(const network *net, int batch, const int *grad_parent, mem_plan *p)
+static void widen(int *last, int at)
+{
+    if (at > *last)
+        *last = at;
+}
+
+/* The time after which nothing reads the activation buffer of owner o again
+ * (INT_MAX when dead activations are not reused): its forward consumers, the
+ * loss for the logits, and in backward the layers that read their input
+ * (conv, fc, batch norm) or their own output (an activation's mask, and an
+ * add an activation is fused into; a backend that reuses dead activations
+ * takes the mask of an activation fused into a batch norm from the batch
+ * norm's input). */
+static void activation_deaths(const network *net, const int *out_owner, bool reuse, int *death)
 {
     int n = net->n_layers;
-    int *start = malloc((size_t)n * sizeof *start), *end = malloc((size_t)n * sizeof *end);
-    int *order = malloc((size_t)n * sizeof *order);
-    int *slab_free_at = malloc((size_t)n * sizeof *slab_free_at);
-    p->slab_elems = calloc((size_t)n, sizeof *p->slab_elems);
-    if (!start || !end || !order || !slab_free_at || !p->slab_elems) {
-        free(start), free(end), free(order), free(slab_free_at);
-        return -1;
-    }
-    /* a gradient starts when its first writer runs: the loss for the logits */
     for (int i = 0; i < n; i++)
-        start[i] = i == n - 1 ? -1 : n; /* n: never written, needs no gradient */
+        death[i] = reuse ? memplan_forward_time(net, i) : INT_MAX;
+    if (!reuse)
+        return;
+    widen(&death[out_owner[n - 1] >= 0 ? out_owner[n - 1] : n - 1], loss_time(net));
+    for (int i = 0; i < n; i++) {
+        const layer *l = &net->layers[i];
+        for (int k = 0; k < l->n_inputs; k++) {
+            int in = l->inputs[k];
+            if (in != GRAPH_INPUT && out_owner[in] >= 0)
+                widen(&death[out_owner[in]], memplan_forward_time(net, i));
+        }
+        int in = l->inputs[0];
+        bool reads_input = l->type == LAYER_CONV || l->type == LAYER_FC || l->type == LAYER_BN;
+        if (reads_input && in != GRAPH_INPUT && out_owner[in] >= 0)
+            widen(&death[out_owner[in]], memplan_backward_time(net, i));
+        bool reads_output = is_activation(l->type) || l->type == LAYER_ADD;
+        if (reads_output && out_owner[i] >= 0)
+            widen(&death[out_owner[i]], memplan_backward_time(net, i));
+    }
+}
+
+/* Gradient groups (in place: one buffer), by their root: born at the first
+ * write of any member's gradient, dead after the backward of its earliest
+ * member; INT_MAX birth: never written. */
+static void gradient_lives(const network *net, const int *grad_parent, int *birth, int *death)
+{
+    int n = net->n_layers;
+    int *first = malloc((size_t)n * sizeof *first);
+    for (int i = 0; i < n; i++)
+        birth[i] = INT_MAX, death[i] = INT_MIN;
+    if (!first)
+        return;
+    for (int i = 0; i < n; i++)
+        first[i] = i == n - 1 ? loss_time(net) : INT_MAX;
     for (int i = 0; i < n; i++) {
         const layer *l = &net->layers[i];
         if (!l->computes_input_grad)
             continue;
         for (int k = 0; k < l->n_inputs; k++) {
             int in = l->inputs[k];
-            if (in != GRAPH_INPUT && backward_time(net, i) < start[in])
-                start[in] = backward_time(net, i);
+            if (in != GRAPH_INPUT && memplan_backward_time(net, i) < first[in])
+                first[in] = memplan_backward_time(net, i);
         }
     }
-    /* a group of gradients sharing one buffer (in-place layers) lives from the
-     * first write of any member to the backward of its earliest layer */
-    for (int i = 0; i < n; i++)
-        end[i] = -2;
     for (int i = 0; i < n; i++) {
-        if (start[i] == n)
+        if (first[i] == INT_MAX)
             continue;
         int r = root_of(grad_parent, i);
-        if (start[i] < start[r])
-            start[r] = start[i];
-        if (backward_time(net, i) > end[r])
-            end[r] = backward_time(net, i);
+        if (first[i] < birth[r])
+            birth[r] = first[i];
+        widen(&death[r], memplan_backward_time(net, i));
     }
-    /* roots by start time; backward times are in reverse layer order */
-    int n_order = 0;
-    for (int t = -1; t < n; t++)
-        for (int i = n - 1; i >= 0; i--)
-            if (start[i] == t && grad_parent[i] < 0)
-                order[n_order++] = i;
-    p->n_slabs = 0;
-    for (int o = 0; o < n_order; o++) {
-        int i = order[o];
-        int64_t need = backend_buffer_elems(net, i, batch, BUF_OUTPUT);
-        /* the free slab closest in size, preferring one large enough */
+    free(first);
+}
+
+typedef struct {
+    int birth, death;
+    int64_t elems;
+    int layer;
+    bool gradient;
+} interval;
+
+static int by_birth(const void *a, const void *b)
+{
+    const interval *x = a, *y = b;
+    if (x->birth != y->birth)
+        return (x->birth > y->birth) - (x->birth < y->birth);
+    /* at one time, activations first, then by layer: a fixed order */
+    if (x->gradient != y->gradient)
+        return x->gradient - y->gradient;
+    return (x->layer > y->layer) - (x->layer < y->layer);
+}
+
+/* Greedy best fit: each interval, by birth, takes the free buffer closest in
+ * size (one large enough preferred), or a new one. */
+static int assign(interval *iv, int count, mem_plan *p, int *buffer_of)
+{
+    int *free_at = malloc((size_t)(count > 0 ? count : 1) * sizeof *free_at);
+    p->buffer_elems = calloc((size_t)(count > 0 ? count : 1), sizeof *p->buffer_elems);
+    if (!free_at || !p->buffer_elems) {
+        free(free_at);
+        return -1;
+    }
+    qsort(iv, (size_t)count, sizeof *iv, by_birth);
+    p->n_buffers = 0;
+    for (int k = 0; k < count; k++) {
+        int64_t need = iv[k].elems;
         int best = -1;
-        for (int s = 0; s < p->n_slabs; s++) {
-            if (slab_free_at[s] >= start[i])
+        for (int s = 0; s < p->n_buffers; s++) {
+            if (free_at[s] >= iv[k].birth)
                 continue;
             if (best < 0)
                 best = s;
-            bool fits = p->slab_elems[s] >= need, best_fits = p->slab_elems[best] >= need;
-            if ((fits && (!best_fits || p->slab_elems[s] < p->slab_elems[best])) ||
-                (!fits && !best_fits && p->slab_elems[s] > p->slab_elems[best]))
+            bool fits = p->buffer_elems[s] >= need, best_fits = p->buffer_elems[best] >= need;
+            if ((fits && (!best_fits || p->buffer_elems[s] < p->buffer_elems[best])) ||
+                (!fits && !best_fits && p->buffer_elems[s] > p->buffer_elems[best]))
                 best = s;
         }
         if (best < 0)
-            best = p->n_slabs++;
-        if (p->slab_elems[best] < need)
-            p->slab_elems[best] = need;
-        slab_free_at[best] = end[i]; /* free after the group's last backward */
-        p->grad_slab[i] = best;
+            best = p->n_buffers++;
+        if (p->buffer_elems[best] < need)
+            p->buffer_elems[best] = need;
+        free_at[best] = iv[k].death;
+        buffer_of[2 * iv[k].layer + iv[k].gradient] = best;
     }
-    for (int i = 0; i < n; i++)
-        if (start[i] != n && grad_parent[i] >= 0)
-            p->grad_slab[i] = p->grad_slab[root_of(grad_parent, i)];
-    free(start), free(end), free(order), free(slab_free_at);
+    free(free_at);
     return 0;
+}
+
+static int plan_buffers(const network *net, int batch, const memplan_rules *rules,
+                        const int *grad_parent, mem_plan *p)
+{
+    int n = net->n_layers;
+    int *act_death = malloc((size_t)n * sizeof *act_death);
+    int *g_birth = malloc((size_t)n * sizeof *g_birth), *g_death = malloc((size_t)n * sizeof *g_death);
+    interval *iv = malloc((size_t)(2 * n) * sizeof *iv);
+    int *buffer_of = malloc((size_t)(2 * n) * sizeof *buffer_of); /* [2 i]: output, [2 i + 1]: gradient */
+    int rc = -1;
+    if (!act_death || !g_birth || !g_death || !iv || !buffer_of)
+        goto done;
+    activation_deaths(net, p->out_owner, rules->reuse_dead_activations, act_death);
+    gradient_lives(net, grad_parent, g_birth, g_death);
+    int count = 0;
+    for (int i = 0; i < n; i++) {
+        int64_t elems = backend_buffer_elems(net, i, batch, BUF_OUTPUT);
+        if (p->out_owner[i] == i)
+            iv[count++] = (interval){memplan_forward_time(net, i), act_death[i], elems, i, false};
+        if (g_birth[i] != INT_MAX && grad_parent[i] < 0)
+            iv[count++] = (interval){g_birth[i], g_death[i], elems, i, true};
+    }
+    for (int k = 0; k < 2 * n; k++)
+        buffer_of[k] = -1;
+    if (assign(iv, count, p, buffer_of))
+        goto done;
+    for (int i = 0; i < n; i++) {
+        p->out_buffer[i] = p->out_owner[i] >= 0 ? buffer_of[2 * p->out_owner[i]] : -1;
+        p->grad_buffer[i] = g_birth[root_of(grad_parent, i)] != INT_MAX
+                                ? buffer_of[2 * root_of(grad_parent, i) + 1]
+                                : -1;
+    }
+    rc = 0;
+done:
+    free(act_death), free(g_birth), free(g_death), free(iv), free(buffer_of);
+    return rc;
 }
 
 int memplan_make(const network *net, int batch, const memplan_rules *rules, mem_plan *p)
@@ -148,17 +279,16 @@ int memplan_make(const network *net, int batch, const memplan_rules *rules, mem_
     int n = net->n_layers;
     memset(p, 0, sizeof *p);
     p->out_owner = malloc((size_t)n * sizeof *p->out_owner);
-    p->grad_slab = malloc((size_t)n * sizeof *p->grad_slab);
+    p->out_buffer = malloc((size_t)n * sizeof *p->out_buffer);
+    p->grad_buffer = malloc((size_t)n * sizeof *p->grad_buffer);
     int *grad_parent = malloc((size_t)n * sizeof *grad_parent);
-    if (!p->out_owner || !p->grad_slab || !grad_parent) {
+    if (!p->out_owner || !p->out_buffer || !p->grad_buffer || !grad_parent) {
         free(grad_parent);
         memplan_free(p);
         return -1;
     }
-    for (int i = 0; i < n; i++)
-        p->grad_slab[i] = -1;
     plan_in_place(net, rules, p->out_owner, grad_parent);
-    int rc = plan_gradients(net, batch, grad_parent, p);
+    int rc = plan_buffers(net, batch, rules, grad_parent, p);
     free(grad_parent);
     if (rc) {
         memplan_free(p);
@@ -169,19 +299,18 @@ int memplan_make(const network *net, int batch, const memplan_rules *rules, mem_
 
 int64_t memplan_elems(const mem_plan *p, const network *net, int batch)
 {
+    (void)net, (void)batch;
     int64_t elems = 0;
-    for (int i = 0; i < net->n_layers; i++)
-        if (p->out_owner[i] == i)
-            elems += backend_buffer_elems(net, i, batch, BUF_OUTPUT);
-    for (int s = 0; s < p->n_slabs; s++)
-        elems += p->slab_elems[s];
+    for (int s = 0; s < p->n_buffers; s++)
+        elems += p->buffer_elems[s];
     return elems;
 }
 
 void memplan_free(mem_plan *p)
 {
     free(p->out_owner);
-    free(p->grad_slab);
-    free(p->slab_elems);
+    free(p->out_buffer);
+    free(p->grad_buffer);
+    free(p->buffer_elems);
     memset(p, 0, sizeof *p);
 }

@@ -8,7 +8,7 @@
 
 #include "cpu_internal.h"
 
-const memplan_rules cpu_memplan_rules = {.add_in_place = false, .grad_in_place = false};
+const memplan_rules cpu_memplan_rules = {.add_in_place = false};
 
 int cpu_fail(backend *b, const char *fmt, ...)
 {
@@ -87,8 +87,6 @@ static void destroy(backend *b)
         for (int i = 0; i < b->net->n_layers; i++) {
             cpu_layer *cl = &b->layers[i];
             cpu_dnnl_destroy(&cl->dnnl);
-            if (b->plan.out_owner && b->plan.out_owner[i] == i)
-                free(cl->out);
             void *bufs[] = {cl->w,        cl->dw,      cl->vw,     cl->bias,
                             cl->dbias,    cl->vbias,   cl->mean,   cl->rstd,
                             cl->run_mean, cl->run_var, cl->argmax, cl->keep};
@@ -97,10 +95,10 @@ static void destroy(backend *b)
         }
         free(b->layers);
     }
-    if (b->grad_slabs)
-        for (int s = 0; s < b->plan.n_slabs; s++)
-            free(b->grad_slabs[s]);
-    free(b->grad_slabs);
+    if (b->buffers)
+        for (int s = 0; s < b->plan.n_buffers; s++)
+            free(b->buffers[s]);
+    free(b->buffers);
     memplan_free(&b->plan);
     free(b->input);
     free(b->labels);
@@ -121,16 +119,13 @@ static int allocate_layer(backend *b, int i, size_t *total)
     cpu_layer *cl = &b->layers[i];
     int n = b->cfg.batch;
     size_t out = (size_t)backend_buffer_elems(net, i, n, BUF_OUTPUT) * sizeof(float);
+    int ob = b->plan.out_buffer[i], gb = b->plan.grad_buffer[i];
     size_t wts = (size_t)backend_buffer_elems(net, i, n, BUF_WEIGHT) * sizeof(float);
     size_t bias = (size_t)backend_buffer_elems(net, i, n, BUF_BIAS) * sizeof(float);
     size_t ch = (size_t)l->in_shape.c * sizeof(float);
-    int owner = b->plan.out_owner[i], slab = b->plan.grad_slab[i];
     bool ok = true;
-    if (owner == i)
-        ok = (cl->out = alloc_zeroed(out, total)) != NULL;
-    else
-        cl->out = b->layers[owner].out; /* in place: the owner comes first */
-    cl->grad = slab >= 0 ? b->grad_slabs[slab] : NULL;
+    cl->out = ob >= 0 ? b->buffers[ob] : NULL;
+    cl->grad = gb >= 0 ? b->buffers[gb] : NULL;
     if (ok && wts)
         ok = (cl->w = alloc_zeroed(wts, total)) && (cl->dw = alloc_zeroed(wts, total)) &&
              (cl->vw = alloc_zeroed(wts, total));
@@ -188,12 +183,12 @@ static backend *create(const network *net, const backend_config *cfg, char *err,
     b->input = alloc_zeroed((size_t)cfg->batch * shape_elems(net->input) * sizeof(float), &total);
     b->labels = alloc_zeroed((size_t)cfg->batch * sizeof(int32_t), &total);
     b->scratch = alloc_zeroed((size_t)largest * sizeof(float), &total);
-    b->grad_slabs = calloc((size_t)b->plan.n_slabs + 1, sizeof *b->grad_slabs);
-    for (int s = 0; b->grad_slabs && s < b->plan.n_slabs; s++)
-        if (!(b->grad_slabs[s] = alloc_zeroed((size_t)b->plan.slab_elems[s] * sizeof(float),
+    b->buffers = calloc((size_t)b->plan.n_buffers + 1, sizeof *b->buffers);
+    for (int s = 0; b->buffers && s < b->plan.n_buffers; s++)
+        if (!(b->buffers[s] = alloc_zeroed((size_t)b->plan.buffer_elems[s] * sizeof(float),
                                               &total)))
             rc = -1;
-    if (rc || !b->layers || !b->input || !b->labels || !b->scratch || !b->grad_slabs)
+    if (rc || !b->layers || !b->input || !b->labels || !b->scratch || !b->buffers)
         rc = cpu_fail(b, "out of memory for the batch (%.2f GiB so far)", total / 1073741824.0);
     if (rc == 0 && dnnl_engine_create(&b->engine, dnnl_cpu, 0) != dnnl_success)
         rc = cpu_fail(b, "oneDNN: cannot create a CPU engine");

@@ -52,7 +52,7 @@ struct backend {
     backend_config cfg;
     cpu_layer *layers;
     mem_plan plan;
-    float **grad_slabs;             /* plan.n_slabs gradient buffers */
+    float **buffers;                /* plan.n_buffers activations and gradients */
     float *input;
     int32_t *labels;
     float *scratch;                 /* a gradient to be added into another */

@@ -8,10 +8,6 @@
 
 #include "cuda_internal.h"
 
-/* in place as PyTorch does it, and as the fusions need; --no-fusion: as the
- * CPU backend */
-static const memplan_rules fused_memplan_rules = {true, true};
-static const memplan_rules plain_memplan_rules = {false, false};
 
 /* ---- errors ------------------------------------------------------------------ */
 
@@ -139,15 +135,10 @@ static int allocate_layer(backend *b, int i)
     int64_t out = cuda_elems(b, i);
     size_t wts = (size_t)backend_buffer_elems(net, i, n, BUF_WEIGHT);
     size_t bias = (size_t)backend_buffer_elems(net, i, n, BUF_BIAS);
-    int owner = b->plan.out_owner[i], slab = b->plan.grad_slab[i];
+    int ob = b->plan.out_buffer[i], gb = b->plan.grad_buffer[i];
     b->current_layer = i;
-    if (owner == i) {
-        if (cuda_alloc(b, &cl->out, (size_t)out * eb, "an activation"))
-            return -1;
-    } else {
-        cl->out = b->layers[owner].out; /* in place: the owner comes first */
-    }
-    cl->grad = slab >= 0 ? b->grad_slabs[slab] : NULL;
+    cl->out = ob >= 0 ? b->buffers[ob] : NULL;
+    cl->grad = gb >= 0 ? b->buffers[gb] : NULL;
     if (l->type == LAYER_BN) {
         size_t c = (size_t)l->in_shape.c * sizeof(float);
         void **f32[] = {(void **)&cl->w,    (void **)&cl->bias,    &cl->dw,
@@ -237,11 +228,12 @@ static int allocate_shared(backend *b)
 {
     const network *net = b->net;
     int n = b->cfg.batch, eb = b->pp.elem_bytes;
-    b->grad_slabs = (void **)calloc((size_t)b->plan.n_slabs + 1, sizeof *b->grad_slabs);
-    if (!b->grad_slabs)
+    b->buffers = (void **)calloc((size_t)b->plan.n_buffers + 1, sizeof *b->buffers);
+    if (!b->buffers)
         return cuda_fail(b, "out of host memory");
-    for (int s = 0; s < b->plan.n_slabs; s++)
-        if (cuda_alloc(b, &b->grad_slabs[s], (size_t)b->plan.slab_elems[s] * eb, "gradients"))
+    for (int s = 0; s < b->plan.n_buffers; s++)
+        if (cuda_alloc(b, &b->buffers[s], (size_t)b->plan.buffer_elems[s] * eb,
+                       "activations and gradients"))
             return -1;
     int64_t input = (int64_t)n * shape_elems(net->input), largest = input;
     for (int i = 0; i < net->n_layers; i++)
@@ -343,9 +335,8 @@ extern "C" backend *cuda_create(const network *net, const backend_config *cfg, c
     b->pp = precision_plan_of(cfg->prec);
     b->current_layer = CUDA_NO_LAYER;
     int rc = check_device(b);
-    if (rc == 0 && memplan_make(net, cfg->batch,
-                                cfg->no_fusion ? &plain_memplan_rules : &fused_memplan_rules,
-                                &b->plan))
+    memplan_rules rules = cuda_memplan_rules(!cfg->no_fusion);
+    if (rc == 0 && memplan_make(net, cfg->batch, &rules, &b->plan))
         rc = cuda_fail(b, "out of host memory for the memory plan");
     b->fusion = (layer_fusion *)calloc((size_t)net->n_layers, sizeof *b->fusion);
     b->layers = (cuda_layer *)calloc((size_t)net->n_layers, sizeof *b->layers);
@@ -425,7 +416,7 @@ extern "C" void cuda_destroy(backend *b)
         cudnnDestroy(b->dnn);
     if (b->stream)
         cudaStreamDestroy(b->stream);
-    free(b->grad_slabs);
+    free(b->buffers);
     free(b->fusion);
     memplan_free(&b->plan);
     free(b);
@@ -572,7 +563,10 @@ extern "C" void cuda_kernel_name(const backend *b, int i, pass phase, char *buf,
                  phase == PASS_FWD && f->bn_applied_by >= 0 ? "_stats" : "", acts[f->act]);
         return;
     case LAYER_ADD:
-        snprintf(buf, len, "cuda:%sadd%s_%s", f->add_bn >= 0 && phase == PASS_FWD ? "bn_apply_" : "",
+        snprintf(buf, len, "cuda:%sadd%s_%s",
+                 phase != PASS_FWD || f->add_bn < 0 ? ""
+                 : f->add_bn2 >= 0                  ? "bn_apply_bn_"
+                                                    : "bn_apply_",
                  acts[f->act], pass_name(phase));
         return;
     default:

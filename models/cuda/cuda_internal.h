@@ -87,7 +87,7 @@ struct backend {
     mem_plan plan;
     layer_fusion *fusion;
     cuda_layer *layers;
-    void **grad_slabs;
+    void **buffers;              /* the memory plan's: activations and gradients */
     void *input;                 /* the batch in elem type and device layout */
     int32_t *labels;
     float *staging;              /* fp32 chunk for host transfers of fp16/bf16 buffers */

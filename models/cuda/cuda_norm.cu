@@ -8,9 +8,12 @@
  * 0.1, the unbiased variance; eps 1e-5.
  *
  * Fusions (cuda_plan.c): a ReLU/ReLU6 after batch norm is applied by the
- * normalising kernel and masks the gradient on the fly in backward; a batch
+ * normalising kernel and masks the gradient on the fly in backward, the mask
+ * recomputed from the input (so the activation's output is kept only for
+ * layers that read it); a batch
  * norm feeding a residual add is normalised by the add's kernel,
- * y = act(bn(x) + other). */
+ * y = act(bn(x) + other), and where the add's other input is a batch norm
+ * too (a ResNet downsample) both are: y = act(bn(x) + bn2(x2)). */
 #include "cuda_device.cuh"
 #include "cuda_internal.h"
 
@@ -73,11 +76,21 @@ int64_t cuda_bn_partials_needed(const backend *b)
     return need;
 }
 
+/* The normalised value of element j (channel c) as the forward computed it:
+ * a fused activation's mask is taken from it, so backward does not need the
+ * activation's output (which then need not be kept for it). */
+__device__ __forceinline__ float normalised(float x, int c, const float *gamma,
+                                            const float *beta, const float *mean,
+                                            const float *rstd)
+{
+    return gamma[c] * (x - mean[c]) * rstd[c] + beta[c];
+}
+
 /* What one element adds to the two sums of its channel c. */
 template <typename T> struct summand {
     int mode, act;
-    const T *x, *dy, *y;
-    const float *mean;
+    const T *x, *dy;
+    const float *mean, *rstd, *gamma, *beta;
 
     __device__ __forceinline__ void add(int64_t at, int c, float shift, float &s1,
                                         float &s2) const
@@ -89,7 +102,8 @@ template <typename T> struct summand {
             return;
         }
         float g = to_float(dy[at]);
-        if (act != ACT_NONE && !passes(to_float(y[at]), act))
+        if (act != ACT_NONE &&
+            !passes(normalised(to_float(x[at]), c, gamma, beta, mean, rstd), act))
             g = 0.0f;
         s1 += g;
         if (mode == SUM_GRAD)
@@ -229,29 +243,51 @@ static int channel_sums(backend *b, tensor_shape s, summand<T> f, float *mean, f
 
 /* ---- forward -------------------------------------------------------------------- */
 
-/* y = act(gamma (x - mean) rstd + beta [+ other]) */
+/* A batch norm's normalisation of its input, as a kernel argument. */
+template <typename T> struct bn_norm {
+    const T *x;
+    const float *gamma, *beta, *mean, *rstd;
+
+    __device__ __forceinline__ float at(int64_t j, int c) const
+    {
+        return normalised(to_float(x[j]), c, gamma, beta, mean, rstd);
+    }
+};
+
+/* y = act(bn(x) [+ other | + bn2(x2)]) */
 template <typename T>
-__global__ void bn_apply_kernel(T *y, const T *x, const T *other, const float *gamma,
-                                const float *beta, const float *mean, const float *rstd, int act,
-                                int channels, int64_t plane, int layout, int64_t n)
+__global__ void bn_apply_kernel(T *y, bn_norm<T> bn, const T *other, bn_norm<T> bn2,
+                                bool second, int act, int channels, int64_t plane, int layout,
+                                int64_t n)
 {
     GRID_STRIDE(j, n) {
         int c = channel_of(j, channels, plane, layout);
-        float v = gamma[c] * (to_float(x[j]) - mean[c]) * rstd[c] + beta[c];
-        if (other)
+        float v = bn.at(j, c);
+        if (second)
+            v += bn2.at(j, c);
+        else if (other)
             v += to_float(other[j]);
         y[j] = from_float<T>(activate(v, act));
     }
 }
 
-template <typename T> static int bn_apply(backend *b, int bn, T *y, const T *other, int act)
+template <typename T> static bn_norm<T> norm_of(backend *b, int bn)
+{
+    cuda_layer *cl = &b->layers[bn];
+    bn_norm<T> f = {(const T *)cuda_input(b, bn, 0), cl->w, cl->bias, cl->mean, cl->rstd};
+    return f;
+}
+
+/* y = act(bn(x) + other), or + bn2(x2) where bn2 >= 0 */
+template <typename T>
+static int bn_apply(backend *b, int bn, T *y, const T *other, int bn2, int act)
 {
     const layer *l = &b->net->layers[bn];
-    cuda_layer *cl = &b->layers[bn];
     int64_t n = cuda_elems(b, bn);
+    bn_norm<T> first = norm_of<T>(b, bn), second = bn2 >= 0 ? norm_of<T>(b, bn2) : first;
     bn_apply_kernel<T><<<cuda_blocks(b, n, APPLY_THREADS), APPLY_THREADS, 0, b->stream>>>(
-        y, (const T *)cuda_input(b, bn, 0), other, cl->w, cl->bias, cl->mean, cl->rstd, act,
-        l->out_shape.c, (int64_t)l->out_shape.h * l->out_shape.w, b->pp.layout, n);
+        y, first, other, second, bn2 >= 0, act, l->out_shape.c,
+        (int64_t)l->out_shape.h * l->out_shape.w, b->pp.layout, n);
     LAUNCH_TRY(b);
     return 0;
 }
@@ -262,25 +298,26 @@ int cuda_bn_forward(backend *b, int i)
     const layer_fusion *f = &b->fusion[i];
     return with_elem(b->pp.elem, [&](auto tag) {
         using T = decltype(tag);
-        summand<T> s = {SUM_STATS, ACT_NONE, (const T *)cuda_input(b, i, 0), NULL, NULL, NULL};
+        summand<T> s = {SUM_STATS, ACT_NONE, (const T *)cuda_input(b, i, 0), NULL,
+                        NULL,      NULL,     NULL,                           NULL};
         if (channel_sums<T>(b, b->net->layers[i].in_shape, s, cl->mean, cl->rstd, cl->run_mean,
                             cl->run_var, NULL, NULL, NULL))
             return -1;
         if (f->bn_applied_by >= 0)
             return 0; /* the add normalises it */
-        return bn_apply<T>(b, i, (T *)cl->out, (const T *)NULL, f->act);
+        return bn_apply<T>(b, i, (T *)cl->out, (const T *)NULL, -1, f->act);
     });
 }
 
 int cuda_bn_apply_add(backend *b, int add)
 {
     const layer *l = &b->net->layers[add];
-    int bn = b->fusion[add].add_bn;
+    int bn = b->fusion[add].add_bn, bn2 = b->fusion[add].add_bn2;
     int other = l->inputs[0] == bn ? 1 : 0;
     return with_elem(b->pp.elem, [&](auto tag) {
         using T = decltype(tag);
-        return bn_apply<T>(b, bn, (T *)b->layers[add].out, (const T *)cuda_input(b, add, other),
-                           b->fusion[add].act);
+        const T *raw = bn2 >= 0 ? (const T *)NULL : (const T *)cuda_input(b, add, other);
+        return bn_apply<T>(b, bn, (T *)b->layers[add].out, raw, bn2, b->fusion[add].act);
     });
 }
 
@@ -292,7 +329,7 @@ int cuda_bn_backward_weights(backend *b, int i)
     return with_elem(b->pp.elem, [&](auto tag) {
         using T = decltype(tag);
         summand<T> s = {SUM_GRAD, b->fusion[i].act, (const T *)cuda_input(b, i, 0),
-                        (const T *)cl->grad, (const T *)cl->out, cl->mean};
+                        (const T *)cl->grad, cl->mean, cl->rstd, cl->w, cl->bias};
         return channel_sums<T>(b, b->net->layers[i].out_shape, s, NULL, cl->rstd, NULL, NULL,
                                (float *)cl->dbias, (float *)cl->dw, NULL);
     });
@@ -300,18 +337,18 @@ int cuda_bn_backward_weights(backend *b, int i)
 
 /* dx = gamma rstd (g - d-beta / M - x-hat d-gamma / M), g the masked dy. */
 template <typename T>
-__global__ void bn_backward_data_kernel(T *dx, const T *dy, const T *y, const T *x,
-                                        const float *gamma, const float *mean, const float *rstd,
+__global__ void bn_backward_data_kernel(T *dx, const T *dy, const T *x, const float *gamma,
+                                        const float *beta, const float *mean, const float *rstd,
                                         const float *dbeta, const float *dgamma, int act,
                                         float inv_count, bool acc, int channels, int64_t plane,
                                         int layout, int64_t n)
 {
     GRID_STRIDE(j, n) {
         int c = channel_of(j, channels, plane, layout);
-        float g = to_float(dy[j]);
-        if (act != ACT_NONE && !passes(to_float(y[j]), act))
+        float g = to_float(dy[j]), xv = to_float(x[j]);
+        if (act != ACT_NONE && !passes(normalised(xv, c, gamma, beta, mean, rstd), act))
             g = 0.0f;
-        float xhat = (to_float(x[j]) - mean[c]) * rstd[c];
+        float xhat = (xv - mean[c]) * rstd[c];
         float d = gamma[c] * rstd[c] * (g - dbeta[c] * inv_count - xhat * dgamma[c] * inv_count);
         dx[j] = from_float<T>(acc ? to_float(dx[j]) + d : d);
     }
@@ -328,8 +365,8 @@ int cuda_bn_backward_data(backend *b, int i, bool accumulate)
         using T = decltype(tag);
         bn_backward_data_kernel<T><<<cuda_blocks(b, n, APPLY_THREADS), APPLY_THREADS, 0,
                                      b->stream>>>(
-            (T *)cuda_input_grad(b, i, 0), (const T *)cl->grad, (const T *)cl->out,
-            (const T *)cuda_input(b, i, 0), cl->w, cl->mean, cl->rstd, (const float *)cl->dbias,
+            (T *)cuda_input_grad(b, i, 0), (const T *)cl->grad, (const T *)cuda_input(b, i, 0),
+            cl->w, cl->bias, cl->mean, cl->rstd, (const float *)cl->dbias,
             (const float *)cl->dw, b->fusion[i].act, inv_count, accumulate, l->out_shape.c, plane,
             b->pp.layout, n);
         return 0;
@@ -347,8 +384,8 @@ int cuda_bias_grad(backend *b, int i, void *dbias, elem_type dbias_elem)
         return cuda_fail(b, "a bias gradient is kept in the compute type");
     return with_elem(b->pp.elem, [&](auto tag) {
         using T = decltype(tag);
-        summand<T> s = {SUM_PLAIN, ACT_NONE, (const T *)cl->grad, (const T *)cl->grad, NULL,
-                        NULL};
+        summand<T> s = {SUM_PLAIN, ACT_NONE, (const T *)cl->grad, (const T *)cl->grad,
+                        NULL,      NULL,     NULL,                NULL};
         return channel_sums<T>(b, b->net->layers[i].out_shape, s, NULL, NULL, NULL, NULL, NULL,
                                NULL, dbias);
     });

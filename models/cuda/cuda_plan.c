@@ -38,6 +38,13 @@ const char *elem_type_name(elem_type t)
     return "?";
 }
 
+memplan_rules cuda_memplan_rules(bool fusion)
+{
+    memplan_rules r = {.add_in_place = fusion, .add_normalises_both = fusion,
+                       .grad_in_place = fusion, .reuse_dead_activations = fusion};
+    return r;
+}
+
 static bool is_activation(layer_type t)
 {
     return t == LAYER_RELU || t == LAYER_RELU6;
@@ -48,7 +55,7 @@ void fusion_plan_make(const network *net, const mem_plan *mp, bool enable, layer
     int n = net->n_layers;
     for (int i = 0; i < n; i++)
         fusion[i] = (layer_fusion){.fwd_by = -1, .bwd_by = -1, .act = ACT_NONE,
-                                   .bn_applied_by = -1, .add_bn = -1};
+                                   .bn_applied_by = -1, .add_bn = -1, .add_bn2 = -1};
     if (!enable)
         return;
     for (int i = 0; i < n; i++) {
@@ -61,6 +68,9 @@ void fusion_plan_make(const network *net, const mem_plan *mp, bool enable, layer
                 if (bn >= 0 && net->layers[bn].type == LAYER_BN && mp->out_owner[bn] == bn &&
                     mp->out_owner[i] == bn) {
                     fusion[i].add_bn = bn;
+                    fusion[bn].bn_applied_by = i;
+                } else if (bn >= 0 && net->layers[bn].type == LAYER_BN && mp->out_owner[bn] < 0) {
+                    fusion[i].add_bn2 = bn;
                     fusion[bn].bn_applied_by = i;
                 }
             }

@@ -34,6 +34,12 @@ typedef struct {
 precision_plan precision_plan_of(precision p);
 const char *elem_type_name(elem_type t);
 
+/* The memory plan's rules: fused, in place as PyTorch does it and as the
+ * fusions need, dead activations lending their memory to gradients; unfused
+ * (--no-fusion), laid out as the CPU backend lays them (every output kept,
+ * for tests that read them back). */
+memplan_rules cuda_memplan_rules(bool fusion);
+
 typedef enum { ACT_NONE, ACT_RELU, ACT_RELU6 } act_kind;
 
 /* How one layer's work is done. A ReLU/ReLU6 running in place over a batch
@@ -41,13 +47,16 @@ typedef enum { ACT_NONE, ACT_RELU, ACT_RELU6 } act_kind;
  * (forward), and for batch norm and add also in its backward (the mask is
  * applied on the fly). A batch norm whose only consumer is an add running in
  * place over it computes its statistics in its own forward and leaves the
- * normalisation to the add's kernel: y = act(bn(x) + other). */
+ * normalisation to the add's kernel: y = act(bn(x) + other), or where the
+ * other input is a batch norm too (a ResNet downsample), y = act(bn(x) +
+ * bn2(x2)), bn2's output never stored. */
 typedef struct {
     int fwd_by;          /* the layer whose forward does this one's, or -1 */
     int bwd_by;          /* the layer whose backward_data does this one's, or -1 */
     act_kind act;        /* applied at the end of this layer's forward */
     int bn_applied_by;   /* batch norm: the add that normalises it, or -1 */
     int add_bn;          /* add: the batch norm it normalises (an input), or -1 */
+    int add_bn2;         /* add: a second one, never stored (memplan's add_normalises_both) */
 } layer_fusion;
 
 /* Fills fusion[n_layers]; with enable false every layer runs alone. The plan
