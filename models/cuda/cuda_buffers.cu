@@ -117,25 +117,28 @@ static int upload(backend *b, const device_buffer *d, int64_t n, const float *ho
     return 0;
 }
 
-static int check_buffer(backend *b, int i, buffer_kind kind, const device_buffer *d, int64_t n)
+/* The device buffer behind (layer, kind), its element count and the loss
+ * scale its values carry (1 where none); -1 where there is no such buffer. */
+static int open_buffer(backend *b, int i, buffer_kind kind, device_buffer *d, int64_t *n,
+                       float *scale)
 {
+    b->current_layer = i;
     if (i < 0 || i >= b->net->n_layers)
         return cuda_fail(b, "no layer %d", i);
-    if (!d->ptr || n == 0)
+    *n = backend_buffer_elems(b->net, i, b->cfg.batch, kind);
+    *d = *n ? buffer_of(b, i, kind) : device_buffer{};
+    if (!d->ptr || *n == 0)
         return cuda_fail(b, "layer %s has no buffer of kind %d", b->net->layers[i].name, kind);
-    return 0;
+    *scale = 1.0f;
+    return d->scaled ? current_scale(b, scale) : 0;
 }
 
 extern "C" int cuda_read(backend *b, int i, buffer_kind kind, float *dst)
 {
-    b->current_layer = i;
-    int64_t n = i >= 0 && i < b->net->n_layers
-                    ? backend_buffer_elems(b->net, i, b->cfg.batch, kind) : 0;
-    device_buffer d = n ? buffer_of(b, i, kind) : device_buffer{};
-    if (check_buffer(b, i, kind, &d, n))
-        return -1;
-    float scale = 1.0f;
-    if (d.scaled && current_scale(b, &scale))
+    device_buffer d;
+    int64_t n;
+    float scale;
+    if (open_buffer(b, i, kind, &d, &n, &scale))
         return -1;
     float *held = d.permuted ? (float *)malloc((size_t)n * sizeof *held) : dst;
     if (!held)
@@ -153,14 +156,10 @@ extern "C" int cuda_read(backend *b, int i, buffer_kind kind, float *dst)
 
 extern "C" int cuda_write(backend *b, int i, buffer_kind kind, const float *src)
 {
-    b->current_layer = i;
-    int64_t n = i >= 0 && i < b->net->n_layers
-                    ? backend_buffer_elems(b->net, i, b->cfg.batch, kind) : 0;
-    device_buffer d = n ? buffer_of(b, i, kind) : device_buffer{};
-    if (check_buffer(b, i, kind, &d, n))
-        return -1;
-    float scale = 1.0f;
-    if (d.scaled && current_scale(b, &scale))
+    device_buffer d;
+    int64_t n;
+    float scale;
+    if (open_buffer(b, i, kind, &d, &n, &scale))
         return -1;
     float *held = (float *)malloc((size_t)n * sizeof *held);
     if (!held)
