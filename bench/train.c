@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "../models/data.h"
+#include "../models/ddp/ddp_world.h"
 #include "../models/zoo.h"
 #include "cli.h"
 #include "train/train_run.h"
@@ -26,7 +27,8 @@ static const char *const prog = "train";
 typedef struct {
     train_options run;
     const char *backend;        /* cpu, cuda, auto */
-    bool counters_given;
+    bool counters_given, threads_given, device_given;
+    const char *ddp_only;       /* an option given that needs --ddp, or NULL */
 } options;
 
 static void print_help(void)
@@ -36,6 +38,10 @@ static void print_help(void)
            "             [--data synthetic|cifar10:DIR] [--repeat K] [--env NAME] [--out steps.csv]\n"
            "             [--backend cpu|cuda|auto] [--device D] [--graph] [--workspace-mb MB]\n"
            "             [--no-fusion] [--trace kernels.csv] [--counters perf|analytic|cupti]\n"
+           "             [--dropout P] [--shards N] [--save-weights PREFIX]\n"
+           "             [--ddp [--bucket-mb MB] [--comm-precision fp32|bf16] [--ddp-timeout S]\n"
+           "              [--scaling-out scaling.csv [--scaling-mode strong|weak]\n"
+           "              [--baseline-ms T1]] [--fault-kill RANK:STEP]]\n"
            "Fixed-iteration training steps (forward, backward, SGD momentum 0.9, weight\n"
            "decay 5e-4) on one fixed batch. Defaults: batch 32, warmup 5, iters 20,\n"
            "threads = all cores, seed 1, synthetic data, precision fp32, backend auto (the\n"
@@ -50,7 +56,22 @@ static void print_help(void)
            "--trace adds one step after the timed ones whose kernels (GPU: CUPTI, per\n"
            "kernel) or operations (CPU: each timed alone) go to kernels.csv; FLOPs from\n"
            "the counters (--counters perf on CPU, cupti on GPU) where allowed, else from\n"
-           "the analytic model (--counters analytic, or when the counters are refused).\n");
+           "the analytic model (--counters analytic, or when the counters are refused).\n"
+           "--dropout P sets every dropout layer's probability (0: none); --shards N makes\n"
+           "the batch the concatenation of N ranks' shards (the global batch of N ranks);\n"
+           "--save-weights writes every parameter as raw fp32 to PREFIX.rank<R>.bin.\n"
+           "--ddp: data-parallel over the ranks of mpirun or srun (MPI; NCCL for GPU\n"
+           "ranks, one GPU per rank): --batch is per rank, rank r trains on shard r (its own\n"
+           "synthetic seed, or CIFAR-10 images [r x batch, (r+1) x batch)); gradients are\n"
+           "averaged in buckets of --bucket-mb (default 25; the first 1 MiB; 0: one reduction\n"
+           "after the whole backward) launched as backward produces them, in\n"
+           "--comm-precision (default fp32); a wait for the other ranks longer than\n"
+           "--ddp-timeout seconds (default 30) ends the run with one line. Threads default\n"
+           "to the cores / the ranks on the node, the GPU to the rank on the node. Rank 0\n"
+           "writes every rank's steps.csv rows and, with --scaling-out, one scaling.csv row\n"
+           "(mode weak by default; efficiency against --baseline-ms, the 1-rank step:\n"
+           "strong T1/(N x TN), weak T1/TN). --fault-kill RANK:STEP (tests): that rank\n"
+           "kills itself (SIGKILL) halfway through the backward of that step.\n");
 }
 
 static float parse_lr(const char *text)
@@ -60,6 +81,67 @@ static float parse_lr(const char *text)
     if (!*text || *end || !(v > 0.0 && v <= 100.0))
         cli_usage_error(prog, "--lr: '%s' is not a number in (0, 100]", text);
     return (float)v;
+}
+
+/* A number in (0, max]. */
+static double parse_positive(const char *option, const char *text, double max)
+{
+    char *end;
+    double v = strtod(text, &end);
+    if (!*text || *end || !(v > 0.0 && v <= max))
+        cli_usage_error(prog, "%s: '%s' is not a number in (0, %g]", option, text, max);
+    return v;
+}
+
+static float parse_dropout(const char *text)
+{
+    char *end;
+    double v = strtod(text, &end);
+    if (!*text || *end || !(v >= 0.0 && v < 1.0))
+        cli_usage_error(prog, "--dropout: '%s' is not a probability in [0, 1)", text);
+    return (float)v;
+}
+
+/* RANK:STEP, STEP as the steps count (warm-up steps are negative). */
+static void parse_fault(const char *text, int *rank, int *step)
+{
+    const char *colon = strchr(text, ':');
+    char head[32];
+    long r = 0, s = 0;
+    bool ok = colon && (size_t)(colon - text) < sizeof head;
+    if (ok) {
+        memcpy(head, text, (size_t)(colon - text));
+        head[colon - text] = '\0';
+        ok = cli_parse_long(head, 0, 65535, &r) && cli_parse_long(colon + 1, -1000000, 1000000, &s);
+    }
+    if (!ok)
+        cli_usage_error(prog, "--fault-kill: '%s' is not RANK:STEP (a rank from 0, a step, "
+                              "negative in the warm-up)", text);
+    *rank = (int)r;
+    *step = (int)s;
+}
+
+/* What --ddp changes and refuses, and the options that need it. */
+static void check_ddp_options(const options *o)
+{
+    const train_options *r = &o->run;
+    if (!r->ddp) {
+        if (o->ddp_only)
+            cli_usage_error(prog, "%s: only with --ddp", o->ddp_only);
+        if (r->batch % r->shards)
+            cli_usage_error(prog, "--shards: the batch of %d is not %d equal shards", r->batch,
+                            r->shards);
+        return;
+    }
+    if (!ddp_world_available())
+        cli_usage_error(prog, "--ddp: this build has no MPI (mpicc was not found when it was "
+                              "built: run 'make deps', then rebuild)");
+    if (r->trace || r->graph || r->shards > 1)
+        cli_usage_error(prog, "%s: not with --ddp (%s)",
+                        r->trace ? "--trace" : r->graph ? "--graph" : "--shards",
+                        r->trace    ? "trace one process without --ddp"
+                        : r->graph ? "the reductions are not captured in a CUDA graph yet"
+                                   : "each rank trains on its own shard");
 }
 
 /* A label written unquoted into CSV files: letters, digits, '.', '_', '-'. */
@@ -110,15 +192,30 @@ static options parse_options(int argc, char **argv)
         {"counters", required_argument, 0, 'C'}, {"device", required_argument, 0, 'D'},
         {"graph", no_argument, 0, 'G'},         {"workspace-mb", required_argument, 0, 'W'},
         {"no-fusion", no_argument, 0, 'F'},     {"help", no_argument, 0, 'h'},
+        {"ddp", no_argument, 0, 1000},          {"bucket-mb", required_argument, 0, 1001},
+        {"comm-precision", required_argument, 0, 1002},
+        {"ddp-timeout", required_argument, 0, 1003},
+        {"scaling-out", required_argument, 0, 1004},
+        {"scaling-mode", required_argument, 0, 1005},
+        {"baseline-ms", required_argument, 0, 1006},
+        {"fault-kill", required_argument, 0, 1007},
+        {"shards", required_argument, 0, 1008}, {"dropout", required_argument, 0, 1009},
+        {"save-weights", required_argument, 0, 1010},
         {0, 0, 0, 0},
     };
     const char *accepted = "--model, --res, --classes, --batch, --precision, --warmup, --iters, "
                            "--threads, --seed, --lr, --data, --repeat, --env, --out, --backend, "
-                           "--device, --graph, --workspace-mb, --no-fusion, --trace, --counters";
+                           "--device, --graph, --workspace-mb, --no-fusion, --trace, --counters, "
+                           "--dropout, --shards, --save-weights, --ddp, --bucket-mb, "
+                           "--comm-precision, --ddp-timeout, --scaling-out, --scaling-mode, "
+                           "--baseline-ms, --fault-kill";
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     cores = cores > 0 ? cores : 1;
     options o = {.run = {.batch = 32, .warmup = 5, .iters = 20, .threads = (int)cores,
-                         .seed = 1, .prec = PREC_FP32, .env = "local"},
+                         .seed = 1, .prec = PREC_FP32, .env = "local", .dropout = -1.0f,
+                         .shards = 1, .bucket_bytes = DDP_DEFAULT_BUCKET_BYTES,
+                         .comm = DDP_COMM_FP32, .ddp_timeout_s = 30.0, .scaling_mode = "weak",
+                         .fault_rank = -1},
                  .backend = "auto"};
     const char *res = NULL, *classes = NULL, *counters = NULL;
     opterr = 0;
@@ -133,7 +230,10 @@ static options parse_options(int argc, char **argv)
         case 'p': r->prec = cli_precision_option(prog, optarg); break;
         case 'w': r->warmup = cli_int_option(prog, "--warmup", optarg, 0, 1000000); break;
         case 'i': r->iters = cli_int_option(prog, "--iters", optarg, 1, 1000000); break;
-        case 't': r->threads = cli_int_option(prog, "--threads", optarg, 1, cores); break;
+        case 't':
+            r->threads = cli_int_option(prog, "--threads", optarg, 1, cores);
+            o.threads_given = true;
+            break;
         case 's': r->seed = (uint64_t)cli_int_option(prog, "--seed", optarg, 0, 2147483647); break;
         case 'l': r->lr = parse_lr(optarg); break;
         case 'd':
@@ -159,13 +259,54 @@ static options parse_options(int argc, char **argv)
             counters = optarg;
             o.counters_given = true;
             break;
-        case 'D': r->device = cli_int_option(prog, "--device", optarg, 0, 63); break;
+        case 'D':
+            r->device = cli_int_option(prog, "--device", optarg, 0, 63);
+            o.device_given = true;
+            break;
         case 'G': r->graph = true; break;
         case 'W':
             r->workspace_limit =
                 (int64_t)cli_int_option(prog, "--workspace-mb", optarg, 1, 1 << 20) << 20;
             break;
         case 'F': r->no_fusion = true; break;
+        case 1000: r->ddp = true; break;
+        case 1001:
+            r->bucket_bytes = (int64_t)cli_int_option(prog, "--bucket-mb", optarg, 0, 4096) << 20;
+            o.ddp_only = "--bucket-mb";
+            break;
+        case 1002:
+            if (strcmp(optarg, "fp32") && strcmp(optarg, "bf16"))
+                cli_usage_error(prog, "--comm-precision: unknown '%s' (accepted: fp32, bf16)",
+                                optarg);
+            r->comm = !strcmp(optarg, "bf16") ? DDP_COMM_BF16 : DDP_COMM_FP32;
+            o.ddp_only = "--comm-precision";
+            break;
+        case 1003:
+            r->ddp_timeout_s = cli_int_option(prog, "--ddp-timeout", optarg, 1, 3600);
+            o.ddp_only = "--ddp-timeout";
+            break;
+        case 1004:
+            r->scaling_out = output_file("--scaling-out", optarg);
+            o.ddp_only = "--scaling-out";
+            break;
+        case 1005:
+            if (strcmp(optarg, "strong") && strcmp(optarg, "weak"))
+                cli_usage_error(prog, "--scaling-mode: unknown '%s' (accepted: strong, weak)",
+                                optarg);
+            r->scaling_mode = optarg;
+            o.ddp_only = "--scaling-mode";
+            break;
+        case 1006:
+            r->baseline_ms = parse_positive("--baseline-ms", optarg, 1e9);
+            o.ddp_only = "--baseline-ms";
+            break;
+        case 1007:
+            parse_fault(optarg, &r->fault_rank, &r->fault_step);
+            o.ddp_only = "--fault-kill";
+            break;
+        case 1008: r->shards = cli_int_option(prog, "--shards", optarg, 1, 4096); break;
+        case 1009: r->dropout = parse_dropout(optarg); break;
+        case 1010: r->save_weights = output_file("--save-weights", optarg); break;
         case 'h': print_help(); exit(0);
         default: cli_bad_option(prog, c, argv[optind - 1], accepted);
         }
@@ -174,7 +315,9 @@ static options parse_options(int argc, char **argv)
         cli_usage_error(prog, "unexpected argument '%s' (accepted: %s)", argv[optind], accepted);
     train_options *r = &o.run;
     cli_model_options(prog, r->model, res, classes, &r->res, &r->classes);
-    if (r->lr == 0.0f) /* not given: the model's recipe, scaled to the batch */
+    /* not given: the model's recipe, scaled to the batch (with --ddp the
+     * global batch, once the ranks are counted) */
+    if (r->lr == 0.0f && !r->ddp)
         r->lr = zoo_default_lr(zoo_find(r->model), r->batch);
     if (r->cifar_dir && (r->res != CIFAR10_SIDE || r->classes != CIFAR10_CLASSES))
         cli_usage_error(prog, "--data: cifar10 needs --res 32 and 10 classes (got %d and %d)",
@@ -189,6 +332,7 @@ static options parse_options(int argc, char **argv)
     if (r->out && r->trace && !strcmp(r->out, r->trace))
         cli_usage_error(prog, "--trace: '%s' is also --out (steps.csv and kernels.csv differ)",
                         r->trace);
+    check_ddp_options(&o);
     r->counters = !counters || !strcmp(counters, "perf") ? COUNTERS_PERF
                   : !strcmp(counters, "cupti")           ? COUNTERS_CUPTI
                                                          : COUNTERS_ANALYTIC;
@@ -197,7 +341,7 @@ static options parse_options(int argc, char **argv)
 
 /* The backend asked for, or for auto the GPU when one opens; what cannot
  * run here is a usage error (exit 2) with the reason. */
-static const backend_ops *choose_backend(options *o)
+static const backend_ops *choose_backend(options *o, const ddp_world *w)
 {
     train_options *r = &o->run;
     bool want_cuda = !strcmp(o->backend, "cuda"), automatic = !strcmp(o->backend, "auto");
@@ -238,12 +382,96 @@ static const backend_ops *choose_backend(options *o)
         cli_usage_error(prog, "--counters: perf is for the cpu backend (cuda: cupti, analytic)");
     if (!cpu && r->counters == COUNTERS_PERF)
         r->counters = COUNTERS_CUPTI; /* the default counters of a GPU */
+#ifdef HAVE_CUDA
+    if (w && !cpu) {
+        int devices = cuda_device_count(why, sizeof why);
+        if (w->local_size > devices)
+            cli_usage_error(prog, "--ddp: %d ranks on %s but %d CUDA device(s): NCCL needs a GPU "
+                                  "per rank (it refuses two on one device); run CPU ranks with "
+                                  "--backend cpu", w->local_size, w->host, devices);
+#ifndef BACKEND_HAS_GRAD_STORAGE
+        cli_usage_error(prog, "--ddp: the cuda backend does not lend its gradient buffers yet "
+                              "(backend_ops.grad_storage, proposed in models/ddp/README.md); "
+                              "run CPU ranks with --backend cpu");
+#endif
+    }
+#endif
+    (void)w;
     return ops;
+}
+
+/* Every rank of a DDP run parses the same options: only rank 0's stderr
+ * stays open while they are checked, so a bad option is one line, not one
+ * per rank. Returns the saved stderr to restore, or -1. */
+static int quiet_other_ranks(int rank)
+{
+    if (rank == 0)
+        return -1;
+    fflush(stderr);
+    int saved = dup(STDERR_FILENO);
+    FILE *null = fopen("/dev/null", "w");
+    if (saved < 0 || !null || dup2(fileno(null), STDERR_FILENO) < 0) {
+        if (null)
+            fclose(null);
+        if (saved >= 0)
+            close(saved);
+        return -1;
+    }
+    fclose(null);
+    return saved;
+}
+
+static void restore_stderr(int saved)
+{
+    if (saved < 0)
+        return;
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+}
+
+static bool wants_ddp(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--ddp"))
+            return true;
+    return false;
 }
 
 int main(int argc, char **argv)
 {
+    int saved = quiet_other_ranks(wants_ddp(argc, argv) ? ddp_launcher_rank() : 0);
     options o = parse_options(argc, argv);
-    const backend_ops *ops = choose_backend(&o);
-    return train_run(&o.run, ops);
+    restore_stderr(saved);
+    ddp_world world, *w = NULL;
+    if (o.run.ddp) {
+        char err[DDP_ERR_LEN];
+        if (ddp_world_init(&world, &argc, &argv, o.run.ddp_timeout_s, err, sizeof err)) {
+            fprintf(stderr, "%s: --ddp: %s\n", prog, err);
+            return 1;
+        }
+        w = &world;
+        ddp_install_stop_handler(w, prog);
+        /* one rank per GPU, or per share of the node's cores */
+        if (!o.threads_given) {
+            long cores = sysconf(_SC_NPROCESSORS_ONLN);
+            int share = (int)(cores > 0 ? cores : 1) / w->local_size;
+            o.run.threads = share > 0 ? share : 1;
+        }
+        if (!o.device_given)
+            o.run.device = w->local_rank;
+        /* the average over the ranks is the gradient of the global batch */
+        if (o.run.lr == 0.0f)
+            o.run.lr = zoo_default_lr(zoo_find(o.run.model), o.run.batch * w->size);
+    }
+    saved = quiet_other_ranks(w ? w->rank : 0);
+    const backend_ops *ops = choose_backend(&o, w);
+    restore_stderr(saved);
+    int rc = train_run(&o.run, ops, w);
+    if (w) {
+        if (rc != 0) /* the other ranks may be waiting for this one */
+            ddp_world_abort(w, rc);
+        ddp_world_finalize(w);
+    }
+    return rc;
 }

@@ -14,6 +14,12 @@
 #include "../../models/init.h"
 #include "../../models/step.h"
 #include "../../models/zoo.h"
+#include "train_data.h"
+#include "train_ddp.h"
+#include "train_weights.h"
+#ifdef HAVE_DNNL
+#include "../../models/ddp/ddp_cpu.h"
+#endif
 
 static const char *const prog = "train";
 
@@ -137,17 +143,28 @@ static int run_trace(const train_options *o, step_driver *drv, const network *ne
     return 0;
 }
 
+/* One steps.csv row. */
+static void write_row(FILE *csv, const train_options *o, const char *backend_name, int world_size,
+                      int rank, int it, double ms, float loss, long long peak_mem)
+{
+    fprintf(csv, "%s,%s,%s,%d,%d,%s,%d,%d,%d,%d,%.4f,%.3f,%.6f,%lld\n", o->env, backend_name,
+            o->model, o->res, o->batch, precision_name(o->prec), world_size, rank, o->repeat, it,
+            ms, o->batch / (ms * 1e-3), loss, peak_mem);
+}
+
 /* Warm-up (eager), the capture when asked, then the timed steps with a row
- * each. On success *median_ms is their median. */
-static int run_steps(const train_options *o, step_driver *drv, double *step_ms,
+ * each (with --ddp rank 0 writes every rank's rows, gathered after each
+ * step). On success *median_ms is their median. */
+static int run_steps(const train_options *o, step_driver *drv, train_ddp *dp, double *step_ms,
                      double *median_ms)
 {
     FILE *csv = NULL;
-    if (o->out && !(csv = open_steps_csv(o->out))) {
+    bool root = !dp || dp->world->rank == 0;
+    if (o->out && root && !(csv = open_steps_csv(o->out))) {
         fprintf(stderr, "%s: cannot open %s for appending\n", prog, o->out);
         return 1;
     }
-    bool progress = isatty(STDERR_FILENO);
+    bool progress = root && isatty(STDERR_FILENO);
     /* a captured graph replays what one eager step ran first */
     int warmup = o->graph && o->warmup == 0 ? 1 : o->warmup;
     int rc = 0;
@@ -159,20 +176,29 @@ static int run_steps(const train_options *o, step_driver *drv, double *step_ms,
         }
         float loss;
         double ms;
+        if (dp)
+            train_ddp_step_begin(dp, it);
         if (timed_step(drv, &loss, &ms)) {
-            fprintf(stderr, "%s: step %d: %s\n", prog, it, step_error(drv));
+            fprintf(stderr, "%s: %sstep %d: %s\n", prog, dp ? "ddp: " : "", it, step_error(drv));
+            rc = 1;
+            break;
+        }
+        long long peak = peak_memory_bytes(drv->ops, drv->b);
+        char err[DDP_ERR_LEN];
+        if (dp && train_ddp_step_end(dp, it, ms, loss, peak, err, sizeof err)) {
+            fprintf(stderr, "%s: ddp: step %d: %s\n", prog, it, err);
             rc = 1;
             break;
         }
         if (it >= 0) {
             step_ms[it] = ms;
-            if (csv) {
-                fprintf(csv, "%s,%s,%s,%d,%d,%s,1,0,%d,%d,%.4f,%.3f,%.6f,%lld\n", o->env,
-                        drv->ops->name, o->model, o->res, o->batch, precision_name(o->prec),
-                        o->repeat, it, ms, o->batch / (ms * 1e-3), loss,
-                        peak_memory_bytes(drv->ops, drv->b));
-                fflush(csv);
+            for (int r = 0; csv && r < (dp ? dp->world->size : 1); r++) {
+                const train_rank_step *s = dp ? &dp->all[(size_t)it * dp->world->size + r] : NULL;
+                write_row(csv, o, drv->ops->name, dp ? dp->world->size : 1, r, it,
+                          s ? s->step_ms : ms, s ? s->loss : loss, s ? s->peak_mem : peak);
             }
+            if (csv)
+                fflush(csv);
         }
         if (progress)
             fprintf(stderr, "\r%s %s: %s %d/%d  %.1f ms  loss %.4f   ", prog, o->model,
@@ -218,17 +244,76 @@ static void print_summary(const train_options *o, const network *net, const back
     printf("\n");
 }
 
-int train_run(const train_options *o, const backend_ops *ops)
+/* --dropout P: every dropout layer's probability (0 makes them identities,
+ * for runs that must match whatever the batch is split into). */
+static void set_dropout(network *net, float p)
+{
+    for (int i = 0; p >= 0.0f && i < net->n_layers; i++)
+        if (net->layers[i].type == LAYER_DROPOUT)
+            net->layers[i].drop_p = p;
+}
+
+/* The DDP backend access of ops, false where it lends none: the CPU
+ * backend's own (models/cpu/cpu_ddp.c); any backend through the optional
+ * backend_ops entries proposed for backend.h (models/ddp/README.md), once
+ * they are there. */
+static bool ddp_access(const backend_ops *ops, ddp_backend_access *out)
+{
+#ifdef HAVE_DNNL
+    if (!strcmp(ops->name, "cpu")) {
+        *out = cpu_ddp_access;
+        return true;
+    }
+#endif
+#ifdef BACKEND_HAS_GRAD_STORAGE
+    if (ops->grad_storage) {
+        *out = (ddp_backend_access){.grad_storage = ops->grad_storage, .stream = ops->stream};
+        return true;
+    }
+#endif
+    (void)ops;
+    *out = (ddp_backend_access){0};
+    return false;
+}
+
+/* After the timed steps of a DDP run: the reductions alone, the ranks'
+ * weights compared, and rank 0's summary and scaling row. */
+static int finish_ddp(const train_options *o, train_ddp *dp, const network *net,
+                      const backend_ops *ops)
+{
+    char err[DDP_ERR_LEN];
+    if (train_ddp_finish(dp, err, sizeof err)) {
+        fprintf(stderr, "%s: ddp: %s\n", prog, err);
+        return 1;
+    }
+    if (dp->world->rank != 0)
+        return 0;
+    train_ddp_print(dp, (double)cost_step(net, o->batch, o->prec, NULL).step_flops);
+    printf("ddp: the weights are bit-identical on all %d ranks\n", dp->world->size);
+    if (o->scaling_out &&
+        train_ddp_scaling_row(dp, ops->name, !strcmp(ops->name, "cpu") ? o->threads : 0, err,
+                              sizeof err)) {
+        fprintf(stderr, "%s: --scaling-out: %s\n", prog, err);
+        return 1;
+    }
+    return 0;
+}
+
+int train_run(const train_options *o, const backend_ops *ops, ddp_world *world)
 {
     network net;
     if (zoo_build(&net, o->model, o->res, o->classes) != NET_OK) {
         fprintf(stderr, "%s: %s\n", prog, net.err);
         return 1;
     }
+    set_dropout(&net, o->dropout);
+    int rank = world ? world->rank : 0;
     char err[640] = "";
-    backend_config cfg = {.batch = o->batch, .threads = o->threads, .seed = o->seed,
-                          .prec = o->prec, .device = o->device,
-                          .workspace_limit = o->workspace_limit, .no_fusion = o->no_fusion};
+    /* each rank its own dropout masks, as each draws its own images */
+    backend_config cfg = {.batch = o->batch, .threads = o->threads,
+                          .seed = train_shard_seed(o->seed, rank), .prec = o->prec,
+                          .device = o->device, .workspace_limit = o->workspace_limit,
+                          .no_fusion = o->no_fusion};
     /* the backend first: a batch too large is reported before the host
      * allocates and fills it */
     backend *b = ops->create(&net, &cfg, err, sizeof err);
@@ -242,17 +327,18 @@ int train_run(const train_options *o, const backend_ops *ops)
     int32_t *labels = malloc((size_t)o->batch * sizeof *labels);
     double *step_ms = malloc((size_t)o->iters * sizeof *step_ms);
     step_driver drv;
-    bool have_driver = false;
+    train_ddp dp;
+    bool have_driver = false, have_ddp = false;
     int rc = 1;
     if (!images || !labels || !step_ms) {
         fprintf(stderr, "%s: out of host memory for a batch of %d images at %dx%d\n", prog,
                 o->batch, o->res, o->res);
         goto done;
     }
-    /* one fixed batch: the step's cost, not data loading, is what is measured */
-    if (!o->cifar_dir) {
-        data_synthetic(o->seed, o->batch, net.input.c, o->res, o->classes, images, labels);
-    } else if (data_cifar10(o->cifar_dir, o->batch, images, labels, err, sizeof err)) {
+    /* one fixed batch: the step's cost, not data loading, is what is
+     * measured; a rank's is its own shard, --shards N the concatenation of N */
+    int shards = world ? 1 : o->shards;
+    if (train_batch(o, &net, rank, shards, o->batch / shards, images, labels, err, sizeof err)) {
         fprintf(stderr, "%s: --data: %s\n", prog, err);
         rc = 2;
         goto done;
@@ -267,13 +353,31 @@ int train_run(const train_options *o, const backend_ops *ops)
         goto done;
     }
     have_driver = true;
+    if (world) {
+        ddp_backend_access access;
+        if (train_ddp_start(&dp, o, world, &net, ops, b, ddp_access(ops, &access) ? &access : NULL,
+                            &drv, err, sizeof err)) {
+            fprintf(stderr, "%s: ddp: rank %d of %d: %s\n", prog, rank, world->size, err);
+            goto done;
+        }
+        have_ddp = true;
+    }
     double median_ms = 0.0;
-    rc = run_steps(o, &drv, step_ms, &median_ms);
+    rc = run_steps(o, &drv, have_ddp ? &dp : NULL, step_ms, &median_ms);
     if (rc == 0 && o->trace)
         rc = run_trace(o, &drv, &net, median_ms);
-    if (rc == 0)
+    if (rc == 0 && have_ddp)
+        rc = finish_ddp(o, &dp, &net, ops);
+    if (rc == 0 && o->save_weights &&
+        train_save_weights(o->save_weights, rank, ops, b, &net, err, sizeof err)) {
+        fprintf(stderr, "%s: %s\n", prog, err);
+        rc = 1;
+    }
+    if (rc == 0 && rank == 0)
         print_summary(o, &net, ops, b, median_ms);
 done:
+    if (have_ddp)
+        train_ddp_free(&dp);
     if (have_driver)
         step_free(&drv);
     ops->destroy(b);

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "../../models/backend.h"
+#include "../../models/ddp/ddp.h"
 
 typedef enum { COUNTERS_PERF, COUNTERS_ANALYTIC, COUNTERS_CUPTI } counters_kind;
 
@@ -24,10 +25,23 @@ typedef struct {
     bool graph;                 /* capture the step once, replay it */
     bool no_fusion;
     int64_t workspace_limit;    /* bytes; 0: the backend's default */
+    float dropout;              /* every dropout layer's probability; < 0: the model's */
+    int shards;                 /* the batch is this many rank shards, concatenated */
+    const char *save_weights;   /* PREFIX: PREFIX.rank<R>.bin after the run, or NULL */
+    /* data-parallel (--ddp): batch is per rank */
+    bool ddp;
+    int64_t bucket_bytes;       /* 0: one reduction after the whole backward */
+    ddp_comm_precision comm;
+    double ddp_timeout_s;
+    const char *scaling_out;    /* scaling.csv to append a row to, or NULL */
+    const char *scaling_mode;   /* strong or weak */
+    double baseline_ms;         /* the 1-rank step the efficiency is taken against; 0: none */
+    int fault_rank, fault_step; /* tests: rank fault_rank kills itself mid-step; -1: never */
 } train_options;
 
 /* Runs the process's training with ops; its exit status (0, or 1 after a
- * failure already reported on stderr in one line). */
-int train_run(const train_options *o, const backend_ops *ops);
+ * failure already reported on stderr in one line). With --ddp, `world` holds
+ * the ranks (NULL otherwise). */
+int train_run(const train_options *o, const backend_ops *ops, ddp_world *world);
 
 #endif

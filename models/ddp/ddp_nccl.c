@@ -1,0 +1,382 @@
+/* The device transport: NCCL on a communication stream of its own. When a
+ * bucket's last layer has queued its backward, an event recorded on the
+ * step's stream lets the communication stream pack the bucket, all-reduce it
+ * (ncclAvg: the average, on every rank) and write it back, while the step's
+ * stream goes on with the backward; the update waits on the event after the
+ * last bucket. Nothing blocks the host: the step stays queued ahead of the
+ * GPU. The communicator is made from a unique id that rank 0 broadcasts over
+ * MPI. A watchdog thread polls ncclCommGetAsyncError and the reductions'
+ * completion; an asynchronous error, or reductions not done within the
+ * world's timeout (a lost peer leaves NCCL's kernels spinning), ends the rank
+ * with one line after ncclCommAbort, so that it never hangs.
+ *
+ * Compiled wherever NCCL is found; it has never run on a GPU (the GPU machines
+ * at hand have one GPU each and NCCL refuses two ranks on one device). */
+#if defined(HAVE_NCCL) && defined(HAVE_CUDA) && defined(HAVE_MPI)
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ddp_internal.h"
+#include "ddp_pack.h"
+
+typedef struct {
+    void *buf;                   /* comm elem type */
+    cudaEvent_t ready, start, end;
+} dev_bucket;
+
+typedef struct {
+    ncclComm_t comm;
+    bool have_comm;
+    cudaStream_t stream;         /* communication */
+    cudaStream_t compute;        /* the backend's step */
+    dev_bucket *buckets;
+    cudaEvent_t bwd_end, all_done, alone[2];
+    ncclDataType_t type;
+    int comm_elem;               /* ddp_elem code */
+    int device;
+    /* the watchdog's view, under lock */
+    pthread_t watchdog;
+    bool watchdog_running, stop;
+    pthread_mutex_t lock;
+    cudaEvent_t watched;         /* the event the rank waits on, or NULL */
+    double armed_at, limit_s;
+    const char *doing;           /* what is watched, for the line */
+    int rank, size;
+    char host[DDP_HOST_LEN];
+} nccl_state;
+
+static int nccl_failed(ddp *d, const char *file, int line, const char *call, ncclResult_t r)
+{
+    nccl_state *s = d->state;
+    const char *detail = s && s->have_comm ? ncclGetLastError(s->comm) : ncclGetLastError(NULL);
+    return ddp_fail(d, "%s:%d: %s failed: %s%s%s", file, line, call, ncclGetErrorString(r),
+                    detail && *detail ? ": " : "", detail ? detail : "");
+}
+
+#define NCCL_TRY(d, call)                                                                     \
+    do {                                                                                      \
+        ncclResult_t r_ = (call);                                                             \
+        if (r_ != ncclSuccess)                                                                \
+            return nccl_failed((d), __FILE__, __LINE__, #call, r_);                           \
+    } while (0)
+
+#define CUDA_TRY(d, call)                                                                     \
+    do {                                                                                      \
+        cudaError_t e_ = (call);                                                              \
+        if (e_ != cudaSuccess)                                                                \
+            return ddp_fail((d), "%s:%d: %s failed: %s", __FILE__, __LINE__, #call,           \
+                            cudaGetErrorString(e_));                                          \
+    } while (0)
+
+/* ---- watchdog ------------------------------------------------------------- */
+
+_Noreturn static void watchdog_end(nccl_state *s, const char *why)
+{
+    fprintf(stderr, "train: rank %d of %d (%s): %s; NCCL communicator aborted\n", s->rank,
+            s->size, s->host, why);
+    fflush(stderr);
+    if (s->have_comm)
+        ncclCommAbort(s->comm); /* NCCL's kernels return, the GPU is left usable */
+    _exit(1);
+}
+
+static void *watchdog_main(void *arg)
+{
+    nccl_state *s = arg;
+    cudaSetDevice(s->device);
+    for (;;) {
+        struct timespec pause = {0, 100 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+        pthread_mutex_lock(&s->lock);
+        if (s->stop) {
+            pthread_mutex_unlock(&s->lock);
+            return NULL;
+        }
+        char why[DDP_ERR_LEN] = "";
+        ncclResult_t async = ncclSuccess;
+        if (s->have_comm && ncclCommGetAsyncError(s->comm, &async) == ncclSuccess &&
+            async != ncclSuccess && async != ncclInProgress)
+            snprintf(why, sizeof why, "NCCL asynchronous error: %s (%s)",
+                     ncclGetErrorString(async), ncclGetLastError(s->comm));
+        if (!why[0] && s->armed_at > 0) {
+            if (s->watched && cudaEventQuery(s->watched) == cudaSuccess)
+                s->armed_at = 0; /* done: nothing to watch until the next arm */
+            else if (ddp_now() - s->armed_at > s->limit_s)
+                snprintf(why, sizeof why, "no answer from the other ranks for %.0f s while %s: "
+                                          "a peer rank died or hangs (the limit is --ddp-timeout)",
+                         s->limit_s, s->doing);
+        }
+        pthread_mutex_unlock(&s->lock);
+        if (why[0])
+            watchdog_end(s, why);
+    }
+}
+
+static void arm(nccl_state *s, cudaEvent_t ev, double limit_s, const char *doing)
+{
+    pthread_mutex_lock(&s->lock);
+    s->watched = ev;
+    s->armed_at = ddp_now();
+    s->limit_s = limit_s;
+    s->doing = doing;
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void disarm(nccl_state *s)
+{
+    pthread_mutex_lock(&s->lock);
+    s->armed_at = 0;
+    s->watched = NULL;
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* ---- setup ---------------------------------------------------------------- */
+
+static int make_comm(ddp *d)
+{
+    nccl_state *s = d->state;
+    ncclUniqueId id;
+    memset(&id, 0, sizeof id);
+    if (d->world->rank == 0)
+        NCCL_TRY(d, ncclGetUniqueId(&id));
+    MPI_Request req;
+    MPI_TRY(d->err, sizeof d->err,
+            MPI_Ibcast(&id, (int)sizeof id, MPI_BYTE, 0, d->world->comm, &req));
+    if (ddp_wait(d->world, &req, 0, "broadcasting the NCCL unique id", d->err, sizeof d->err))
+        return -1;
+    /* a blocking init: every rank must arrive; the watchdog bounds it
+     * (without an event to query, armed means "not done yet") */
+    arm(s, NULL, 10 * d->world->timeout_s, "creating the NCCL communicator");
+    ncclResult_t r = ncclCommInitRank(&s->comm, d->world->size, id, d->world->rank);
+    disarm(s);
+    if (r != ncclSuccess)
+        return nccl_failed(d, __FILE__, __LINE__, "ncclCommInitRank", r);
+    pthread_mutex_lock(&s->lock);
+    s->have_comm = true;
+    pthread_mutex_unlock(&s->lock);
+    return 0;
+}
+
+static int nccl_setup(ddp *d)
+{
+    nccl_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return ddp_fail(d, "out of memory for the NCCL transport");
+    d->state = s;
+    pthread_mutex_init(&s->lock, NULL);
+    s->device = d->opt.device;
+    s->rank = d->world->rank;
+    s->size = d->world->size;
+    snprintf(s->host, sizeof s->host, "%s", d->world->host);
+    CUDA_TRY(d, cudaSetDevice(s->device));
+    s->compute = d->access.stream ? (cudaStream_t)d->access.stream(d->b) : NULL;
+    int lo = 0, hi = 0;
+    CUDA_TRY(d, cudaDeviceGetStreamPriorityRange(&lo, &hi));
+    /* the highest priority, as PyTorch gives its NCCL streams: a bucket's
+     * kernels start ahead of backward's queued ones */
+    CUDA_TRY(d, cudaStreamCreateWithPriority(&s->stream, cudaStreamNonBlocking, hi));
+    if (d->opt.comm == DDP_COMM_BF16) {
+        s->type = ncclBfloat16;
+        s->comm_elem = DDP_BF16;
+    } else {
+        s->type = ncclFloat32;
+        s->comm_elem = DDP_F32;
+    }
+    s->buckets = calloc((size_t)d->plan.n_buckets, sizeof *s->buckets);
+    if (!s->buckets)
+        return ddp_fail(d, "out of memory for %d buckets", d->plan.n_buckets);
+    size_t elem = (size_t)ddp_comm_bytes(d->opt.comm);
+    for (int k = 0; k < d->plan.n_buckets; k++) {
+        dev_bucket *db = &s->buckets[k];
+        CUDA_TRY(d, cudaMalloc(&db->buf, (size_t)d->plan.buckets[k].elems * elem));
+        CUDA_TRY(d, cudaEventCreateWithFlags(&db->ready, cudaEventDisableTiming));
+        CUDA_TRY(d, cudaEventCreate(&db->start));
+        CUDA_TRY(d, cudaEventCreate(&db->end));
+    }
+    CUDA_TRY(d, cudaEventCreate(&s->bwd_end));
+    CUDA_TRY(d, cudaEventCreate(&s->all_done));
+    CUDA_TRY(d, cudaEventCreate(&s->alone[0]));
+    CUDA_TRY(d, cudaEventCreate(&s->alone[1]));
+    if (pthread_create(&s->watchdog, NULL, watchdog_main, s) != 0)
+        return ddp_fail(d, "cannot start the NCCL watchdog thread");
+    s->watchdog_running = true;
+    return make_comm(d);
+}
+
+static void nccl_destroy(ddp *d)
+{
+    nccl_state *s = d->state;
+    if (s->watchdog_running) {
+        pthread_mutex_lock(&s->lock);
+        s->stop = true;
+        pthread_mutex_unlock(&s->lock);
+        pthread_join(s->watchdog, NULL);
+    }
+    if (s->have_comm)
+        ncclCommDestroy(s->comm);
+    if (s->buckets) {
+        for (int k = 0; k < d->plan.n_buckets; k++) {
+            dev_bucket *db = &s->buckets[k];
+            cudaFree(db->buf);
+            cudaEvent_t evs[3] = {db->ready, db->start, db->end};
+            for (int e = 0; e < 3; e++)
+                if (evs[e])
+                    cudaEventDestroy(evs[e]);
+        }
+        free(s->buckets);
+    }
+    cudaEvent_t evs[4] = {s->bwd_end, s->all_done, s->alone[0], s->alone[1]};
+    for (int e = 0; e < 4; e++)
+        if (evs[e])
+            cudaEventDestroy(evs[e]);
+    if (s->stream)
+        cudaStreamDestroy(s->stream);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+    d->state = NULL;
+}
+
+/* ---- a step --------------------------------------------------------------- */
+
+static int copy_tensors(ddp *d, int k, bool into_bucket)
+{
+    nccl_state *s = d->state;
+    const ddp_bucket *bk = &d->plan.buckets[k];
+    char *base = s->buckets[k].buf;
+    size_t elem = (size_t)ddp_comm_bytes(d->opt.comm);
+    for (int t = bk->first; t < bk->first + bk->count; t++) {
+        const ddp_tensor *pt = &d->plan.tensors[t];
+        const ddp_grad_storage *g = &d->grads[t];
+        void *slot = base + (size_t)pt->offset * elem;
+        int rc = into_bucket
+                     ? ddp_cuda_convert(slot, s->comm_elem, g->ptr, g->elem, pt->elems, 1.0f,
+                                        s->stream)
+                     : ddp_cuda_convert(g->ptr, g->elem, slot, s->comm_elem, pt->elems, 1.0f,
+                                        s->stream);
+        if (rc != 0)
+            return ddp_fail(d, "%s:%d: copying layer %s's gradient %s bucket %d: %s", __FILE__,
+                            __LINE__, d->net->layers[pt->layer].name,
+                            into_bucket ? "into" : "out of", k,
+                            cudaGetErrorString((cudaError_t)rc));
+    }
+    return 0;
+}
+
+static int nccl_launch(ddp *d, int k)
+{
+    nccl_state *s = d->state;
+    dev_bucket *db = &s->buckets[k];
+    CUDA_TRY(d, cudaEventRecord(db->ready, s->compute));
+    CUDA_TRY(d, cudaStreamWaitEvent(s->stream, db->ready, 0));
+    CUDA_TRY(d, cudaEventRecord(db->start, s->stream));
+    if (copy_tensors(d, k, true))
+        return -1;
+    NCCL_TRY(d, ncclAllReduce(db->buf, db->buf, (size_t)d->plan.buckets[k].elems, s->type,
+                              ncclAvg, s->comm, s->stream));
+    /* the average goes back at once: only the update reads these gradients
+     * again, and it waits for the last bucket */
+    if (copy_tensors(d, k, false))
+        return -1;
+    CUDA_TRY(d, cudaEventRecord(db->end, s->stream));
+    return 0;
+}
+
+static int nccl_progress(ddp *d)
+{
+    (void)d; /* NCCL progresses on the GPU and in its own proxy thread */
+    return 0;
+}
+
+static int nccl_finish(ddp *d)
+{
+    nccl_state *s = d->state;
+    CUDA_TRY(d, cudaEventRecord(s->bwd_end, s->compute));
+    CUDA_TRY(d, cudaEventRecord(s->all_done, s->stream));
+    CUDA_TRY(d, cudaStreamWaitEvent(s->compute, s->all_done, 0));
+    arm(s, s->all_done, d->world->timeout_s, "reducing the gradients");
+    return 0;
+}
+
+static int nccl_step_end(ddp *d, ddp_step_stats *st)
+{
+    nccl_state *s = d->state;
+    /* the step's sync waited for all_done: read the timings */
+    CUDA_TRY(d, cudaEventSynchronize(s->all_done));
+    disarm(s);
+    ncclResult_t async = ncclSuccess;
+    NCCL_TRY(d, ncclCommGetAsyncError(s->comm, &async));
+    if (async != ncclSuccess)
+        return nccl_failed(d, __FILE__, __LINE__, "the step's reductions", async);
+    double comm = 0.0;
+    for (int k = 0; k < d->plan.n_buckets; k++) {
+        float ms = 0.0f;
+        CUDA_TRY(d, cudaEventElapsedTime(&ms, s->buckets[k].start, s->buckets[k].end));
+        comm += ms;
+    }
+    float exposed = 0.0f;
+    CUDA_TRY(d, cudaEventElapsedTime(&exposed, s->bwd_end, s->all_done));
+    st->comm_ms = comm;
+    st->exposed_ms = exposed > 0.0f ? exposed : 0.0;
+    return 0;
+}
+
+static int nccl_comm_alone(ddp *d, int reps, double *ms)
+{
+    nccl_state *s = d->state;
+    double *t = calloc((size_t)reps, sizeof *t);
+    if (!t)
+        return ddp_fail(d, "out of memory");
+    int rc = 0;
+    for (int r = 0; r < reps && rc == 0; r++) {
+        rc = ddp_barrier(d->world, 0, "timing the reductions alone", d->err, sizeof d->err);
+        if (rc == 0 && cudaEventRecord(s->alone[0], s->stream) != cudaSuccess)
+            rc = ddp_fail(d, "cudaEventRecord failed");
+        for (int k = 0; k < d->plan.n_buckets && rc == 0; k++) {
+            ncclResult_t nr = ncclAllReduce(s->buckets[k].buf, s->buckets[k].buf,
+                                            (size_t)d->plan.buckets[k].elems, s->type, ncclAvg,
+                                            s->comm, s->stream);
+            if (nr != ncclSuccess)
+                rc = nccl_failed(d, __FILE__, __LINE__, "ncclAllReduce", nr);
+        }
+        if (rc == 0 && cudaEventRecord(s->alone[1], s->stream) != cudaSuccess)
+            rc = ddp_fail(d, "cudaEventRecord failed");
+        if (rc == 0) {
+            arm(s, s->alone[1], d->world->timeout_s, "timing the reductions alone");
+            cudaError_t e = cudaEventSynchronize(s->alone[1]);
+            disarm(s);
+            float el = 0.0f;
+            if (e == cudaSuccess)
+                e = cudaEventElapsedTime(&el, s->alone[0], s->alone[1]);
+            if (e != cudaSuccess)
+                rc = ddp_fail(d, "timing the reductions alone: %s", cudaGetErrorString(e));
+            t[r] = el;
+        }
+    }
+    if (rc == 0)
+        *ms = ddp_median(t, reps);
+    free(t);
+    return rc;
+}
+
+const ddp_transport ddp_nccl_transport = {
+    .name = "nccl",
+    .setup = nccl_setup,
+    .launch = nccl_launch,
+    .progress = nccl_progress,
+    .finish = nccl_finish,
+    .step_end = nccl_step_end,
+    .comm_alone = nccl_comm_alone,
+    .destroy = nccl_destroy,
+};
+
+#else
+/* ISO C wants a translation unit to declare something */
+typedef int ddp_nccl_unavailable;
+#endif

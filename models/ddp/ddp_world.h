@@ -1,0 +1,95 @@
+/* The ranks of a data-parallel run (MPI bootstraps them, whether they then
+ * reduce over MPI or NCCL): who this process is, how many share its node, and
+ * waits that end with an error line instead of hanging when a peer is lost.
+ * Every MPI call goes through MPI_TRY (file, line, MPI_Error_string); the
+ * communicator returns errors (MPI_ERRORS_RETURN) rather than aborting, and
+ * every wait on the other ranks is bounded by the world's timeout. */
+#ifndef ROOFLINE_DDP_WORLD_H
+#define ROOFLINE_DDP_WORLD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef HAVE_MPI
+#include <mpi.h>
+#endif
+
+enum { DDP_ERR_LEN = 480, DDP_HOST_LEN = 64 };
+
+typedef struct {
+    int rank, size;
+    int local_rank, local_size;  /* among the ranks of this node */
+    int nodes;                   /* distinct nodes of the world */
+    char host[DDP_HOST_LEN];
+    double timeout_s;            /* the longest wait for the other ranks */
+    bool mpi_started;            /* MPI_Init was called here (finalize it) */
+#ifdef HAVE_MPI
+    MPI_Comm comm;               /* MPI_COMM_WORLD's duplicate, errors returned */
+#endif
+} ddp_world;
+
+/* true when this build can run data-parallel (it has MPI). */
+bool ddp_world_available(void);
+
+/* The rank the launcher gave this process before MPI starts (Open MPI's
+ * OMPI_COMM_WORLD_RANK, PMI_RANK, Slurm's SLURM_PROCID), else 0: rank 0
+ * alone reports bad options. */
+int ddp_launcher_rank(void);
+
+/* MPI_Init_thread (funneled: only the thread that runs the step calls MPI),
+ * the world's communicator, ranks and nodes. 0, or -1 with the reason. */
+int ddp_world_init(ddp_world *w, int *argc, char ***argv, double timeout_s, char *err,
+                   size_t err_len);
+
+/* MPI_Finalize when it was started here. */
+void ddp_world_finalize(ddp_world *w);
+
+/* Ends every rank after a failure already reported (MPI_Abort: the launcher
+ * takes the others down rather than leave them waiting). */
+_Noreturn void ddp_world_abort(ddp_world *w, int status);
+
+/* A SIGTERM/SIGINT handler that says in one line that the launcher stopped
+ * this rank (mpirun and srun stop the others when one rank dies), then exits
+ * 128 + signal: the steps.csv rows already written (flushed per row) stay. */
+void ddp_install_stop_handler(const ddp_world *w, const char *prog);
+
+/* Waits at most `limit_s` seconds (0: the world's timeout) for every rank to
+ * arrive; `what` names the place for the error line. */
+int ddp_barrier(ddp_world *w, double limit_s, const char *what, char *err, size_t err_len);
+
+/* true on every rank when every rank passed true (a logical and). */
+int ddp_all_true(ddp_world *w, bool mine, bool *all, const char *what, char *err,
+                 size_t err_len);
+
+/* Every rank's `bytes` bytes of `mine` into `all` (size x bytes, rank order) on
+ * rank 0; others pass all = NULL. */
+int ddp_gather(ddp_world *w, const void *mine, size_t bytes, void *all, const char *what,
+               char *err, size_t err_len);
+
+/* The smallest and largest of every rank's value, on every rank. */
+int ddp_min_max_u64(ddp_world *w, uint64_t mine, uint64_t *min, uint64_t *max, const char *what,
+                    char *err, size_t err_len);
+
+#ifdef HAVE_MPI
+/* Writes "file:line: call failed: MPI's message" into err; returns -1. */
+int ddp_mpi_fail(char *err, size_t err_len, const char *file, int line, const char *call,
+                 int code);
+
+#define MPI_TRY(err, err_len, call)                                                           \
+    do {                                                                                      \
+        int rc_ = (call);                                                                     \
+        if (rc_ != MPI_SUCCESS)                                                               \
+            return ddp_mpi_fail((err), (err_len), __FILE__, __LINE__, #call, rc_);            \
+    } while (0)
+
+/* Tests `req` until it completes or the limit passes (0: the world's
+ * timeout): a lost peer becomes an error line naming `what`, not a hang. */
+int ddp_wait(ddp_world *w, MPI_Request *req, double limit_s, const char *what, char *err,
+             size_t err_len);
+#endif
+
+/* Seconds on the monotonic clock. */
+double ddp_now(void);
+
+#endif
