@@ -378,7 +378,13 @@ if ! $multi_rank; then
 elif ! "$BIN/train" --help 2>/dev/null | grep -q -- '--ddp'; then
     say "scaling: skipped (bin/train has no --ddp yet: world sizes $ranks not run)"
 else
-    say "scaling: skipped (the runner does not drive bin/train --ddp yet: world sizes $ranks not run)"
+    # bin/train --ddp at each world size (strong and weak), the allreduce
+    # curve and the model's predictions; world sizes this machine cannot
+    # hold are skipped, one line each; failed runs become configs.csv rows
+    say "scaling: world sizes $ranks (scripts/scaling.sh)"
+    if ! BIN="$BIN" THREADS="$THREADS" "$here/scaling.sh" "$run" "$ranks"; then
+        say "scaling: some runs failed (configs.csv and $run/logs say which)"
+    fi
 fi
 
 # ---- the run is complete: every configuration was attempted --------------------

@@ -1,0 +1,157 @@
+/* The NCCL side of the allreduce sweep: device buffers, one communicator
+ * made from a unique id broadcast over MPI, ncclAllReduce on a stream timed
+ * with CUDA events, the result copied back and checked. Compiled wherever
+ * NCCL is found; never yet run (no GPU on the development machine). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "allreduce.h"
+
+#if defined(HAVE_NCCL) && defined(HAVE_CUDA) && defined(HAVE_MPI)
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+struct nccl_bench {
+    ddp_world *w;
+    ncclComm_t comm;
+    cudaStream_t stream;
+    cudaEvent_t start, stop;
+};
+
+#define CUDA_OR_FAIL(call)                                                                    \
+    do {                                                                                      \
+        cudaError_t e_ = (call);                                                              \
+        if (e_ != cudaSuccess) {                                                              \
+            snprintf(err, err_len, "%s:%d: %s failed: %s", __FILE__, __LINE__, #call,         \
+                     cudaGetErrorString(e_));                                                 \
+            goto fail;                                                                        \
+        }                                                                                     \
+    } while (0)
+
+#define NCCL_OR_FAIL(call)                                                                    \
+    do {                                                                                      \
+        ncclResult_t r_ = (call);                                                             \
+        if (r_ != ncclSuccess) {                                                              \
+            snprintf(err, err_len, "%s:%d: %s failed: %s", __FILE__, __LINE__, #call,         \
+                     ncclGetErrorString(r_));                                                 \
+            goto fail;                                                                        \
+        }                                                                                     \
+    } while (0)
+
+nccl_bench *allreduce_nccl_open(ddp_world *w, int device, char *err, size_t err_len)
+{
+    nccl_bench *nb = calloc(1, sizeof *nb);
+    if (!nb) {
+        snprintf(err, err_len, "out of memory");
+        return NULL;
+    }
+    nb->w = w;
+    ncclUniqueId id;
+    memset(&id, 0, sizeof id);
+    MPI_Request req;
+    int rc;
+    CUDA_OR_FAIL(cudaSetDevice(device));
+    if (w->rank == 0)
+        NCCL_OR_FAIL(ncclGetUniqueId(&id));
+    rc = MPI_Ibcast(&id, (int)sizeof id, MPI_BYTE, 0, w->comm, &req);
+    if (rc != MPI_SUCCESS) {
+        ddp_mpi_fail(err, err_len, __FILE__, __LINE__, "MPI_Ibcast", rc);
+        goto fail;
+    }
+    if (ddp_wait(w, &req, 0, "broadcasting the NCCL unique id", err, err_len))
+        goto fail;
+    NCCL_OR_FAIL(ncclCommInitRank(&nb->comm, w->size, id, w->rank));
+    CUDA_OR_FAIL(cudaStreamCreateWithFlags(&nb->stream, cudaStreamNonBlocking));
+    CUDA_OR_FAIL(cudaEventCreate(&nb->start));
+    CUDA_OR_FAIL(cudaEventCreate(&nb->stop));
+    return nb;
+fail:
+    allreduce_nccl_close(nb);
+    return NULL;
+}
+
+void allreduce_nccl_close(nccl_bench *nb)
+{
+    if (!nb)
+        return;
+    if (nb->comm)
+        ncclCommDestroy(nb->comm);
+    if (nb->start)
+        cudaEventDestroy(nb->start);
+    if (nb->stop)
+        cudaEventDestroy(nb->stop);
+    if (nb->stream)
+        cudaStreamDestroy(nb->stream);
+    free(nb);
+}
+
+int allreduce_nccl_run(nccl_bench *nb, int64_t bytes, int warmup, int iters, double *seconds,
+                       bool *correct, char *err, size_t err_len)
+{
+    size_t count = (size_t)bytes / sizeof(float);
+    float *host = malloc((size_t)bytes), *send = NULL, *recv = NULL;
+    int rc = -1;
+    float ms = 0.0f;
+    if (!host) {
+        snprintf(err, err_len, "out of host memory for %lld bytes", (long long)bytes);
+        return -1;
+    }
+    for (size_t i = 0; i < count; i++)
+        host[i] = allreduce_fill(nb->w->rank, (int64_t)i);
+    CUDA_OR_FAIL(cudaMalloc((void **)&send, (size_t)bytes));
+    CUDA_OR_FAIL(cudaMalloc((void **)&recv, (size_t)bytes));
+    CUDA_OR_FAIL(cudaMemcpy(send, host, (size_t)bytes, cudaMemcpyHostToDevice));
+    CUDA_OR_FAIL(cudaMemset(recv, 0, (size_t)bytes));
+    for (int k = 0; k < warmup; k++)
+        NCCL_OR_FAIL(ncclAllReduce(send, recv, count, ncclFloat32, ncclSum, nb->comm, nb->stream));
+    CUDA_OR_FAIL(cudaStreamSynchronize(nb->stream));
+    if (ddp_barrier(nb->w, 0, "the allreduce benchmark", err, err_len))
+        goto fail;
+    CUDA_OR_FAIL(cudaEventRecord(nb->start, nb->stream));
+    for (int k = 0; k < iters; k++)
+        NCCL_OR_FAIL(ncclAllReduce(send, recv, count, ncclFloat32, ncclSum, nb->comm, nb->stream));
+    CUDA_OR_FAIL(cudaEventRecord(nb->stop, nb->stream));
+    CUDA_OR_FAIL(cudaEventSynchronize(nb->stop));
+    CUDA_OR_FAIL(cudaEventElapsedTime(&ms, nb->start, nb->stop));
+    *seconds = ms * 1e-3;
+    CUDA_OR_FAIL(cudaMemcpy(host, recv, (size_t)bytes, cudaMemcpyDeviceToHost));
+    float table[8];
+    allreduce_expected_table(nb->w->size, table);
+    bool ok = true;
+    for (size_t i = 0; i < count && ok; i++)
+        ok = host[i] == table[i % 8];
+    *correct = ok;
+    rc = 0;
+fail:
+    cudaFree(send);
+    cudaFree(recv);
+    free(host);
+    return rc;
+}
+
+#else
+
+nccl_bench *allreduce_nccl_open(ddp_world *w, int device, char *err, size_t err_len)
+{
+    (void)w, (void)device;
+    snprintf(err, err_len, "this build has no NCCL (nccl.h, the CUDA toolkit or MPI was not "
+                           "found when it was built)");
+    return NULL;
+}
+
+int allreduce_nccl_run(nccl_bench *nb, int64_t bytes, int warmup, int iters, double *seconds,
+                       bool *correct, char *err, size_t err_len)
+{
+    (void)nb, (void)bytes, (void)warmup, (void)iters, (void)seconds, (void)correct;
+    snprintf(err, err_len, "this build has no NCCL");
+    return -1;
+}
+
+void allreduce_nccl_close(nccl_bench *nb)
+{
+    (void)nb;
+}
+
+#endif

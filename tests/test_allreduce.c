@@ -1,0 +1,86 @@
+/* The allreduce microbenchmark (peaks/comm, bin/allreduce): nccl-tests' bus
+ * bandwidth factor, the exact sums every rank checks, the latency and
+ * plateau read off a curve, and under `mpirun -np 2` a short sweep whose
+ * every size is checked and whose peaks rows are in peaks.csv's schema. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../peaks/comm/allreduce.h"
+#include "helpers.h"
+
+Test(allreduce, bus_factor_as_nccl_tests)
+{
+    cr_expect_eq(allreduce_bus_factor(1), 0.0);
+    cr_expect_eq(allreduce_bus_factor(2), 1.0);
+    cr_expect_float_eq(allreduce_bus_factor(8), 1.75, 1e-12);
+    cr_expect_float_eq(allreduce_bus_factor(64), 2.0 * 63 / 64, 1e-12);
+}
+
+Test(allreduce, expected_sums_are_exact)
+{
+    float t[8];
+    allreduce_expected_table(2, t);
+    for (int j = 0; j < 8; j++)
+        cr_expect_eq(t[j], allreduce_fill(0, j) + allreduce_fill(1, j), "element %d", j);
+    allreduce_expected_table(1000, t);
+    double sum = 0;
+    for (int r = 0; r < 1000; r++)
+        sum += allreduce_fill(r, 5);
+    cr_expect_eq(t[5], (float)sum);
+    cr_expect_eq((double)t[5], sum, "exact in fp32");
+}
+
+Test(allreduce, latency_and_plateau_of_a_curve)
+{
+    allreduce_point pts[12];
+    allreduce_curve c = {.points = pts, .n = 12};
+    for (int i = 0; i < 12; i++) {
+        int64_t b = (int64_t)1024 << (2 * i); /* 1 KiB .. 4 GiB in steps of 4 */
+        double t_us = 5.0 + b / 2e9 * 1e6;    /* 5 us + 2 GB/s */
+        pts[i] = (allreduce_point){.bytes = b, .iters = 3, .time_us = t_us,
+                                   .algbw_gbs = b / (t_us * 1e-6) / 1e9, .correct = true};
+        pts[i].busbw_gbs = pts[i].algbw_gbs * allreduce_bus_factor(2);
+    }
+    allreduce_summary s = allreduce_summarise(&c);
+    cr_expect_float_eq(s.latency_us, 5.0 + 1024 / 2e9 * 1e6, 1e-9);
+    cr_expect_eq(s.latency_bytes, 1024);
+    /* sizes of at least 4 GiB / 16 = 256 MiB: 256 MiB, 1 GiB, 4 GiB */
+    cr_expect_eq(s.plateau_from_bytes, (int64_t)256 << 20);
+    cr_expect(s.plateau_gbs > 1.99 && s.plateau_gbs < 2.0, "%g", s.plateau_gbs);
+    cr_expect(!s.plateau_is_algbw);
+}
+
+#ifdef HAVE_MPI
+Test(allreduce, two_ranks_sweep_checked_and_peaks_rows, .timeout = 120)
+{
+    if (sh("command -v mpirun >/dev/null") != 0)
+        cr_skip_test("no mpirun");
+    char *dir = temp_dir();
+    int status = sh("cd '%s' && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+                    "timeout 100 mpirun --oversubscribe --bind-to none -np 2 %s/allreduce "
+                    "--transport mpi --quick --max-bytes 1M --env t2 --out curve.csv "
+                    "--peaks-out rows.csv >out.txt 2>err.txt",
+                    dir, ROOFLINE_BIN_DIR);
+    cr_assert_eq(status, 0, "%s", read_text(dir, "err.txt"));
+    char *curve = read_text(dir, "curve.csv");
+    cr_expect_eq(count_lines(curve), 1 + 11, "1 KiB .. 1 MiB:\n%s", curve);
+    cr_expect(strstr(curve, ",no\n") == NULL, "every size checked right:\n%s", curve);
+    cr_expect(strstr(curve, "\nt2,mpi,2,1,fp32,1024,") != NULL, "%s", curve);
+    char *rows = read_text(dir, "rows.csv");
+    cr_expect(strncmp(rows, "env,device,ceiling,value,unit,method,spec_value,threads_or_sms,"
+                            "notes\nt2,cpu,allreduce,", 80) == 0, "%s", rows);
+    cr_expect(strstr(rows, "\nt2,cpu,allreduce_latency,") != NULL, "%s", rows);
+    cr_expect_eq(count_lines(rows), 3, "%s", rows);
+    remove_temp_dir(dir);
+}
+#endif
+
+Test(allreduce, bad_options)
+{
+    expect_usage_error("allreduce --max-bytes 3", "--max-bytes: '3' is not a size");
+    expect_usage_error("allreduce --transport tcp", "--transport: unknown 'tcp'");
+    expect_usage_error("allreduce --min-bytes 1M --max-bytes 1K", "--min-bytes: 1048576 is above");
+}
