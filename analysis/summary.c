@@ -15,16 +15,17 @@ double summary_analytic_gflop(const char *model, int res, int batch, const char 
 {
     const model_info *info = zoo_find(model);
     precision prec;
-    /* the programs' own bounds; beyond them the int64 counts could overflow */
+    /* the programs' own bounds */
     if (!info || !precision_parse(prec_name, &prec) || res < zoo_min_res(model) ||
         res > ZOO_MAX_RES || batch < 1 || batch > (1 << 20))
         return NAN;
     network net;
     if (zoo_build(&net, model, res, info->default_classes) != NET_OK)
         return NAN;
+    /* a batch whose counts would not fit in 64 bits has no analytic figure */
     step_cost c = cost_step(&net, batch, prec, NULL);
     net_free(&net);
-    return c.step_flops / 1e9;
+    return c.saturated ? NAN : c.step_flops / 1e9;
 }
 
 static bool attempt_matches(const run_attempt *a, const char *model, int res, int batch,

@@ -203,6 +203,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: %s\n", prog, net.err);
         return status == NET_ENOMEM ? 1 : CLI_EXIT_USAGE;
     }
+    int max_batch = cost_max_batch(&net, o.prec);
+    if (o.batch > max_batch) {
+        net_free(&net);
+        cli_usage_error(prog, "--batch: %d is too large for %s at %dx%d (accepted: 1..%d, so "
+                              "that the step's counts fit in 64 bits)",
+                        o.batch, o.model, o.res, o.res, max_batch);
+    }
     layer_cost *costs = calloc((size_t)net.n_layers, sizeof *costs);
     if (!costs) {
         fprintf(stderr, "%s: out of memory for %d layer costs\n", prog, net.n_layers);

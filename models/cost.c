@@ -1,6 +1,8 @@
 #include "cost.h"
 
+#include <limits.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 /* Counting conventions (one FLOP per add, mul, compare or select; an FMA is 2):
  * - conv/fc: 2 per MAC in each of fwd, bwd_data and bwd_weights (notes §2);
@@ -185,7 +187,7 @@ static void cost_update(const layer *l, precision prec, layer_cost *c)
     c->written[PASS_UPDATE] = (2 * FP32_BYTES + b) * l->params;
 }
 
-layer_cost cost_layer(const network *net, int index, int batch, precision prec)
+static layer_cost layer_counts(const network *net, int index, int batch, precision prec)
 {
     const layer *l = &net->layers[index];
     int b = precision_bytes(prec);
@@ -209,8 +211,58 @@ layer_cost cost_layer(const network *net, int index, int batch, precision prec)
     return c;
 }
 
+/* ---- counts that do not fit ------------------------------------------------
+ * Every count above is a * batch + c with a, c >= 0 (per-image terms plus
+ * per-parameter ones), so count(batch) <= batch x count(1), and so is every
+ * sum of counts the step takes. A batch fits when batch x the largest count
+ * at batch 1 does; beyond it the counts would wrap around (VGG-16 at 4096x4096
+ * and batch 300000: -9.2e18 FLOPs), so they are pinned at INT64_MAX instead. */
+
+static int64_t largest_of(const int64_t *v, int n, int64_t largest)
+{
+    for (int i = 0; i < n; i++)
+        if (v[i] > largest)
+            largest = v[i];
+    return largest;
+}
+
+static int64_t layer_largest(const layer_cost *c)
+{
+    int64_t largest = c->macs > c->saved_bytes ? c->macs : c->saved_bytes;
+    largest = largest_of(c->flops, PASS_COUNT, largest);
+    largest = largest_of(c->bytes, PASS_COUNT, largest);
+    largest = largest_of(c->written, PASS_COUNT, largest);
+    const int64_t sums[] = {layer_cost_flops(c), layer_cost_bytes(c)};
+    return largest_of(sums, 2, largest);
+}
+
+static bool fits(int64_t largest_at_1, int batch)
+{
+    return batch <= 1 || largest_at_1 <= INT64_MAX / batch;
+}
+
+static void saturate(int64_t *v, int n)
+{
+    for (int i = 0; i < n; i++)
+        v[i] = INT64_MAX;
+}
+
+layer_cost cost_layer(const network *net, int index, int batch, precision prec)
+{
+    layer_cost one = layer_counts(net, index, 1, prec);
+    if (fits(layer_largest(&one), batch))
+        return batch == 1 ? one : layer_counts(net, index, batch, prec);
+    layer_cost c = {.saturated = true, .macs = INT64_MAX, .saved_bytes = INT64_MAX};
+    saturate(c.flops, PASS_COUNT);
+    saturate(c.bytes, PASS_COUNT);
+    saturate(c.written, PASS_COUNT);
+    return c;
+}
+
 int64_t layer_cost_flops(const layer_cost *c)
 {
+    if (c->saturated)
+        return INT64_MAX;
     int64_t sum = 0;
     for (int p = 0; p < PASS_COUNT; p++)
         sum += c->flops[p];
@@ -219,6 +271,8 @@ int64_t layer_cost_flops(const layer_cost *c)
 
 int64_t layer_cost_bytes(const layer_cost *c)
 {
+    if (c->saturated)
+        return INT64_MAX;
     int64_t sum = 0;
     for (int p = 0; p < PASS_COUNT; p++)
         sum += c->bytes[p];
@@ -257,14 +311,15 @@ static footprint step_footprint(const network *net, int batch, precision prec,
     return m;
 }
 
-step_cost cost_step(const network *net, int batch, precision prec, layer_cost *per_layer)
+static step_cost step_counts(const network *net, int batch, precision prec,
+                             layer_cost *per_layer)
 {
     step_cost s = {.batch = batch, .prec = prec};
     int64_t saved = 0;
     if (tensor_is_saved(net, GRAPH_INPUT))
         saved += precision_bytes(prec) * (int64_t)batch * shape_elems(net->input);
     for (int i = 0; i < net->n_layers; i++) {
-        layer_cost c = cost_layer(net, i, batch, prec);
+        layer_cost c = layer_counts(net, i, batch, prec);
         if (per_layer)
             per_layer[i] = c;
         s.fwd_macs += c.macs;
@@ -286,5 +341,42 @@ step_cost cost_step(const network *net, int batch, precision prec, layer_cost *p
         s.step_bytes += s.bytes[p];
     }
     s.memory = step_footprint(net, batch, prec, saved);
+    return s;
+}
+
+static int64_t step_largest(const step_cost *s)
+{
+    int64_t largest = s->fwd_macs;
+    const int64_t totals[] = {s->step_flops, s->step_bytes, s->memory.total};
+    return largest_of(totals, 3, largest);
+}
+
+int cost_max_batch(const network *net, precision prec)
+{
+    step_cost one = step_counts(net, 1, prec, NULL);
+    int64_t largest = step_largest(&one);
+    if (largest <= 0)
+        return INT_MAX;
+    int64_t max = INT64_MAX / largest;
+    return max > INT_MAX ? INT_MAX : (int)max;
+}
+
+step_cost cost_step(const network *net, int batch, precision prec, layer_cost *per_layer)
+{
+    if (batch <= cost_max_batch(net, prec))
+        return step_counts(net, batch, prec, per_layer);
+    step_cost s = {.batch = batch, .prec = prec, .saturated = true,
+                   .fwd_macs = INT64_MAX, .loss_flops = INT64_MAX, .loss_bytes = INT64_MAX,
+                   .loss_written = INT64_MAX, .step_flops = INT64_MAX, .step_bytes = INT64_MAX};
+    saturate(s.flops, PASS_COUNT);
+    saturate(s.bytes, PASS_COUNT);
+    saturate(s.written, PASS_COUNT);
+    footprint *m = &s.memory;
+    int64_t *fields[] = {&m->weights, &m->master_copy, &m->grads, &m->momentum, &m->buffers,
+                         &m->saved_activations, &m->batch, &m->transient, &m->total};
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        *fields[i] = INT64_MAX;
+    for (int i = 0; per_layer && i < net->n_layers; i++)
+        per_layer[i] = cost_layer(net, i, batch, prec);
     return s;
 }
