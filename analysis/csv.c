@@ -1,11 +1,14 @@
 #include "csv.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* All cells live in one buffer (the unquoted text, each NUL-terminated);
  * rows hold offsets into it, so reading costs two allocations that grow. */
@@ -120,13 +123,35 @@ static int read_record(FILE *f, csv_table *t, int *line)
     }
 }
 
-csv_table *csv_read(const char *path, char *err, size_t err_len)
+FILE *csv_open_read(const char *path, bool no_links, char *err, size_t err_len)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(err, err_len, "%s: cannot open: %s", path, strerror(errno));
+    /* O_NONBLOCK: opening a FIFO would otherwise wait for a writer forever */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | (no_links ? O_NOFOLLOW : 0));
+    if (fd < 0) {
+        snprintf(err, err_len, "%s: cannot open: %s", path,
+                 errno == ELOOP && no_links ? "it is a symbolic link" : strerror(errno));
         return NULL;
     }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(err, err_len, "%s: cannot open: not a regular file", path);
+        close(fd);
+        return NULL;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    FILE *f = fdopen(fd, "r");
+    if (!f) {
+        snprintf(err, err_len, "%s: cannot open: %s", path, strerror(errno));
+        close(fd);
+    }
+    return f;
+}
+
+csv_table *csv_read(const char *path, char *err, size_t err_len)
+{
+    FILE *f = csv_open_read(path, false, err, err_len);
+    if (!f)
+        return NULL;
     csv_table *t = calloc(1, sizeof *t);
     if (!t) {
         fclose(f);
@@ -267,9 +292,20 @@ FILE *csv_create(const char *path, char *tmp_path, size_t tmp_len, char *err, si
         snprintf(err, err_len, "%s: path too long", path);
         return NULL;
     }
-    FILE *f = fopen(tmp_path, "w");
-    if (!f)
+    /* Whatever is at the temporary name goes first (a link planted there is
+     * removed, not followed), and O_EXCL | O_NOFOLLOW refuse one planted in
+     * between; the rename in csv_commit replaces a link at path itself. */
+    int fd = -1;
+    if (unlink(tmp_path) == 0 || errno == ENOENT)
+        fd = open(tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
         snprintf(err, err_len, "cannot write %s: %s", tmp_path, strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+            unlink(tmp_path);
+        }
+    }
     return f;
 }
 

@@ -24,6 +24,12 @@ typedef struct csv_table csv_table;
  *   "runs/x/steps.csv: empty file (no header line)" */
 csv_table *csv_read(const char *path, char *err, size_t err_len);
 
+/* Opens a file to read only when it is a regular file: a FIFO or a device put
+ * in a run folder is refused rather than waited on or read forever; no_links
+ * also refuses a symbolic link (a figure embedded into a report). NULL with
+ * "path: cannot open: why" in err. */
+FILE *csv_open_read(const char *path, bool no_links, char *err, size_t err_len);
+
 void csv_free(csv_table *t);
 
 /* Data rows (the header is not counted) and columns. */
@@ -62,7 +68,8 @@ int csv_get_num(const csv_table *t, int row, int col, const char *path, bool req
                 double *out, char *err, size_t err_len);
 
 /* Atomic writer. csv_create opens "<path>.tmp" (its name left in tmp_path)
- * for writing; NULL with the reason in err. csv_commit closes it, checks that
+ * for writing, as a new file: never through a link planted at either name;
+ * NULL with the reason in err. csv_commit closes it, checks that
  * every write succeeded, and renames it to path; on any failure it removes the
  * temporary file and returns -1 with the reason in err, else 0. Pass every
  * FILE from csv_create to csv_commit or csv_abort exactly once. */

@@ -2,11 +2,11 @@
  * into flat (key, value) pairs in file order, so the report shows whatever
  * bin/envinfo recorded without knowing its schema. A file that breaks off or
  * is malformed gives the entries read up to that point. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "csv.h"
 #include "run_env.h"
 
 enum { ENV_MAX_BYTES = 4 << 20, ENV_MAX_DEPTH = 32 };
@@ -166,7 +166,9 @@ static bool scan_array(scanner *s, const char *path, int depth)
                 return false;
         } else {
             char v[1024];
-            bool ok = *s->p == '"' ? scan_string(s, v, sizeof v) : scan_bare(s, v, sizeof v);
+            /* an array that breaks off after a comma ends at the buffer's end */
+            bool ok = s->p < s->end &&
+                      (*s->p == '"' ? scan_string(s, v, sizeof v) : scan_bare(s, v, sizeof v));
             if (!ok)
                 return false;
             if (used < sizeof joined)
@@ -222,11 +224,9 @@ int run_read_env(run_env *env, const char *path)
 {
     memset(env, 0, sizeof *env);
     env->present = true;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(env->error, sizeof env->error, "%s: cannot open: %s", path, strerror(errno));
+    FILE *f = csv_open_read(path, false, env->error, sizeof env->error);
+    if (!f)
         return 0;
-    }
     char *buf = malloc(ENV_MAX_BYTES);
     if (!buf) {
         fclose(f);

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 bool cli_parse_long(const char *text, long min, long max, long *out)
 {
@@ -68,10 +70,24 @@ precision cli_precision_option(const char *prog, const char *text)
     return p;
 }
 
+/* Whether `name` (length len) is one of the comma-separated options of accepted. */
+static bool is_accepted(const char *accepted, const char *name, size_t len)
+{
+    for (const char *p = accepted; (p = strstr(p, "--")) != NULL; p++)
+        if (strncmp(p, name, len) == 0 && (p[len] == ',' || p[len] == '\0') &&
+            (p == accepted || p[-1] == ' '))
+            return true;
+    return false;
+}
+
 void cli_bad_option(const char *prog, int getopt_code, const char *arg, const char *accepted)
 {
     if (getopt_code == ':')
         cli_usage_error(prog, "%s needs a value", arg);
+    /* getopt_long refuses "--flag=value" for a flag as if it were unknown */
+    const char *eq = strncmp(arg, "--", 2) == 0 ? strchr(arg, '=') : NULL;
+    if (eq && is_accepted(accepted, arg, (size_t)(eq - arg)))
+        cli_usage_error(prog, "%.*s takes no value (got '%s')", (int)(eq - arg), arg, arg);
     cli_usage_error(prog, "unknown option '%s' (accepted: %s)", arg, accepted);
 }
 
@@ -79,6 +95,45 @@ const char *cli_file_option(const char *prog, const char *option, const char *te
 {
     if (!*text)
         cli_usage_error(prog, "%s: '' is not a file name", option);
+    return text;
+}
+
+const char *cli_output_file(const char *prog, const char *option, const char *text)
+{
+    cli_file_option(prog, option, text);
+    struct stat st;
+    if (stat(text, &st) == 0) {
+        if (S_ISDIR(st.st_mode))
+            cli_usage_error(prog, "%s: '%s' is a folder (a file name was expected)", option, text);
+        if (access(text, W_OK) != 0)
+            cli_usage_error(prog, "%s: '%s' is not writable", option, text);
+        return text;
+    }
+    /* the folder part, as dirname would give it, without changing text */
+    const char *slash = strrchr(text, '/');
+    char dir[4096];
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == text)
+        snprintf(dir, sizeof dir, "/");
+    else if ((size_t)(slash - text) < sizeof dir)
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - text), text);
+    else
+        cli_usage_error(prog, "%s: the path is longer than %zu characters", option, sizeof dir);
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || access(dir, W_OK | X_OK) != 0)
+        cli_usage_error(prog, "%s: cannot create '%s': its folder '%s' is missing or not writable",
+                        option, text, dir);
+    return text;
+}
+
+const char *cli_name_option(const char *prog, const char *option, const char *text)
+{
+    bool ok = isalnum((unsigned char)text[0]) && strlen(text) <= CLI_NAME_MAX;
+    for (const char *c = text; ok && *c; c++)
+        ok = isalnum((unsigned char)*c) || *c == '.' || *c == '_' || *c == '-';
+    if (!ok)
+        cli_usage_error(prog, "%s: '%s' is not a name of 1 to %d letters, digits, '.', '_' or '-' "
+                              "starting with a letter or digit", option, text, CLI_NAME_MAX);
     return text;
 }
 
@@ -101,8 +156,11 @@ int cli_run_dirs_main(const char *prog, int argc, char **argv, void (*help)(void
                 cli_usage_error(prog, "--compare: RUN_DIR '%s' is not a folder name", argv[i]);
         return compare(argv[2], argv + 3, argc - 3);
     }
-    if (argc != 2 || argv[1][0] == '-' || !argv[1][0])
+    if (argc < 2 || argc > 2)
         cli_usage_error(prog, "expected one RUN_DIR (or --compare OUTDIR RUN_DIR...), got %s",
-                        argc < 2 ? "nothing" : argc > 2 ? "several arguments" : argv[1]);
+                        argc < 2 ? "nothing" : "several arguments");
+    if (argv[1][0] == '-' || !argv[1][0])
+        cli_usage_error(prog, "expected one RUN_DIR (or --compare OUTDIR RUN_DIR...), got '%s'",
+                        argv[1]);
     return one(argv[1]);
 }

@@ -32,6 +32,16 @@ _Noreturn void cli_bad_option(const char *prog, int getopt_code, const char *arg
 /* A file name given to `option` (--out FILE), or a usage error when empty. */
 const char *cli_file_option(const char *prog, const char *option, const char *text);
 
+/* A file to be written at the end (--out FILE), checked before any work: not
+ * empty, not a folder, and an existing file writable or a new one's folder
+ * there and writable; else a usage error naming the option. */
+const char *cli_output_file(const char *prog, const char *option, const char *text);
+
+enum { CLI_NAME_MAX = 63 };
+/* A label that names rows and folders (--env NAME): 1..CLI_NAME_MAX letters,
+ * digits, '.', '_' or '-', starting with a letter or digit; else a usage error. */
+const char *cli_name_option(const char *prog, const char *option, const char *text);
+
 /* The main() of the programs that read run folders (plotdata, report):
  * "--help"/"-h" calls help and returns 0, "RUN_DIR" returns one(RUN_DIR),
  * "--compare OUTDIR RUN_DIR..." returns compare(OUTDIR, the RUN_DIRs, their

@@ -44,7 +44,7 @@ static void open_manifest(const char *dir, plot_file *manifest, char *data_dir, 
 {
     char err[RUN_PATH_LEN + 128];
     snprintf(data_dir, len, "%s/figures/data", dir);
-    if (plot_make_dirs(data_dir, err, sizeof err))
+    if (plot_make_dirs(dir, "figures/data", err, sizeof err))
         die(err);
     char prefix[RUN_PATH_LEN + 16];
     snprintf(prefix, sizeof prefix, "%s/figures/", dir);

@@ -87,7 +87,7 @@ static int run_compare(const char *out_dir, char **dirs, int n)
     run_model *runs = run_load_many(dirs, n, REPORT_FILES, 0, &status, err, sizeof err);
     if (!runs)
         load_failed(status, err);
-    if (plot_make_dirs(out_dir, err, sizeof err))
+    if (plot_make_dirs(out_dir, ".", err, sizeof err))
         die(err);
     size_t used = (size_t)snprintf(title, sizeof title, "Comparison:");
     for (int i = 0; i < n && used < sizeof title; i++)

@@ -8,11 +8,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-int plot_make_dirs(const char *path, char *err, size_t err_len)
+int plot_make_dirs(const char *base, const char *sub, char *err, size_t err_len)
 {
     char p[RUN_PATH_LEN + 64];
-    if ((size_t)snprintf(p, sizeof p, "%s", path) >= sizeof p) {
-        snprintf(err, err_len, "%s: path too long", path);
+    size_t base_len = strlen(base);
+    if ((size_t)snprintf(p, sizeof p, "%s/%s", base, sub) >= sizeof p) {
+        snprintf(err, err_len, "%s/%s: path too long", base, sub);
         return -1;
     }
     for (char *s = p + 1;; s++) {
@@ -22,6 +23,14 @@ int plot_make_dirs(const char *path, char *err, size_t err_len)
         *s = '\0';
         if (mkdir(p, 0777) != 0 && errno != EEXIST) {
             snprintf(err, err_len, "cannot create %s: %s", p, strerror(errno));
+            return -1;
+        }
+        struct stat st;
+        /* the caller's base may be reached through links; what is inside may not */
+        bool inside = (size_t)(s - p) > base_len;
+        if (inside && (lstat(p, &st) != 0 || !S_ISDIR(st.st_mode))) {
+            snprintf(err, err_len, "%s is not a folder (a link or a file): remove it; files are "
+                                   "written only inside the run folder", p);
             return -1;
         }
         *s = c;

@@ -23,8 +23,10 @@ int plot_file_open(plot_file *pf, const char *prefix, const char *suffix, char *
 int plot_file_close(plot_file *pf, char *err, size_t err_len);
 void plot_file_abort(plot_file *pf);
 
-/* mkdir -p; -1 with err. */
-int plot_make_dirs(const char *path, char *err, size_t err_len);
+/* mkdir -p base, then each folder of sub ("figures/data") inside it, which
+ * must be a real folder: a link planted in a run folder (figures -> /etc)
+ * would send the files outside it. -1 with err. */
+int plot_make_dirs(const char *base, const char *sub, char *err, size_t err_len);
 
 /* name = "value" with gnuplot's escapes; name = number (NaN as NaN). */
 void plot_var_str(FILE *f, const char *name, const char *value);

@@ -1,7 +1,6 @@
 /* report.html: one self-contained page of a report_doc. Figures are embedded
  * as base64 PNG data URIs and the style sheet is inline, so the file can be
  * mailed or copied off a cluster alone; it loads nothing from anywhere. */
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -47,9 +46,12 @@ static int put_base64_file(FILE *out, const char *path, char *err, size_t err_le
 {
     static const char digits[] =
         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    FILE *in = fopen(path, "rb");
+    /* a figure is embedded whole into the report: a link planted in the
+     * run folder (to a file the report should not publish) is refused */
+    char why[4352];
+    FILE *in = csv_open_read(path, true, why, sizeof why);
     if (!in) {
-        snprintf(err, err_len, "cannot read figure %s: %s", path, strerror(errno));
+        snprintf(err, err_len, "cannot read figure %s", why);
         return -1;
     }
     unsigned char buf[3 * 1024];

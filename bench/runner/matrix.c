@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../analysis/csv.h"
 #include "../../models/zoo.h"
 
 enum { MAX_CELLS = 32, MAX_FILE_BYTES = 1 << 20, MAX_ITERS = 1000000 };
@@ -189,9 +190,12 @@ static int choice_cell(const parse_ctx *c, const char *col, const char *cell,
     return fail(c, "column '%s': unknown '%s' (accepted: %s)", col, cell, accepted);
 }
 
+/* An ENV names the run's folder, runs/<ENV>/: '.', '..' or a leading '-'
+ * would put it elsewhere or read as an option, so it starts with a letter or
+ * digit. */
 static bool valid_env_name(const char *s)
 {
-    if (!*s || strlen(s) >= MATRIX_NAME_LEN)
+    if (!isalnum((unsigned char)*s) || strlen(s) >= MATRIX_NAME_LEN)
         return false;
     for (; *s; s++)
         if (!isalnum((unsigned char)*s) && *s != '.' && *s != '_' && *s != '-')
@@ -289,7 +293,7 @@ static int parse_row(parse_ctx *c, char *cells[], const int col_of[COL_COUNT], m
     const char *env = cells[col_of[COL_ENV]];
     if (!valid_env_name(env))
         return fail(c, "column 'ENV': '%s' is not a name of letters, digits, '.', '_', '-' "
-                    "(at most %d)", env, MATRIX_NAME_LEN - 1);
+                    "starting with a letter or digit (at most %d)", env, MATRIX_NAME_LEN - 1);
     if (strcmp(env, "local") == 0)
         return fail(c, "column 'ENV': 'local' is reserved (it picks a row for this machine)");
     snprintf(r->env, sizeof r->env, "%s", env);
@@ -466,11 +470,10 @@ int matrix_parse(const char *text, const char *path, run_matrix *m, char *err, s
 int matrix_load(const char *path, run_matrix *m, char *err, size_t err_len)
 {
     memset(m, 0, sizeof *m);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, err_len, "%s: cannot open: %s", path, strerror(errno));
+    /* a FIFO or a device given as the matrix is refused, not waited on */
+    FILE *f = csv_open_read(path, false, err, err_len);
+    if (!f)
         return -1;
-    }
     char *text = malloc(MAX_FILE_BYTES + 1);
     if (!text) {
         fclose(f);
