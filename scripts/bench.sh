@@ -9,6 +9,19 @@
 #
 #   scripts/bench.sh ENV [RUN=runs/ENV/ID|new] [MATRIX=run_matrix.md] [RUNS_DIR=runs]
 #                        [BIN=bin] [THREADS=N]
+#
+# Interruptions (README, "Errors and recovery"). Killed at any moment, even
+# with SIGKILL, a run resumes with RUN= and ends with every configuration's
+# rows exactly once, because of three rules:
+# - a run folder appears whole: it is made under a hidden name with its
+#   matrix.tsv and then renamed into runs/<ENV>/;
+# - every file is written under a temporary name and renamed (mv -T: a link
+#   planted where the file goes is replaced, never followed);
+# - a process's configs.csv row is written before its part is renamed into
+#   place, and a resume skips a process only when its part is there, so a
+#   part never lacks its row, and a row without its part is written again.
+# SIGINT and SIGTERM stop the process running, remove the temporary files and
+# say in one line how to resume (exit 130 / 143).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -37,8 +50,9 @@ done
 MATRIX=${MATRIX:-run_matrix.md}
 RUNS_DIR=${RUNS_DIR:-runs}
 BIN=${BIN:-bin}
-if [[ -n $THREADS && ! $THREADS =~ ^[1-9][0-9]*$ ]]; then
-    echo "bench: THREADS: '$THREADS' is not a positive integer" >&2
+cores=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
+if [[ -n $THREADS && ! ($THREADS =~ ^[1-9][0-9]{0,5}$ && $THREADS -le $cores) ]]; then
+    echo "bench: THREADS: '$THREADS' is not an integer in 1..$cores (the cores of this machine)" >&2
     exit 2
 fi
 for program in matrix envinfo peaks train; do
@@ -78,22 +92,59 @@ seconds_of_ms() {
 # ---- the run folder -----------------------------------------------------------
 # ENV as the matrix names it: local becomes the row of this machine.
 env_name=$("$BIN/matrix" --file "$MATRIX" --resolve "$env_req") || exit $?
+# it names a folder: never '.', '..' or a path (bin/matrix checks it too)
+valid_name='^[A-Za-z0-9][A-Za-z0-9._-]*$'
+if [[ ! $env_name =~ $valid_name ]]; then
+    echo "bench: ENV '$env_name' is not a name of letters, digits, '.', '_', '-' starting with a letter or digit" >&2
+    exit 2
+fi
 
+# The configurations of the row, with the line that names the run's ENV first.
+write_matrix_tsv() {
+    local dir=$1
+    {
+        echo "# env=$env_name requested=$env_req matrix=$MATRIX"
+        "$BIN/matrix" --file "$MATRIX" "$env_name"
+    } >"$dir/matrix.tsv.tmp"
+    mv -f -T "$dir/matrix.tsv.tmp" "$dir/matrix.tsv"
+}
+
+# A new run folder appears whole: made under a hidden name (runs/<ENV>/.<ID>.new.<PID>),
+# matrix.tsv written into it, then renamed. A kill before the rename leaves
+# only the hidden folder, which the next start removes.
 new_run_dir() {
-    local parent=$RUNS_DIR/$env_name id dir n=1
+    local parent=$RUNS_DIR/$env_name id dir n=1 stale pid
     id=$(date -u +%Y%m%dT%H%M%SZ)
     mkdir -p "$parent"
+    shopt -s nullglob
+    for stale in "$parent"/.*.new.*; do
+        pid=${stale##*.new.}
+        [[ $pid =~ ^[0-9]+$ ]] && ! kill -0 "$pid" 2>/dev/null && rm -rf -- "$stale"
+    done
+    shopt -u nullglob
+    local tmp=$parent/.$id.new.$$
+    rm -rf -- "$tmp"
+    mkdir "$tmp"
+    write_matrix_tsv "$tmp"
     dir=$parent/$id
-    # mkdir without -p fails when the folder exists: two runs never share one
-    until mkdir "$dir" 2>/dev/null; do
+    # rename(2) onto an existing folder that is not empty fails: two runs
+    # never share one
+    until mv -T "$tmp" "$dir" 2>/dev/null; do
         n=$((n + 1))
         dir=$parent/$id-$n
         if ((n > 100)); then
+            rm -rf -- "$tmp"
             echo "bench: cannot create a run folder under $parent" >&2
             exit 1
         fi
     done
     echo "$dir"
+}
+
+# A folder without matrix.tsv and without any file is a start that was
+# interrupted before this runner made folders whole: RUN= takes it over.
+empty_folder() {
+    [[ -d $1 && ! -L $1 && -z $(find "$1" -mindepth 1 -not -type d -print -quit 2>/dev/null) ]]
 }
 
 latest_unfinished() {
@@ -111,11 +162,19 @@ latest_unfinished() {
 resuming=false
 if [[ -n $RUN && $RUN != new ]]; then
     run=${RUN%/}
+    if [[ ! -f $run/matrix.tsv ]] && empty_folder "$run"; then
+        # the run keeps its own copy of the configurations (below)
+        write_matrix_tsv "$run"
+    fi
     if [[ ! -f $run/matrix.tsv ]]; then
         echo "bench: RUN: '$RUN' is not a run folder of the runner (no matrix.tsv); give runs/<ENV>/<RUN_ID>, or RUN=new" >&2
         exit 2
     fi
     run_env=$(sed -n '1s/^# env=\([^ ]*\).*/\1/p' "$run/matrix.tsv")
+    if [[ ! $run_env =~ $valid_name ]]; then
+        echo "bench: RUN: $run/matrix.tsv:1: '# env=NAME' with a name of letters, digits, '.', '_', '-' was expected" >&2
+        exit 2
+    fi
     if [[ $env_req != local && $run_env != "$env_name" ]]; then
         echo "bench: RUN: '$RUN' is a run of ENV $run_env, not $env_name" >&2
         exit 2
@@ -127,39 +186,104 @@ elif [[ -z $RUN ]]; then
     [[ -n $run ]] && resuming=true
 fi
 if ! $resuming; then
-    run=$(new_run_dir)
     # the run keeps its own copy of the configurations: a resume trains what
     # the run started with, whatever the matrix file says by then
-    "$BIN/matrix" --file "$MATRIX" "$env_name" >"$run/matrix.tsv.tmp"
-    {
-        echo "# env=$env_name requested=$env_req matrix=$MATRIX"
-        cat "$run/matrix.tsv.tmp"
-    } >"$run/matrix.tsv.tmp2"
-    mv "$run/matrix.tsv.tmp2" "$run/matrix.tsv"
-    rm -f "$run/matrix.tsv.tmp"
+    run=$(new_run_dir)
 fi
+# The runner's own folders must be folders of the run: a link planted there
+# would send the logs and parts elsewhere.
+for sub in logs parts; do
+    if [[ -L $run/$sub || (-e $run/$sub && ! -d $run/$sub) ]]; then
+        echo "bench: $run/$sub is not a folder (a link or a file): remove it; the runner writes only inside the run folder" >&2
+        exit 2
+    fi
+done
 mkdir -p "$run/logs" "$run/parts"
-# one runner per run folder: two would train the same parts
+for f in "$run/.lock" "$run/logs/bench.log"; do
+    [[ -L $f ]] && rm -f -- "$f"
+done
+# one runner per run folder: two would train the same parts (the processes it
+# starts inherit the lock, so a runner killed alone keeps it until they end)
 if command -v flock >/dev/null; then
-    exec 9>"$run/.lock"
+    exec 9>>"$run/.lock"
     if ! flock -n 9; then
         echo "bench: another runner is working in $run (it holds $run/.lock); wait for it or give RUN=new" >&2
         exit 1
     fi
 fi
 
+# the command that resumes this run (a matrix file other than the default is named)
+resume_cmd="make bench ENV=$env_name RUN=$run"
+[[ $MATRIX == run_matrix.md ]] || resume_cmd+=" MATRIX=$MATRIX"
+
 say() {
     echo "bench: $*" >&2
     echo "$(date -u +%H:%M:%S) $*" >>"$run/logs/bench.log"
 }
 
-trap 'say "interrupted; resume with: make bench ENV=$env_name RUN=$run"; exit 130' INT TERM
+# Writes go to files that are removed first: a link planted at the name is
+# removed, never followed.
+fresh() {
+    rm -f -- "$@"
+}
+
+# ---- interruptions ---------------------------------------------------------------
+# fd 8 is the runner's own stderr: a signal may arrive while a process's output
+# is redirected to its log, and the line saying how to resume belongs on the
+# terminal
+exec 8>&2
+# Every process runs in the background and the runner waits for it, so that a
+# signal is handled at once (bash runs a trap only between commands) and the
+# process is stopped with it.
+child=''
+run_child() {
+    "$@" &
+    child=$!
+    local status=0
+    wait "$child" || status=$?
+    child=''
+    return "$status"
+}
+
+interrupted() {
+    local sig=$1 code=$2
+    trap '' INT TERM
+    if [[ -n $child ]]; then
+        kill -TERM "$child" 2>/dev/null || true
+        wait "$child" 2>/dev/null || true
+    fi
+    # what was being written is incomplete: the temporary files go
+    find "$run" \( -name '*.tmp' -o -name '*.tmp.png' -o -name '*.tmp.svg' \) -type f \
+        -delete 2>/dev/null || true
+    say "interrupted by SIG$sig: partial files removed; resume with: $resume_cmd" 2>&8
+    exit "$code"
+}
+trap 'interrupted INT 130' INT
+trap 'interrupted TERM 143' TERM
 
 # ---- the configurations -------------------------------------------------------
 models=() res=() batch=() prec=() warmup=() iters=() repeats=() backend=() counters=()
 ranks='' peaks=''
+# matrix.tsv is bin/matrix's output, but a resumed folder may come from
+# elsewhere: its names become file names, so each field is checked
+tsv_line=0
+bad_tsv() {
+    echo "bench: $run/matrix.tsv:$tsv_line: $1 (the file bin/matrix wrote was expected; give RUN=new)" >&2
+    exit 2
+}
+number='^[0-9]{1,9}$'
 while IFS=$'\t' read -r m r b p w i n be c rk pk; do
+    tsv_line=$((tsv_line + 1))
     [[ -z $m || $m == \#* ]] && continue
+    [[ $m =~ $valid_name ]] || bad_tsv "model '$m' is not a name"
+    for v in "$r" "$b" "$w" "$i" "$n"; do
+        [[ $v =~ $number ]] || bad_tsv "'$v' is not a whole number"
+    done
+    [[ $p =~ ^[a-z0-9]+$ ]] || bad_tsv "precision '$p' is not a name"
+    [[ $be == cpu || $be == cuda ]] || bad_tsv "backend '$be' is not cpu or cuda"
+    [[ $c == perf || $c == cupti || $c == off ]] || bad_tsv "counters '$c' is not perf, cupti or off"
+    [[ $rk =~ ^(-|[0-9]{1,6}(,[0-9]{1,6})*)$ ]] || bad_tsv "ranks '$rk' is not '-' or a list of numbers"
+    [[ $pk == quick || $pk == full || $pk == off ]] || bad_tsv "peaks '$pk' is not quick, full or off"
     models+=("$m") res+=("$r") batch+=("$b") prec+=("$p") warmup+=("$w") iters+=("$i")
     repeats+=("$n") backend+=("$be") counters+=("$c")
     ranks=$rk peaks=$pk
@@ -196,7 +320,8 @@ fi
 
 # ---- provenance and roofs -----------------------------------------------------
 if [[ ! -f $run/env.json ]]; then
-    if ! "$BIN/envinfo" --out "$run/env.json" --env "$env_name" --backend "${backend[0]}" \
+    fresh "$run/logs/envinfo.log"
+    if ! run_child "$BIN/envinfo" --out "$run/env.json" --env "$env_name" --backend "${backend[0]}" \
         --argv "$0 $env_req $*" \
         >"$run/logs/envinfo.log" 2>&1; then
         say "envinfo: failed: see $run/logs/envinfo.log (the run goes on without env.json)"
@@ -214,7 +339,9 @@ elif [[ ! -f $run/peaks.csv ]]; then
     [[ -n $THREADS ]] && peaks_args+=(--threads "$THREADS")
     say "peaks: measuring the roofs ($peaks)"
     t0=$(now_ms)
-    if "$BIN/peaks" "${peaks_args[@]}" >"$run/logs/peaks.log" 2>&1; then
+    # bin/peaks writes FILE.tmp and FILE.partial itself: a link planted there goes first
+    fresh "$run/logs/peaks.log" "$run/peaks.csv.tmp" "$run/peaks.csv.partial"
+    if run_child "$BIN/peaks" "${peaks_args[@]}" >"$run/logs/peaks.log" 2>&1; then
         say "peaks: done in $(human_ms $(($(now_ms) - t0)))"
     else
         say "peaks: failed (exit $?): see $run/logs/peaks.log (the run goes on)"
@@ -232,14 +359,16 @@ assemble() {
         # list each configuration with its status
         case $out in
         */steps.csv)
+            fresh "$out.tmp"
             echo "env,backend,model,res,batch,precision,world_size,rank,repeat,iter,step_ms,images_per_s,loss,peak_mem_bytes" >"$out.tmp"
-            mv "$out.tmp" "$out"
+            mv -f -T "$out.tmp" "$out"
             ;;
         esac
         return 0
     fi
+    fresh "$out.tmp"
     awk 'FNR == 1 && NR != 1 { next } { print }' "$@" >"$out.tmp"
-    mv "$out.tmp" "$out"
+    mv -f -T "$out.tmp" "$out"
 }
 
 assemble_all() {
@@ -258,11 +387,12 @@ assemble_all() {
     done
     assemble "$run/steps.csv" "${steps[@]}"
     assemble "$run/kernels.csv" "${kernels[@]}"
+    fresh "$run/configs.csv.tmp"
     {
         echo "config,model,res,batch,precision,repeat,status,seconds,log"
         if ((${#rows[@]})); then cat "${rows[@]}"; fi
     } >"$run/configs.csv.tmp"
-    mv "$run/configs.csv.tmp" "$run/configs.csv"
+    mv -f -T "$run/configs.csv.tmp" "$run/configs.csv"
 }
 
 # ---- training and trace passes ------------------------------------------------
@@ -292,9 +422,10 @@ estimate_left() {
 # Writes configuration k's configs.csv row for TAG (repR or trace).
 write_row() {
     local k=$1 tag=$2 repeat=$3 status=$4 seconds=$5 log=$6
+    fresh "${keys[k]}.$tag.config.csv.tmp"
     echo "$((k + 1))/$n_configs,${models[k]},${res[k]},${batch[k]},${prec[k]},$repeat,$status,$seconds,$log" \
         >"${keys[k]}.$tag.config.csv.tmp"
-    mv "${keys[k]}.$tag.config.csv.tmp" "${keys[k]}.$tag.config.csv"
+    mv -f -T "${keys[k]}.$tag.config.csv.tmp" "${keys[k]}.$tag.config.csv"
 }
 
 # run_one K R: repeat R of configuration K as one bin/train process; R = trace:
@@ -323,29 +454,33 @@ run_one() {
         args+=(--iters "${iters[k]}" --repeat "$rep" --seed "$rep" --out "$part.tmp")
     fi
     rel=logs/${keys[k]##*/}.$tag.log
-    rm -f "$part.tmp"
+    fresh "$part.tmp" "$run/$rel"
     say "configuration $((k + 1)) of $n_configs, $what (run $((done_runs + 1)) of $total_runs):" \
         "${models[k]} res ${res[k]} batch ${batch[k]} ${prec[k]}; est. time left $(estimate_left)"
     t0=$(now_ms)
-    "$BIN/train" "${args[@]}" >"$run/$rel" 2>&1 || status=$?
+    run_child "$BIN/train" "${args[@]}" >"$run/$rel" 2>&1 || status=$?
     ms=$(($(now_ms) - t0))
     local row_status=ok
-    if ((status == 0)) && [[ -f $part.tmp ]]; then
-        mv "$part.tmp" "$part"
-        say "  ok in $(human_ms "$ms")"
-    else
+    if ((status != 0)) || [[ ! -f $part.tmp ]]; then
         ((status == 0)) && status=1 # exited 0 without writing its rows
         row_status="failed (exit $status)"
-        # what it did measure stays beside the log, out of the run's CSV files
-        if [[ -f $part.tmp ]]; then mv "$part.tmp" "$part.failed"; fi
-        say "  failed (exit $status) after $(human_ms "$ms"): $(tail -n 1 "$run/$rel" 2>/dev/null || true) (log: $run/$rel)"
     fi
     if [[ $rep != trace ]]; then
         last_ms[$k]=$ms
         sum_ms=$((sum_ms + ms))
         n_timed=$((n_timed + 1))
     fi
+    # the row first, then the part: a resume skips only a process whose part
+    # is there, and by then its row is too
     write_row "$k" "$tag" "${rep}" "$row_status" "$(seconds_of_ms "$ms")" "$rel"
+    if [[ $row_status == ok ]]; then
+        mv -f -T "$part.tmp" "$part"
+        say "  ok in $(human_ms "$ms")"
+    else
+        # what it did measure stays beside the log, out of the run's CSV files
+        if [[ -f $part.tmp ]]; then mv -f -T "$part.tmp" "$part.failed"; fi
+        say "  failed (exit $status) after $(human_ms "$ms"): $(tail -n 1 "$run/$rel" 2>/dev/null || true) (log: $run/$rel)"
+    fi
     done_runs=$((done_runs + 1))
     assemble_all
 }
@@ -390,17 +525,19 @@ fi
 # ---- the run is complete: every configuration was attempted --------------------
 n_ok=$(awk -F, 'NR > 1 && $7 == "ok"' "$run/configs.csv" | wc -l)
 n_failed=$(awk -F, 'NR > 1 && $7 ~ /^failed/' "$run/configs.csv" | wc -l)
+fresh "$run/complete.tmp"
 {
     echo "finished $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "runs ok $n_ok, failed $n_failed, of $total_runs"
 } >"$run/complete.tmp"
-mv "$run/complete.tmp" "$run/complete"
+mv -f -T "$run/complete.tmp" "$run/complete"
 
 # ---- analysis, figures, report ------------------------------------------------
 rendered=true
 if [[ -x $here/render.sh ]]; then
     say "report: rendering (scripts/render.sh)"
-    if BIN="$BIN" "$here/render.sh" "$run" 2>&1 | tee -a "$run/logs/render.log" >&2; then
+    [[ -L $run/logs/render.log ]] && fresh "$run/logs/render.log"
+    if run_child env BIN="$BIN" "$here/render.sh" "$run" > >(tee -a "$run/logs/render.log" >&2) 2>&1; then
         say "report: $run/report.html"
     else
         rendered=false
@@ -430,7 +567,7 @@ report_failures() {
             say "    alone: $BIN/train --model ${models[k]} --res ${res[k]} --batch ${batch[k]} --precision ${prec[k]} --backend ${backend[k]} --warmup ${warmup[k]} $r"
         done
     done
-    say "retry the failed runs (the others are kept): make bench ENV=$env_name RUN=$run"
+    say "retry the failed runs (the others are kept): $resume_cmd"
 }
 
 if ((n_failed > 0)); then
