@@ -3,28 +3,37 @@
 #include <math.h>
 #include <stddef.h>
 
-int sm_fit_allreduce(const double *bytes, const double *seconds, int n, int ranks, sm_fit *out)
+int sm_fit_allreduce(const double *bytes, const double *seconds, int n, int ranks,
+                     double bw_min_bytes, sm_fit *out)
 {
     if (n < 2 || ranks < 2)
         return -1;
-    /* weights 1/t^2: least squares in relative error */
-    double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
-    for (int i = 0; i < n; i++) {
-        if (!(seconds[i] > 0) || !(bytes[i] > 0))
+    for (int i = 0; i < n; i++)
+        if (!(seconds[i] > 0) || !(bytes[i] > 0) || (i > 0 && !(bytes[i] > bytes[i - 1])))
             return -1;
+    /* sizes from bw_min_bytes carry the bandwidth; at least the largest */
+    int from = n - 1;
+    while (from > 1 && bytes[from - 1] >= bw_min_bytes)
+        from--;
+    /* the line through (x0, t0): the slope minimising the relative error
+     * (weights 1/t^2) of the large sizes */
+    double x0 = bytes[0], t0 = seconds[0], num = 0, den = 0;
+    for (int i = from; i < n; i++) {
         double w = 1.0 / (seconds[i] * seconds[i]);
-        sw += w;
-        sx += w * bytes[i];
-        sy += w * seconds[i];
-        sxx += w * bytes[i] * bytes[i];
-        sxy += w * bytes[i] * seconds[i];
+        num += w * (bytes[i] - x0) * (seconds[i] - t0);
+        den += w * (bytes[i] - x0) * (bytes[i] - x0);
     }
-    double det = sw * sxx - sx * sx;
-    double b = det > 0 ? (sw * sxy - sx * sy) / det : 0.0;
-    double a = (sy - b * sx) / sw;
+    double b = den > 0 ? num / den : 0.0;
+    double a = t0 - b * x0;
     if (a < 0) { /* no latency to speak of: the line through the origin */
+        num = den = 0;
+        for (int i = from; i < n; i++) {
+            double w = 1.0 / (seconds[i] * seconds[i]);
+            num += w * bytes[i] * seconds[i];
+            den += w * bytes[i] * bytes[i];
+        }
         a = 0;
-        b = sxy / sxx;
+        b = num / den;
     }
     if (!(b > 0))
         return -1;

@@ -38,10 +38,12 @@ typedef struct {
     double busbw_Bps;
 } sm_link;
 
-/* alpha and busbw fitted to an allreduce curve measured on `ranks` ranks
- * (t = a + b x bytes by least squares in relative error, so that small and
- * large sizes count alike; alpha = a / (2(ranks-1)), busbw = 2(ranks-1)/ranks
- * / b). */
+/* alpha and busbw fitted to an allreduce curve measured on `ranks` ranks:
+ * t = a + b x bytes through the smallest size's point (the latency), the
+ * slope by least squares in relative error over the sizes of at least
+ * bw_min_bytes (the bandwidth; a CPU runs smaller sizes from its caches,
+ * faster than the buckets DDP sends); alpha = a / (2(ranks-1)), busbw =
+ * 2(ranks-1)/ranks / b. */
 typedef struct {
     sm_link link;
     int ranks, points;
@@ -49,8 +51,9 @@ typedef struct {
 } sm_fit;
 
 /* 0, or -1 when it cannot fit (fewer than 2 points, one rank, a slope that is
- * not positive). */
-int sm_fit_allreduce(const double *bytes, const double *seconds, int n, int ranks, sm_fit *out);
+ * not positive). Points in increasing size. */
+int sm_fit_allreduce(const double *bytes, const double *seconds, int n, int ranks,
+                     double bw_min_bytes, sm_fit *out);
 
 /* The allreduce of `bytes` over n ranks on one link: min(ring, tree). */
 double sm_allreduce_flat(const sm_link *l, int n, double bytes);

@@ -4,6 +4,7 @@
  * busbw as nccl-tests defines them; the small-message latency and the
  * bandwidth plateau as peaks.csv rows (peaks/comm/). */
 #include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,10 +45,12 @@ static void print_help(void)
            "other ranks longer than --timeout seconds (default 60) ends the run.\n");
 }
 
-/* 1024, 64K, 1M, 1G */
+/* 1024, 64K, 1M, 1G: at most 4G, checked before the multiplication can
+ * overflow */
 static int64_t parse_bytes(const char *option, const char *text)
 {
     char *end;
+    errno = 0;
     long long v = strtoll(text, &end, 10);
     int64_t unit = 1;
     if (*end == 'K' || *end == 'k')
@@ -56,11 +59,13 @@ static int64_t parse_bytes(const char *option, const char *text)
         unit = 1 << 20, end++;
     else if (*end == 'G' || *end == 'g')
         unit = 1 << 30, end++;
-    int64_t b = (int64_t)v * unit;
-    if (!isdigit((unsigned char)*text) || *end || v <= 0 || b > ((int64_t)4 << 30) || b % 4)
+    const int64_t max = (int64_t)4 << 30;
+    bool ok = isdigit((unsigned char)*text) && !*end && errno == 0 && v > 0 && v <= max / unit &&
+              (v * unit) % 4 == 0;
+    if (!ok)
         cli_usage_error(prog, "%s: '%s' is not a size of 4 bytes to 4G in multiples of 4 (K, "
                               "M, G: powers of 1024)", option, text);
-    return b;
+    return (int64_t)v * unit;
 }
 
 static const char *parse_env(const char *text)
@@ -76,16 +81,7 @@ static const char *parse_env(const char *text)
 
 static const char *out_file(const char *option, const char *text)
 {
-    cli_file_option(prog, option, text);
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", text);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *slash = '\0';
-    if (access(slash ? (dir[0] ? dir : "/") : ".", W_OK | X_OK) != 0)
-        cli_usage_error(prog, "%s: cannot create '%s': its folder is missing or not writable",
-                        option, text);
-    return text;
+    return cli_output_file(prog, option, text);
 }
 
 static options parse_options(int argc, char **argv)

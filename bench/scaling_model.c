@@ -5,6 +5,7 @@
  * inter-node link across nodes; without a curve, the given intra- and
  * inter-node links (NVLink 4 and NDR InfiniBand by default). */
 #include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -33,6 +34,7 @@ typedef struct {
     int gpus_per_node, max_ranks;
     double intra_gbs, inter_gbs, alpha_intra_us, alpha_inter_us;
     double overlap;             /* < 0: by backend (cuda 1, cpu 0) */
+    double fit_min_mb;          /* the curve's bandwidth from sizes of at least this */
 } options;
 
 /* A one-rank measurement the predictions start from. */
@@ -51,14 +53,15 @@ static void print_help(void)
            "                     [--bucket-mb MB] [--comm-bytes 4|2] [--gpus-per-node G]\n"
            "                     [--max-ranks N] [--intra-gbs B] [--inter-gbs B]\n"
            "                     [--alpha-intra-us A] [--alpha-inter-us A] [--overlap E]\n"
-           "                     [--out predictions.csv]\n"
+           "                     [--fit-min-mb MB] [--out predictions.csv]\n"
            "step(N) = compute + max(0, allreduce(N, bytes) - overlap), from every one-rank row\n"
            "of --scaling (or the one given by --model/--batch/--step-ms), for 1, 2, 4, ...,\n"
            "--max-ranks (default 64) ranks of --gpus-per-node (default 8) per node, and the\n"
            "world sizes --scaling measured (their measured step beside the prediction).\n"
            "Allreduce: alpha-beta ring or tree, hierarchical over nodes; inside a node the\n"
            "fit to --allreduce's curve (rows of 2 ranks or more; ranks per node then as\n"
-           "measured), else --intra-gbs (default 450, NVLink 4 per direction) and\n"
+           "measured; alpha from its smallest size, the bandwidth from the sizes of at\n"
+           "least --fit-min-mb, default 8: a CPU runs smaller ones from its caches), else --intra-gbs (default 450, NVLink 4 per direction) and\n"
            "--alpha-intra-us (1); across nodes --inter-gbs (50, an NDR port per GPU) and\n"
            "--alpha-inter-us (5). Buckets as bin/train --ddp makes them (--bucket-mb 25,\n"
            "--comm-bytes 4). --overlap: the share of the backward that can hide\n"
@@ -75,6 +78,17 @@ static double parse_number(const char *option, const char *text, double min, dou
     return v;
 }
 
+/* An input that cannot be read is a bad value, found before any work. */
+static const char *input_file(const char *option, const char *text)
+{
+    cli_file_option(prog, option, text);
+    FILE *f = fopen(text, "r");
+    if (!f)
+        cli_usage_error(prog, "%s: %s: cannot open (%s)", option, text, strerror(errno));
+    fclose(f);
+    return text;
+}
+
 static options parse_options(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -88,23 +102,25 @@ static options parse_options(int argc, char **argv)
         {"max-ranks", required_argument, 0, 'n'},    {"intra-gbs", required_argument, 0, 'i'},
         {"inter-gbs", required_argument, 0, 'I'},    {"alpha-intra-us", required_argument, 0, 'x'},
         {"alpha-inter-us", required_argument, 0, 'X'}, {"overlap", required_argument, 0, 'O'},
+        {"fit-min-mb", required_argument, 0, 'F'},
         {"help", no_argument, 0, 'h'},               {0, 0, 0, 0},
     };
     const char *accepted = "--scaling, --allreduce, --out, --model, --res, --batch, --step-ms, "
                            "--exposed-ms, --backend, --mode, --env, --bucket-mb, --comm-bytes, "
                            "--gpus-per-node, --max-ranks, --intra-gbs, --inter-gbs, "
-                           "--alpha-intra-us, --alpha-inter-us, --overlap";
+                           "--alpha-intra-us, --alpha-inter-us, --overlap, --fit-min-mb";
     options o = {.backend = "cuda", .mode = "both", .env = "model", .bucket_mb = 25,
                  .comm_bytes = 4, .gpus_per_node = 8, .max_ranks = 64, .intra_gbs = 450,
-                 .inter_gbs = 50, .alpha_intra_us = 1, .alpha_inter_us = 5, .overlap = -1};
+                 .inter_gbs = 50, .alpha_intra_us = 1, .alpha_inter_us = 5, .overlap = -1,
+                 .fit_min_mb = 8};
     const char *res = NULL;
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
         switch (c) {
-        case 's': o.scaling = cli_file_option(prog, "--scaling", optarg); break;
-        case 'a': o.allreduce = cli_file_option(prog, "--allreduce", optarg); break;
-        case 'o': o.out = cli_file_option(prog, "--out", optarg); break;
+        case 's': o.scaling = input_file("--scaling", optarg); break;
+        case 'a': o.allreduce = input_file("--allreduce", optarg); break;
+        case 'o': o.out = cli_output_file(prog, "--out", optarg); break;
         case 'm': o.model = optarg; break;
         case 'r': res = optarg; break;
         case 'b': o.batch = cli_int_option(prog, "--batch", optarg, 1, CLI_MAX_BATCH); break;
@@ -135,6 +151,7 @@ static options parse_options(int argc, char **argv)
         case 'x': o.alpha_intra_us = parse_number("--alpha-intra-us", optarg, 0, 1e6); break;
         case 'X': o.alpha_inter_us = parse_number("--alpha-inter-us", optarg, 0, 1e6); break;
         case 'O': o.overlap = parse_number("--overlap", optarg, 0, 1); break;
+        case 'F': o.fit_min_mb = parse_number("--fit-min-mb", optarg, 0, 1 << 20); break;
         case 'h': print_help(); exit(0);
         default: cli_bad_option(prog, c, argv[optind - 1], accepted);
         }
@@ -222,8 +239,8 @@ static double measured_step(const char *path, const baseline *b, int n)
 }
 
 /* The fit to the curve's rows of 2 ranks or more (correct ones only). */
-static int fit_curve(const char *path, sm_fit *fit, int *ranks_per_node, char *err,
-                     size_t err_len)
+static int fit_curve(const char *path, double min_bytes, sm_fit *fit, int *ranks_per_node,
+                     char *err, size_t err_len)
 {
     csv_table *t = csv_read(path, err, err_len);
     if (!t)
@@ -248,7 +265,7 @@ static int fit_curve(const char *path, sm_fit *fit, int *ranks_per_node, char *e
         bytes[n] = csv_num(t, r, col[2], NULL);
         secs[n++] = csv_num(t, r, col[3], NULL) * 1e-6;
     }
-    if (rc == 0 && sm_fit_allreduce(bytes, secs, n, ranks, fit)) {
+    if (rc == 0 && sm_fit_allreduce(bytes, secs, n, ranks, min_bytes, fit)) {
         snprintf(err, err_len, "%s: no allreduce curve of 2 ranks or more to fit (%d rows)", path,
                  n);
         rc = -1;
@@ -400,7 +417,7 @@ int main(int argc, char **argv)
     if (o.allreduce) {
         sm_fit fit;
         int per_node = 1;
-        if (fit_curve(o.allreduce, &fit, &per_node, err, sizeof err)) {
+        if (fit_curve(o.allreduce, o.fit_min_mb * 1048576.0, &fit, &per_node, err, sizeof err)) {
             fprintf(stderr, "%s: --allreduce: %s\n", prog, err);
             return 1;
         }

@@ -3,8 +3,9 @@
  * timed iteration and one summary line. Options are checked, outputs included,
  * before any work (bench/train/train_run.c does the work). */
 #include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,24 +158,20 @@ static const char *parse_env(const char *text)
 }
 
 /* An output file must be writable before minutes of training go into it:
- * an existing file writable, or a new one's folder. */
+ * cli_output_file's checks (a folder, an unwritable file or folder), and for
+ * a new file a probe, created and removed, where access() cannot tell (root
+ * is granted W_OK on /proc, where nothing can be created). Another rank
+ * probing the same name at once finds it there (EEXIST): no false error. */
 static const char *output_file(const char *option, const char *text)
 {
-    cli_file_option(prog, option, text);
-    if (access(text, F_OK) == 0) {
-        if (access(text, W_OK) != 0)
-            cli_usage_error(prog, "%s: '%s' is not writable", option, text);
-        return text;
+    cli_output_file(prog, option, text);
+    int fd = open(text, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd >= 0) {
+        close(fd);
+        unlink(text);
+    } else if (errno != EEXIST) {
+        cli_usage_error(prog, "%s: cannot create '%s': %s", option, text, strerror(errno));
     }
-    char *copy = strdup(text);
-    if (!copy)
-        cli_usage_error(prog, "%s: out of memory", option);
-    const char *dir = dirname(copy);
-    bool ok = access(dir, W_OK | X_OK) == 0;
-    if (!ok)
-        cli_usage_error(prog, "%s: cannot create '%s': its folder '%s' is missing or not "
-                              "writable", option, text, dir);
-    free(copy);
     return text;
 }
 
@@ -208,7 +205,7 @@ static options parse_options(int argc, char **argv)
                            "--device, --graph, --workspace-mb, --no-fusion, --trace, --counters, "
                            "--dropout, --shards, --save-weights, --ddp, --bucket-mb, "
                            "--comm-precision, --ddp-timeout, --scaling-out, --scaling-mode, "
-                           "--baseline-ms, --fault-kill";
+                           "--baseline-ms, --fault-kill, --help";
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     cores = cores > 0 ? cores : 1;
     options o = {.run = {.batch = 32, .warmup = 5, .iters = 20, .threads = (int)cores,
@@ -361,8 +358,6 @@ static const backend_ops *choose_backend(options *o, const ddp_world *w)
     if (!ops) {
 #ifdef HAVE_DNNL
         ops = &cpu_backend_ops;
-        if (automatic)
-            fprintf(stderr, "%s: no usable GPU (%s): running on the cpu backend\n", prog, why);
 #else
         cli_usage_error(prog, "--backend: %s cannot run here: no GPU (%s) and no CPU backend "
                               "(built without oneDNN: run 'make deps', then rebuild)",
@@ -382,13 +377,21 @@ static const backend_ops *choose_backend(options *o, const ddp_world *w)
         cli_usage_error(prog, "--counters: perf is for the cpu backend (cuda: cupti, analytic)");
     if (!cpu && r->counters == COUNTERS_PERF)
         r->counters = COUNTERS_CUPTI; /* the default counters of a GPU */
+    /* after the checks: a refused option is then the only line */
+    if (cpu && automatic)
+        fprintf(stderr, "%s: no usable GPU (%s): running on the cpu backend\n", prog, why);
 #ifdef HAVE_CUDA
     if (w && !cpu) {
         int devices = cuda_device_count(why, sizeof why);
-        if (w->local_size > devices)
+        /* every GPU visible to every rank: one each, by the rank on the node;
+         * a launcher that shows each rank its own (Slurm's --gpus-per-task,
+         * CUDA_VISIBLE_DEVICES) leaves NCCL to find two ranks on one GPU */
+        if (w->local_size > devices && !getenv("CUDA_VISIBLE_DEVICES"))
             cli_usage_error(prog, "--ddp: %d ranks on %s but %d CUDA device(s): NCCL needs a GPU "
                                   "per rank (it refuses two on one device); run CPU ranks with "
                                   "--backend cpu", w->local_size, w->host, devices);
+        if (!o->device_given && devices > 0)
+            r->device = w->local_rank % devices;
 #ifndef BACKEND_HAS_GRAD_STORAGE
         cli_usage_error(prog, "--ddp: the cuda backend does not lend its gradient buffers yet "
                               "(backend_ops.grad_storage, proposed in models/ddp/README.md); "
@@ -458,8 +461,6 @@ int main(int argc, char **argv)
             int share = (int)(cores > 0 ? cores : 1) / w->local_size;
             o.run.threads = share > 0 ? share : 1;
         }
-        if (!o.device_given)
-            o.run.device = w->local_rank;
         /* the average over the ranks is the gradient of the global batch */
         if (o.run.lr == 0.0f)
             o.run.lr = zoo_default_lr(zoo_find(o.run.model), o.run.batch * w->size);

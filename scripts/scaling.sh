@@ -96,6 +96,11 @@ env_name=$(sed -n '1s/^# env=\([^ ]*\).*/\1/p' "$run/matrix.tsv")
 be=${backend[0]:-cpu}
 limit=$cores what=cores
 if [[ $be == cuda ]]; then limit=$gpus what="GPU(s)"; fi
+# inside a Slurm allocation the job's tasks are the ranks there are (one per
+# GPU, or per share of a node's cores, as the sbatch templates ask)
+if [[ ${LAUNCHER##*/} == srun* && -n ${SLURM_NTASKS:-} ]]; then
+    limit=$SLURM_NTASKS what="tasks in Slurm job $SLURM_JOB_ID"
+fi
 sizes=()
 for n in "${world_sizes[@]}"; do
     [[ -z $n ]] && continue
@@ -112,6 +117,8 @@ largest=${sizes[-1]}
 for n in "${sizes[@]}"; do ((n > largest)) && largest=$n; done
 total_threads=${THREADS:-$cores}
 per_rank=$((total_threads / largest))
+# Slurm: the cores each task was given, whatever the world size
+[[ ${LAUNCHER##*/} == srun* && -n ${SLURM_CPUS_PER_TASK:-} ]] && per_rank=$SLURM_CPUS_PER_TASK
 ((per_rank >= 1)) || per_rank=1
 
 # ---- one scaling process ----------------------------------------------------------

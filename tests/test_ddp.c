@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../bench/train/train_data.h"
+#include "../models/data.h"
 #include "../models/ddp/ddp_bf16.h"
 #include "../models/ddp/ddp_plan.h"
 #include "helpers.h"
@@ -139,6 +141,58 @@ Test(ddp_bf16, rounds_to_nearest_even)
     cr_expect_eq(ddp_to_bf16(-2.5f), 0xc020);
     cr_expect(isnan(ddp_from_bf16(ddp_to_bf16(NAN))));
     cr_expect(isinf(ddp_from_bf16(ddp_to_bf16(INFINITY))));
+}
+
+/* ---- the ranks' shards ---------------------------------------------------------- */
+
+Test(ddp_data, synthetic_shards_concatenate_to_the_global_batch)
+{
+    network net = build_or_fail("resnet18-cifar", 32, 10);
+    train_options o = {.res = 32, .classes = 10, .seed = 7};
+    enum { PER = 3, IMG = 3 * 32 * 32 };
+    static float global[2 * PER * IMG], shard[PER * IMG], plain[PER * IMG];
+    int32_t global_labels[2 * PER], shard_labels[PER], plain_labels[PER];
+    char err[200];
+    cr_assert_eq(train_batch(&o, &net, 0, 2, PER, global, global_labels, err, sizeof err), 0);
+    for (int r = 0; r < 2; r++) {
+        cr_assert_eq(train_batch(&o, &net, r, 1, PER, shard, shard_labels, err, sizeof err), 0);
+        cr_expect(memcmp(shard, global + r * PER * IMG, sizeof shard) == 0, "shard %d", r);
+        cr_expect(memcmp(shard_labels, global_labels + r * PER, sizeof shard_labels) == 0);
+    }
+    /* shard 0 is what a run without shards draws: such runs are unchanged */
+    data_synthetic(7, PER, 3, 32, 10, plain, plain_labels);
+    cr_expect(memcmp(plain, global, sizeof plain) == 0);
+    cr_expect(memcmp(shard, global, sizeof shard) != 0, "shard 1 differs from shard 0");
+    net_free(&net);
+}
+
+Test(ddp_data, cifar_shards_are_disjoint_images)
+{
+    char *dir = temp_dir();
+    unsigned char rec[CIFAR10_RECORD];
+    char path[256];
+    format_or_fail(path, sizeof path, "%s/data_batch_1.bin", dir);
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    for (int r = 0; r < 8; r++) {
+        rec[0] = (unsigned char)r;
+        memset(rec + 1, r * 20, sizeof rec - 1);
+        cr_assert_eq(fwrite(rec, 1, sizeof rec, f), sizeof rec);
+    }
+    cr_assert_eq(fclose(f), 0);
+    network net = build_or_fail("resnet18-cifar", 32, 10);
+    train_options o = {.res = 32, .classes = 10, .seed = 1, .cifar_dir = dir};
+    static float images[2 * 3 * 32 * 32];
+    int32_t labels[2];
+    char err[300];
+    /* rank 2 of 4 with 2 images each: records 4 and 5 */
+    cr_assert_eq(train_batch(&o, &net, 2, 1, 2, images, labels, err, sizeof err), 0, "%s", err);
+    cr_expect(labels[0] == 4 && labels[1] == 5, "labels %d %d", labels[0], labels[1]);
+    cr_expect_float_eq(images[0], (80 / 255.0f - 0.4914f) / 0.2470f, 1e-6f);
+    /* rank 4 would need records 8 and 9: the file has 8 */
+    cr_expect_neq(train_batch(&o, &net, 4, 1, 2, images, labels, err, sizeof err), 0);
+    net_free(&net);
+    remove_temp_dir(dir);
 }
 
 /* ---- bin/train --ddp under mpirun -------------------------------------------- */

@@ -190,6 +190,8 @@ void train_ddp_print(const train_ddp *t, double flops_per_rank_step)
     double step = median_over_steps(t, FIELD(step_ms), true);
     double exposed = median_over_steps(t, FIELD(exposed_ms), false);
     double in_flight = median_over_steps(t, FIELD(comm_ms), false);
+    double hooks = median_over_steps(t, FIELD(hook_ms), false);
+    double waits = median_over_steps(t, FIELD(wait_ms), false);
     double alone = t->comm_alone_ms;
     double hidden = alone > 0 ? 1.0 - exposed / alone : 0.0;
     printf("ddp: step %.2f ms (the slowest rank, median) = compute %.2f + exposed communication "
@@ -199,6 +201,9 @@ void train_ddp_print(const train_ddp *t, double flops_per_rank_step)
            step, step - exposed, exposed, alone, in_flight, 100.0 * (hidden > 0 ? hidden : 0),
            hidden < 0 ? " (the packing and unpacking cost more than the reductions alone)" : "",
            o->batch * size / (step * 1e-3), flops_per_rank_step / (step * 1e-3) / 1e9);
+    printf("ddp: on the step's thread (median over steps, mean over ranks): %.2f ms in the "
+           "hooks during backward (packing, launching, progressing), %.2f ms before the update "
+           "(the last waits, unpacking)\n", hooks, waits);
 }
 
 int train_ddp_scaling_row(const train_ddp *t, const char *backend_name, int threads, char *err,

@@ -47,7 +47,7 @@ void ddp_world_finalize(ddp_world *w);
 
 /* Ends every rank after a failure already reported (MPI_Abort: the launcher
  * takes the others down rather than leave them waiting). */
-_Noreturn void ddp_world_abort(ddp_world *w, int status);
+void ddp_world_abort(ddp_world *w, int status) __attribute__((noreturn));
 
 /* A SIGTERM/SIGINT handler that says in one line that the launcher stopped
  * this rank (mpirun and srun stop the others when one rank dies), then exits

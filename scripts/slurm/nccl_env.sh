@@ -1,0 +1,25 @@
+# The environment NCCL needs on a cluster, sourced by the sbatch templates.
+# Every value can be set before sbatch (Slurm passes the environment on);
+# what is set here is a default for InfiniBand clusters of DGX/HGX nodes.
+
+# The network interface for NCCL's bootstrap and socket traffic: not the
+# loopback or container bridges. Name it (e.g. ib0, eth0, enp*) where the
+# default picks the wrong one.
+export NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-^lo,docker,virbr}
+# The InfiniBand HCAs (ports) NCCL may use: every mlx5 device by default; list
+# them (mlx5_0:1,mlx5_1:1,...) to pin one port per GPU.
+export NCCL_IB_HCA=${NCCL_IB_HCA:-mlx5}
+# RoCE needs the GID index of the RoCE v2 address (often 3); InfiniBand none.
+[[ -n ${NCCL_IB_GID_INDEX:-} ]] && export NCCL_IB_GID_INDEX
+# GPUDirect RDMA between a GPU and a NIC under the same PCIe switch.
+export NCCL_NET_GDR_LEVEL=${NCCL_NET_GDR_LEVEL:-PHB}
+# Warnings and what NCCL chose at init (rings, trees, transports) in the log;
+# INFO prints the topology, TRACE is for NVIDIA support.
+export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
+export NCCL_DEBUG_SUBSYS=${NCCL_DEBUG_SUBSYS:-INIT,NET}
+# Errors of a collective come back to the caller (the DDP watchdog polls
+# ncclCommGetAsyncError and aborts the communicator), never a silent hang.
+export NCCL_IB_TIMEOUT=${NCCL_IB_TIMEOUT:-22}
+# Open MPI under srun: no own launcher, PMIx from Slurm; do not let it bind
+# a rank's OpenMP threads to one core.
+export OMPI_MCA_hwloc_base_binding_policy=${OMPI_MCA_hwloc_base_binding_policy:-none}
