@@ -10,12 +10,47 @@ static bool usable(const run_roof *r)
     return !r->one_core && r->value > 0;
 }
 
+static bool is_main_memory(mem_level level)
+{
+    return level == MEM_DRAM || level == MEM_HBM;
+}
+
+/* The DRAM/HBM figures a roof is taken from: what a kernel that reads and
+ * writes can sustain, copy, triad and the read sweep ("dram", "hbm" alone
+ * too). STREAM's scale and add, and a write-only stream (hbm_write: no read
+ * traffic to turn the bus around for, faster than any training kernel can
+ * move data), are not roofs. */
+static bool sustained(const run_roof *r)
+{
+    const char *kind = strchr(r->ceiling, '_');
+    return !kind || strcmp(kind, "_copy") == 0 || strcmp(kind, "_triad") == 0 ||
+           strcmp(kind, "_read") == 0;
+}
+
+/* Whether a usable main-memory row is one of the sustained ones; rows of other
+ * kinds count only in a peaks.csv without any sustained row (an older file). */
+static bool has_sustained(const run_roof *rows, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (rows[i].rate == ROOF_RATE_BANDWIDTH && usable(&rows[i]) &&
+            is_main_memory(rows[i].level) && sustained(&rows[i]))
+            return true;
+    return false;
+}
+
+static bool memory_roof_row(const run_roof *r, bool only_sustained)
+{
+    return r->rate == ROOF_RATE_BANDWIDTH && usable(r) &&
+           !(only_sustained && is_main_memory(r->level) && !sustained(r));
+}
+
 static double best_of_levels(const run_roof *rows, int n, mem_level a, mem_level b)
 {
+    bool only_sustained = has_sustained(rows, n);
     double best = NAN;
     for (int i = 0; i < n; i++) {
         const run_roof *r = &rows[i];
-        if (r->rate == ROOF_RATE_BANDWIDTH && usable(r) && (r->level == a || r->level == b) &&
+        if (memory_roof_row(r, only_sustained) && (r->level == a || r->level == b) &&
             !(r->value <= best))
             best = r->value;
     }
@@ -97,6 +132,7 @@ static void keep_best(roof_line *list, int *n, const char *ceiling, const char *
 void roof_lines_of(const run_roof *rows, int n, roof_lines *out)
 {
     memset(out, 0, sizeof *out);
+    bool only_sustained = has_sustained(rows, n);
     for (int i = 0; i < n; i++) {
         const run_roof *r = &rows[i];
         if (!usable(r))
@@ -105,7 +141,7 @@ void roof_lines_of(const run_roof *rows, int n, roof_lines *out)
             char label[48];
             compute_label(r->ceiling, label, sizeof label);
             keep_best(out->compute, &out->n_compute, r->ceiling, label, r->value, MEM_NONE);
-        } else if (r->rate == ROOF_RATE_BANDWIDTH && r->level != MEM_NONE) {
+        } else if (memory_roof_row(r, only_sustained) && r->level != MEM_NONE) {
             for (size_t k = 0; k < sizeof level_names / sizeof level_names[0]; k++)
                 if (level_names[k].level == r->level)
                     keep_best(out->memory, &out->n_memory, level_names[k].name,

@@ -14,7 +14,7 @@ extern "C" {
 typedef struct {
     const run_roof *rows; /* borrowed */
     int n;
-    double dram_gbs;      /* best DRAM or HBM row; NaN when none */
+    double dram_gbs;      /* best sustained DRAM or HBM row (copy, triad, read); NaN when none */
     double l2_gbs;        /* best L2 row; NaN when none */
 } roofs;
 

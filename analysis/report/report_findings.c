@@ -277,6 +277,23 @@ static void variability_findings(report_doc *d, const variability *v)
                  DRIFT_PCT, drifts);
 }
 
+/* The ceilings bin/peaks could not make pass its own checks, by name. */
+static void suspect_finding(report_doc *d, const run_model *run)
+{
+    char list[1024] = "";
+    size_t used = 0;
+    int n = 0;
+    for (int i = 0; i < run->n_roofs; i++)
+        if (report_roof_suspect(&run->roofs[i]))
+            fmt_append(list, sizeof list, &used, "%s%s", n++ ? ", " : "", run->roofs[i].ceiling);
+    if (n > 0)
+        doc_item(d, "Suspect ceiling%s: %s: %s failed bin/peaks' consistency checks even when "
+                    "measured again (the notes in \"Measured peaks\" say which check), so a "
+                    "roof or a percentage of peak taken from %s may be wrong; measure again on a "
+                    "quiet machine (remove peaks.csv from the run folder and resume it with RUN=).",
+                 n == 1 ? "" : "s", list, n == 1 ? "it" : "they", n == 1 ? "it" : "them");
+}
+
 static void peaks_finding(report_doc *d, const run_model *run)
 {
     if (!(run->present & RUN_PEAKS))
@@ -315,6 +332,7 @@ static void peaks_finding(report_doc *d, const run_model *run)
     else
         fmt_append(text, sizeof text, &used, ".");
     doc_item(d, "%s", text);
+    suspect_finding(d, run);
     /* measured peaks far below their spec */
     for (int i = 0; i < run->n_roofs; i++) {
         const run_roof *r = &run->roofs[i];

@@ -4,6 +4,7 @@
 #ifndef ROOFLINE_REPORT_SECTIONS_H
 #define ROOFLINE_REPORT_SECTIONS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "../fmt.h"
@@ -28,6 +29,10 @@ void report_key_short(char *out, size_t len, const char *model, int res, int bat
 /* "resnet50 @224, batch 8, fp32" */
 void report_key_name(char *out, size_t len, const char *model, int res, int batch,
                      const char *precision);
+
+/* A roof whose notes start with "suspect:": bin/peaks measured it again and it
+ * still failed its consistency checks (peaks/README.md). */
+bool report_roof_suspect(const run_roof *r);
 
 /* The label of the run's DRAM-like memory level ("DRAM", "HBM"). */
 const char *report_memory_name(const run_model *run);

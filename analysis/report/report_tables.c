@@ -57,9 +57,14 @@ void report_peaks(report_doc *d, const run_model *run)
     }
     doc_para(d, "The machine's roofs as bin/peaks measured them, beside the vendor's or the "
                 "architecture's figure where one exists (measured / spec).");
-    doc_table(d, "llrlrrrl",
+    /* a figure that failed bin/peaks' checks says so in its own row; the
+     * column is there only when one did */
+    bool suspects = false;
+    for (int i = 0; i < run->n_roofs; i++)
+        suspects = suspects || report_roof_suspect(&run->roofs[i]);
+    doc_table(d, suspects ? "llrlrrrll" : "llrlrrrl",
               (const char *const[]){"device", "ceiling", "measured", "unit", "spec", "measured/spec",
-                                    "threads or SMs", "method"});
+                                    "threads or SMs", "method", "notes"});
     for (int i = 0; i < run->n_roofs; i++) {
         const run_roof *r = &run->roofs[i];
         char a[FMT_LEN], b[FMT_LEN], c[FMT_LEN];
@@ -71,7 +76,14 @@ void report_peaks(report_doc *d, const run_model *run)
         doc_cell(d, "%s", r->spec_value > 0 ? fmt_pct(c, 100 * r->value / r->spec_value) : "-");
         doc_cell(d, "%s", r->threads_or_sms);
         doc_cell(d, "%s", r->method);
+        if (suspects)
+            doc_cell(d, "%s", report_roof_suspect(r) ? r->notes : "");
     }
+}
+
+bool report_roof_suspect(const run_roof *r)
+{
+    return r->notes && strncmp(r->notes, "suspect:", 8) == 0;
 }
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
