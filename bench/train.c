@@ -392,11 +392,6 @@ static const backend_ops *choose_backend(options *o, const ddp_world *w)
                                   "--backend cpu", w->local_size, w->host, devices);
         if (!o->device_given && devices > 0)
             r->device = w->local_rank % devices;
-#ifndef BACKEND_HAS_GRAD_STORAGE
-        cli_usage_error(prog, "--ddp: the cuda backend does not lend its gradient buffers yet "
-                              "(backend_ops.grad_storage, proposed in models/ddp/README.md); "
-                              "run CPU ranks with --backend cpu");
-#endif
     }
 #endif
     (void)w;

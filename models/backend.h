@@ -56,6 +56,17 @@ typedef struct {
     float loss_scale;           /* fp16: the current dynamic loss scale (else 1) */
 } backend_stats;
 
+/* Where a layer's gradient lives, for data-parallel training (models/ddp):
+ * in the backend's own layout and element type (a sum over ranks does not
+ * care about the layout). The codes are those of models/ddp/ddp_pack.h. */
+typedef enum { GRAD_F32 = 0, GRAD_F16 = 1, GRAD_BF16 = 2 } grad_elem;
+typedef struct {
+    void *ptr;            /* host memory, or device memory ordered by ops.stream */
+    int64_t elems;        /* backend_buffer_elems(net, layer, batch, kind) */
+    grad_elem elem;
+    bool device;
+} grad_memory;
+
 typedef struct backend backend;
 
 /* The operations of a training step. Operations may run asynchronously on a
@@ -112,7 +123,23 @@ typedef struct {
     int (*replay)(backend *b);
     /* optional: memory, loss scale and skipped steps */
     int (*stats)(backend *b, backend_stats *out);
+
+    /* optional (data-parallel training): the storage of `layer`'s
+     * BUF_WEIGHT_GRAD or BUF_BIAS_GRAD, valid from create to destroy and
+     * complete once the layer's backward_weights has run (on ops.stream).
+     * DDP overwrites it with the average over the ranks before the update.
+     * fp16 gradients stay multiplied by the loss scale: every rank has the
+     * same scale, so every rank sees the same averaged gradients and all skip
+     * a step together. */
+    int (*grad_storage)(backend *b, int layer, buffer_kind kind, grad_memory *out);
+    /* optional: the stream every operation of a step is queued on (a
+     * cudaStream_t), so that DDP's communication stream can wait on an event
+     * of it and the update on DDP's; NULL (or absent) for a host backend */
+    void *(*stream)(backend *b);
 } backend_ops;
+
+/* backend_ops has grad_storage and stream (models/ddp uses them) */
+#define BACKEND_HAS_GRAD_STORAGE 1
 
 /* Pseudo layer indices of the operations that belong to no layer. */
 enum { STEP_LOSS = -1, STEP_ALL_LAYERS = -2 };

@@ -18,7 +18,6 @@
 #include "train_ddp.h"
 #include "train_weights.h"
 #ifdef HAVE_DNNL
-#include "../../models/ddp/ddp_cpu.h"
 #endif
 
 static const char *const prog = "train";
@@ -253,27 +252,11 @@ static void set_dropout(network *net, float p)
             net->layers[i].drop_p = p;
 }
 
-/* The DDP backend access of ops, false where it lends none: the CPU
- * backend's own (models/cpu/cpu_ddp.c); any backend through the optional
- * backend_ops entries proposed for backend.h (models/ddp/README.md), once
- * they are there. */
+/* The DDP backend access of ops, false where it lends no gradient storage. */
 static bool ddp_access(const backend_ops *ops, ddp_backend_access *out)
 {
-#ifdef HAVE_DNNL
-    if (!strcmp(ops->name, "cpu")) {
-        *out = cpu_ddp_access;
-        return true;
-    }
-#endif
-#ifdef BACKEND_HAS_GRAD_STORAGE
-    if (ops->grad_storage) {
-        *out = (ddp_backend_access){.grad_storage = ops->grad_storage, .stream = ops->stream};
-        return true;
-    }
-#endif
-    (void)ops;
-    *out = (ddp_backend_access){0};
-    return false;
+    *out = (ddp_backend_access){.grad_storage = ops->grad_storage, .stream = ops->stream};
+    return ops->grad_storage != NULL;
 }
 
 /* After the timed steps of a DDP run: the reductions alone, the ranks'

@@ -361,4 +361,5 @@ const backend_ops cpu_backend_ops = {
     .update = cpu_update,
     .sync = sync,
     .kernel_name = kernel_name,
+    .grad_storage = cpu_grad_storage,
 };

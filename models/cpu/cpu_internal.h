@@ -81,6 +81,9 @@ const float *cpu_input(const backend *b, int layer, int k);
 /* dst = src, or dst += src */
 void cpu_store(float *dst, const float *src, int64_t n, bool accumulate);
 
+/* backend_ops.grad_storage (cpu_grad_storage.c) */
+int cpu_grad_storage(backend *b, int layer, buffer_kind kind, grad_memory *out);
+
 int cpu_dnnl_setup(backend *b, int layer);
 void cpu_dnnl_destroy(dnnl_layer *d);
 int cpu_dnnl_forward(backend *b, int layer);

@@ -632,6 +632,12 @@ extern "C" int cuda_replay(backend *b)
     return 0;
 }
 
+/* every operation of a step is queued on this one stream */
+extern "C" void *cuda_stream(backend *b)
+{
+    return (void *)b->stream;
+}
+
 extern "C" int cuda_stats(backend *b, backend_stats *out)
 {
     enter(b, CUDA_NO_LAYER, PASS_FWD);

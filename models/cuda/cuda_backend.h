@@ -42,6 +42,8 @@ int cuda_capture_begin(backend *b);
 int cuda_capture_end(backend *b);
 int cuda_replay(backend *b);
 int cuda_stats(backend *b, backend_stats *out);
+int cuda_grad_storage(backend *b, int layer, buffer_kind kind, grad_memory *out);
+void *cuda_stream(backend *b);
 
 #ifdef __cplusplus
 }

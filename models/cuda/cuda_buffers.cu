@@ -154,6 +154,26 @@ extern "C" int cuda_read(backend *b, int i, buffer_kind kind, float *dst)
     return rc;
 }
 
+/* A gradient where the update reads it: in the device layout (NHWC weights
+ * for tensor-core precisions), the plan's element type (batch norm: fp32),
+ * times the loss scale; DDP sums it over the ranks as it is. */
+extern "C" int cuda_grad_storage(backend *b, int i, buffer_kind kind, grad_memory *out)
+{
+    if (i < 0 || i >= b->net->n_layers)
+        return cuda_fail(b, "no layer %d", i);
+    if (kind != BUF_WEIGHT_GRAD && kind != BUF_BIAS_GRAD)
+        return cuda_fail(b, "layer %s: buffer kind %d is not a gradient", b->net->layers[i].name,
+                         kind);
+    device_buffer d = buffer_of(b, i, kind);
+    int64_t n = backend_buffer_elems(b->net, i, b->cfg.batch, kind);
+    if (!d.ptr || n == 0)
+        return cuda_fail(b, "layer %s has no %s gradient", b->net->layers[i].name,
+                         kind == BUF_BIAS_GRAD ? "bias" : "weight");
+    grad_elem e = d.elem == ELEM_F16 ? GRAD_F16 : d.elem == ELEM_BF16 ? GRAD_BF16 : GRAD_F32;
+    *out = grad_memory{d.ptr, n, e, true};
+    return 0;
+}
+
 extern "C" int cuda_write(backend *b, int i, buffer_kind kind, const float *src)
 {
     device_buffer d;

@@ -28,5 +28,7 @@ const backend_ops cuda_backend_ops = {
     .capture_end = cuda_capture_end,
     .replay = cuda_replay,
     .stats = cuda_stats,
+    .grad_storage = cuda_grad_storage,
+    .stream = cuda_stream,
 };
 #endif

@@ -26,17 +26,12 @@
 #include "ddp_plan.h"
 #include "ddp_world.h"
 
-typedef enum { DDP_F32, DDP_F16, DDP_BF16 } ddp_elem;
-
-/* Where a layer's gradient lives and in what element type, in the backend's
- * own layout (a sum does not care about the layout). Proposed to the lead as
- * an optional backend_ops entry (see models/ddp/README.md). */
-typedef struct {
-    void *ptr;
-    int64_t elems;
-    ddp_elem elem;
-    bool device;          /* device memory, ordered by the backend's stream */
-} ddp_grad_storage;
+/* A gradient's element type and storage: the backend's own (backend.h). */
+typedef grad_elem ddp_elem;
+#define DDP_F32 GRAD_F32
+#define DDP_F16 GRAD_F16
+#define DDP_BF16 GRAD_BF16
+typedef grad_memory ddp_grad_storage;
 
 /* What DDP needs of a backend beyond backend_ops. */
 typedef struct {

@@ -285,9 +285,16 @@ static void check_backend(ddp_world *w)
     float plain[STEPS], nccl[STEPS];
     if (!train_losses(w, false, plain, STEPS) || !train_losses(w, true, nccl, STEPS))
         return;
-    expectf(memcmp(plain, nccl, sizeof plain) == 0,
+    /* An average over one rank changes no bit, but the two runs each pick
+     * their cuDNN algorithms by timing, and some backward-filter algorithms
+     * sum with atomics in any order: equal to fp32 rounding over 5 steps. */
+    double worst = 0;
+    for (int s = 0; s < STEPS; s++)
+        worst = fmax(worst, fabs((double)plain[s] - nccl[s]) / fabs((double)plain[s]));
+    expectf(worst <= 1e-4,
             "resnet18-cifar, 5 steps: the one-rank NCCL path gives the plain path's losses "
-            "(%.6f .. %.6f vs %.6f .. %.6f)", plain[0], plain[STEPS - 1], nccl[0], nccl[STEPS - 1]);
+            "(%.6f .. %.6f vs %.6f .. %.6f; largest relative difference %.2g, 1e-4 allowed)",
+            plain[0], plain[STEPS - 1], nccl[0], nccl[STEPS - 1], worst);
 }
 #endif
 
