@@ -145,6 +145,67 @@ test: $(BINS) cuda-compile
 	@$(MAKE) --no-print-directory $(TEST_BIN)
 	$(TEST_BIN) --jobs 2
 
+# ---- robustness: fuzzing and sanitizers (issue 16) ----------------------------
+# tests/fuzz/ holds one fuzz target per parser. Their bodies also build into
+# fuzz_regress, a plain program that `make test` runs (tests/test_fuzz_regress.c)
+# over every crash input ever found (tests/fuzz/regress/) and the seed corpus.
+#   make fuzz              the libFuzzer targets (clang) in $(FUZZ_BUILD)/fuzz/
+#   make fuzz FUZZ_S=60    and runs each for 60 s: executions, crashes, hangs
+#   make test-asan         the unit tests and programs under ASan + UBSan, leaks on
+.PHONY: fuzz fuzz-targets test-asan
+FUZZ_DIR := $(BUILD)/tests/fuzz
+FUZZ_REGRESS := $(FUZZ_DIR)/fuzz_regress
+FUZZ_NAMES := $(notdir $(wildcard tests/fuzz/corpus/*))
+# bin/train's main() with exit() and train_run() diverted to the harness, and
+# the option parser with exit() diverted (tests/fuzz/fuzz_train.c says why)
+FUZZ_OBJS := $(FUZZ_DIR)/fuzz_targets.o $(FUZZ_DIR)/fuzz_scratch.o $(FUZZ_DIR)/fuzz_train.o \
+             $(FUZZ_DIR)/train_main.o $(FUZZ_DIR)/cli_exit.o
+$(FUZZ_DIR)/train_main.o: bench/train.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Dmain=fuzz_train_main -Dtrain_run=fuzz_train_run -Dexit=fuzz_exit -c $< -o $@
+$(FUZZ_DIR)/cli_exit.o: bench/cli.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Dexit=fuzz_exit -c $< -o $@
+$(FUZZ_REGRESS): $(FUZZ_DIR)/fuzz_regress.o $(FUZZ_OBJS) $(LIB)
+	$(CC) $(ALL_CFLAGS) $^ -o $@ $(LDLIBS)
+# the unit tests replay with it: built first, not linked in
+$(TEST_BIN): | $(FUZZ_REGRESS)
+$(BUILD)/tests/test_fuzz_regress.o: ALL_CFLAGS += -DROOFLINE_FUZZ_REGRESS='"$(CURDIR)/$(FUZZ_REGRESS)"'
+
+# libFuzzer builds: clang, without CUDA, MPI and oneDNN (no parser needs them,
+# and clang's OpenMP is not the libgomp oneDNN was built with).
+FUZZ_CC ?= clang
+FUZZ_BUILD ?= build-fuzz
+FUZZ_S ?= 0
+SAN_FLAGS := -O1 -g -fno-omit-frame-pointer -march=native -fsanitize=address,undefined \
+             -fno-sanitize-recover=all
+fuzz:
+	@command -v $(FUZZ_CC) >/dev/null || { echo "fuzz: $(FUZZ_CC) not found: apt-get install clang libclang-rt-14-dev" >&2; exit 1; }
+	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) BIN=$(FUZZ_BUILD)/bin CC=$(FUZZ_CC) \
+	    CFLAGS='$(SAN_FLAGS) -fsanitize=fuzzer-no-link' CUDA_HOME=/nonexistent MPICC= DNNL_H= fuzz-targets
+	@$(if $(filter-out 0,$(FUZZ_S)),tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_S) $(FUZZ_NAMES),echo "fuzz: $(words $(FUZZ_NAMES)) targets in $(FUZZ_BUILD)/fuzz/; FUZZ_S=60 runs each for 60 s")
+fuzz-targets: $(FUZZ_NAMES:%=$(BUILD)/fuzz/fuzz_%) $(FUZZ_REGRESS)
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_main.c $(FUZZ_OBJS) $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -fsanitize=fuzzer -DFUZZ_FN=fuzz_$* $^ -o $@ $(LDLIBS)
+
+# The unit tests under AddressSanitizer and UBSan, the programs they run
+# included (build-asan/, bin-asan/): gcc, so that OpenMP is the libgomp oneDNN
+# uses; no CUDA (nvcc's objects are not instrumented) and no MPI (Open MPI's
+# own allocations). tests/fuzz/lsan.supp lists the suppressions, each with why.
+ASAN_BUILD ?= build-asan
+ASAN_BIN ?= bin-asan
+ASAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1:detect_stack_use_after_return=1 \
+            LSAN_OPTIONS=suppressions=$(CURDIR)/tests/fuzz/lsan.supp:print_suppressions=0 \
+            UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# scaling_stage runs `make bench` with bin/train --ddp under mpirun, which a build
+# without MPI cannot do (it skips itself only where mpirun is missing).
+test-asan:
+	@$(MAKE) --no-print-directory BUILD=$(ASAN_BUILD) BIN=$(ASAN_BIN) CC=gcc CFLAGS='$(SAN_FLAGS)' \
+	    CUDA_HOME=/nonexistent MPICC= all $(ASAN_BUILD)/tests/unit
+	$(ASAN_ENV) $(ASAN_BUILD)/tests/unit --jobs 2 --filter '!(scaling_stage)/*'
+# ---- end of fuzzing and sanitizers -------------------------------------------
+
 # The GPU tests share the direct-loop reference and the layer checks of the
 # unit tests (plain C: no Criterion on a GPU node).
 GPU_TEST_OBJS := $(BUILD)/tests/layer_check.o $(BUILD)/tests/reference.o

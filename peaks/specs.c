@@ -107,7 +107,10 @@ int specs_load(const char *path, gpu_spec_table *t, char *err, size_t err_len)
         snprintf(s->gpu, sizeof s->gpu, "%s", fields[0]);
         snprintf(s->match, sizeof s->match, "%s", fields[1]);
         double sms = number_or_nan(fields[2], &bad);
-        s->sms = isfinite(sms) ? (int)sms : 0;
+        /* a count of SMs: a whole number that an int holds (a GPU has hundreds) */
+        if (isfinite(sms) && (sms != floor(sms) || sms > 100000))
+            bad = 1;
+        s->sms = isfinite(sms) && !bad ? (int)sms : 0;
         s->boost_mhz = number_or_nan(fields[3], &bad);
         s->tensor_mhz = number_or_nan(fields[4], &bad);
         s->fp64_tflops = number_or_nan(fields[5], &bad);
@@ -120,7 +123,7 @@ int specs_load(const char *path, gpu_spec_table *t, char *err, size_t err_len)
         s->mem_gbs = number_or_nan(fields[12], &bad);
         snprintf(s->source, sizeof s->source, "%s", fields[13]);
         if (bad || !s->gpu[0] || !s->match[0]) {
-            snprintf(err, err_len, "%s:%d: a name is empty or a figure is not a positive number",
+            snprintf(err, err_len, "%s:%d: a name is empty, a figure is not a positive number or sms is not a whole number up to 100000",
                      path, line_no);
             goto fail;
         }
