@@ -102,8 +102,13 @@ int allreduce_nccl_run(nccl_bench *nb, int64_t bytes, int warmup, int iters, dou
         host[i] = allreduce_fill(nb->w->rank, (int64_t)i);
     CUDA_OR_FAIL(cudaMalloc((void **)&send, (size_t)bytes));
     CUDA_OR_FAIL(cudaMalloc((void **)&recv, (size_t)bytes));
-    CUDA_OR_FAIL(cudaMemcpy(send, host, (size_t)bytes, cudaMemcpyHostToDevice));
-    CUDA_OR_FAIL(cudaMemset(recv, 0, (size_t)bytes));
+    /* on the NCCL stream: it is non-blocking, so a copy or memset on the
+     * legacy default stream would not be ordered before the allreduces
+     * (cudaMemcpy from pageable memory returns once the data is staged, and
+     * cudaMemset returns before it is done): the first sums could read a send
+     * buffer still being filled and a late memset could clear recv after them */
+    CUDA_OR_FAIL(cudaMemcpyAsync(send, host, (size_t)bytes, cudaMemcpyHostToDevice, nb->stream));
+    CUDA_OR_FAIL(cudaMemsetAsync(recv, 0, (size_t)bytes, nb->stream));
     for (int k = 0; k < warmup; k++)
         NCCL_OR_FAIL(ncclAllReduce(send, recv, count, ncclFloat32, ncclSum, nb->comm, nb->stream));
     CUDA_OR_FAIL(cudaStreamSynchronize(nb->stream));
@@ -116,7 +121,8 @@ int allreduce_nccl_run(nccl_bench *nb, int64_t bytes, int warmup, int iters, dou
     CUDA_OR_FAIL(cudaEventSynchronize(nb->stop));
     CUDA_OR_FAIL(cudaEventElapsedTime(&ms, nb->start, nb->stop));
     *seconds = ms * 1e-3;
-    CUDA_OR_FAIL(cudaMemcpy(host, recv, (size_t)bytes, cudaMemcpyDeviceToHost));
+    CUDA_OR_FAIL(cudaMemcpyAsync(host, recv, (size_t)bytes, cudaMemcpyDeviceToHost, nb->stream));
+    CUDA_OR_FAIL(cudaStreamSynchronize(nb->stream));
     float table[8];
     allreduce_expected_table(nb->w->size, table);
     bool ok = true;
