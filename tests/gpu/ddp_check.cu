@@ -24,6 +24,7 @@
 #include <cuda_bf16.h>
 
 #include "gpu_test.h"
+#include "../../models/cuda/check.h"
 
 extern "C" {
 #include "../../models/cuda/cuda_backend.h"
@@ -97,13 +98,13 @@ static void fill(fake_grads *f)
             __nv_bfloat16 *h = (__nv_bfloat16 *)malloc(n * sizeof *h);
             for (size_t i = 0; i < n; i++)
                 h[i] = __float2bfloat16(value_of(s / 2, s % 2, (int64_t)i));
-            cudaMemcpy(f->buf[s], h, n * sizeof *h, cudaMemcpyHostToDevice);
+            CUDA_CHECK(cudaMemcpy(f->buf[s], h, n * sizeof *h, cudaMemcpyHostToDevice));
             free(h);
         } else {
             float *h = (float *)malloc(n * sizeof *h);
             for (size_t i = 0; i < n; i++)
                 h[i] = value_of(s / 2, s % 2, (int64_t)i);
-            cudaMemcpy(f->buf[s], h, n * sizeof *h, cudaMemcpyHostToDevice);
+            CUDA_CHECK(cudaMemcpy(f->buf[s], h, n * sizeof *h, cudaMemcpyHostToDevice));
             free(h);
         }
     }
@@ -120,12 +121,12 @@ static bool unchanged(const fake_grads *f, double *worst)
         float *h = (float *)malloc(n * sizeof *h);
         if (f->elem == DDP_BF16) {
             __nv_bfloat16 *b = (__nv_bfloat16 *)malloc(n * sizeof *b);
-            cudaMemcpy(b, f->buf[s], n * sizeof *b, cudaMemcpyDeviceToHost);
+            CUDA_CHECK(cudaMemcpy(b, f->buf[s], n * sizeof *b, cudaMemcpyDeviceToHost));
             for (size_t i = 0; i < n; i++)
                 h[i] = __bfloat162float(b[i]);
             free(b);
         } else {
-            cudaMemcpy(h, f->buf[s], n * sizeof *h, cudaMemcpyDeviceToHost);
+            CUDA_CHECK(cudaMemcpy(h, f->buf[s], n * sizeof *h, cudaMemcpyDeviceToHost));
         }
         for (size_t i = 0; i < n; i++) {
             double d = fabs((double)h[i] - value_of(s / 2, s % 2, (int64_t)i));
@@ -147,14 +148,14 @@ static void check_fake(ddp_world *w, ddp_elem elem, ddp_comm_precision comm, dou
     memset(&f, 0, sizeof f);
     f.net = &net;
     f.elem = elem;
-    cudaStreamCreate(&f.stream);
+    CUDA_CHECK(cudaStreamCreate(&f.stream));
     for (int i = 0; i < net.n_layers && i < 256; i++)
         for (int k = 0; k < 2; k++) {
             int64_t n = backend_buffer_elems(&net, i, 1, k ? BUF_BIAS_GRAD : BUF_WEIGHT_GRAD);
             if (n == 0)
                 continue;
             f.elems[2 * i + k] = n;
-            cudaMalloc(&f.buf[2 * i + k], (size_t)n * (elem == DDP_F32 ? 4 : 2));
+            CUDA_CHECK(cudaMalloc(&f.buf[2 * i + k], (size_t)n * (elem == DDP_F32 ? 4 : 2)));
         }
     fill(&f);
     backend_ops ops;
@@ -197,8 +198,8 @@ static void check_fake(ddp_world *w, ddp_elem elem, ddp_comm_precision comm, dou
         ddp_destroy(d);
     }
     for (int s = 0; s < 512; s++)
-        cudaFree(f.buf[s]);
-    cudaStreamDestroy(f.stream);
+        CUDA_CHECK(cudaFree(f.buf[s]));
+    CUDA_CHECK(cudaStreamDestroy(f.stream));
     net_free(&net);
 }
 
