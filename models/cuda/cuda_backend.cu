@@ -334,7 +334,9 @@ extern "C" backend *cuda_create(const network *net, const backend_config *cfg, c
     b->cfg = *cfg;
     b->pp = precision_plan_of(cfg->prec);
     b->current_layer = CUDA_NO_LAYER;
-    int rc = check_device(b);
+    int rc = cuda_profile_setup(b);
+    if (rc == 0)
+        rc = check_device(b);
     memplan_rules rules = cuda_memplan_rules(!cfg->no_fusion);
     if (rc == 0 && memplan_make(net, cfg->batch, &rules, &b->plan))
         rc = cuda_fail(b, "out of host memory for the memory plan");
@@ -433,7 +435,7 @@ static void enter(backend *b, int layer, pass phase)
 extern "C" int cuda_forward(backend *b, int i)
 {
     enter(b, i, PASS_FWD);
-    if (i == 0 && cuda_step_counter(b))
+    if (i == 0 && (cuda_profile_step_begin(b) || cuda_step_counter(b)))
         return -1;
     if (b->fusion[i].fwd_by >= 0)
         return 0; /* done by the kernel of the layer before it */
@@ -501,7 +503,9 @@ extern "C" int cuda_read_loss(backend *b, float *loss)
 extern "C" int cuda_update_all(backend *b, const sgd_params *sgd)
 {
     enter(b, STEP_ALL_LAYERS, PASS_UPDATE);
-    return cuda_sgd_run(b, sgd);
+    if (cuda_sgd_run(b, sgd))
+        return -1;
+    return cuda_profile_step_end(b);
 }
 
 /* The fused update covers every layer at once; the driver uses update_all,

@@ -116,6 +116,10 @@ struct backend {
     cudaGraph_t graph;
     cudaGraphExec_t graph_exec;
     bool capturing;
+    long profile_step;           /* ROOFLINE_PROFILE_STEP: the step run under the
+                                    profiler (cuda_profile.cu), 0: none */
+    long steps_begun;            /* steps started so far (first layer's forward) */
+    bool profiling;              /* between cudaProfilerStart and Stop */
     int current_layer;           /* for error messages: a layer, STEP_LOSS, STEP_ALL_LAYERS
                                     or CUDA_NO_LAYER */
     pass current_pass;
@@ -202,6 +206,13 @@ int cuda_fc_backward_weights(backend *b, int layer);
 int cuda_sgd_setup(backend *b);
 int cuda_loss_run(backend *b);
 int cuda_sgd_run(backend *b, const sgd_params *sgd);
+
+/* One step under Nsight Compute's --profile-from-start off (cuda_profile.cu):
+ * setup reads ROOFLINE_PROFILE_STEP; begin at the first layer's forward, end
+ * after the update. */
+int cuda_profile_setup(backend *b);
+int cuda_profile_step_begin(backend *b);
+int cuda_profile_step_end(backend *b);
 
 /* Launch geometry: a grid-stride loop over n elements. */
 static inline unsigned cuda_blocks(const backend *b, int64_t n, int threads)
