@@ -92,7 +92,8 @@ TEST_BIN := $(BUILD)/tests/unit
 
 CU_SRCS := $(shell find models counters peaks tests -name '*.cu' 2>/dev/null)
 CU_OBJS := $(CU_SRCS:%.cu=$(BUILD)/cu/%.o)
-# Each tests/gpu/*.cu is a program; device_check runs first and decides whether to skip.
+# Each tests/gpu/*.cu is a program; device_check runs first and decides whether to skip;
+# every other one runs even after one fails (the failed ones are listed last).
 GPU_TESTS := $(patsubst tests/gpu/%.cu,$(BUILD)/tests/gpu/%,$(wildcard tests/gpu/*.cu))
 
 # ---- targets -----------------------------------------------------------------
@@ -220,14 +221,18 @@ else
 	@$(MAKE) --no-print-directory $(GPU_TESTS)
 	@out=$$($(BUILD)/tests/gpu/device_check); status=$$?; echo "$$out"; \
 	 if grep -q '^skipped:' <<<"$$out"; then exit 0; fi; [ $$status -eq 0 ] || exit $$status; \
-	 for t in $(filter-out %/device_check,$(GPU_TESTS)); do echo "== $$t"; $$t || exit 1; done
+	 failed=; for t in $(filter-out %/device_check,$(GPU_TESTS)); do echo "== $$t"; \
+	   $$t || failed="$$failed $${t##*/}"; done; \
+	 [ -z "$$failed" ] || { echo "test-gpu: failed:$$failed"; exit 1; }
 endif
 
-# The one command that validates a GPU node (scripts/check_gpu.sh): build for
-# the GPU present, test-gpu, the gpu-quick row with its report, PyTorch side
-# by side. OUT=dir keeps the results elsewhere.
+# The one command that proves the GPU code on a GPU node (scripts/check_gpu.sh
+# says what each stage does and how long it takes): STAGES=build,test,peaks,
+# allreduce,train,torch,ddp,counters (default all), OUT=dir, DEADLINE=seconds,
+# TAR=file.tgz; taken from the command line only (the device tool's machines
+# export an OUT of their own).
 check-gpu:
-	@scripts/check_gpu.sh $(if $(OUT),OUT='$(OUT)')
+	@scripts/check_gpu.sh $(foreach v,OUT STAGES DEADLINE TAR,$(if $(filter command line,$(origin $(v))),$(v)='$($(v))'))
 
 deps:
 	@scripts/deps.sh

@@ -1,128 +1,475 @@
 #!/usr/bin/env bash
-# `make check-gpu`: the one command that validates a GPU node. Builds for the
-# GPU present, runs `make test-gpu`, runs the `gpu-quick` row of run_matrix.md
-# into a run folder with its report, and where `python3 -c 'import torch'`
-# works runs scripts/pytorch_ref.py on the same GPU with the same models,
-# batches and precisions; then prints one table: model, precision, ours and
-# PyTorch's images/s, their ratio, and each one's peak device memory.
+# `make check-gpu`: the one command that proves the suite's GPU code on a GPU
+# node, in stages, so that a session with a lent GPU (at most 10 minutes a
+# command) runs it in three calls. Every stage's output stays under OUT
+# (OUT/<stage>/, its log, its result lines), with its wall time beside its
+# estimate in the summary table printed last.
 #
-# It uses only what a GPU node has (CUDA, cuDNN, NCCL, a compiler, maybe
-# torch): without oneDNN, Criterion or gnuplot it says what is skipped and
-# goes on. Every stage's output is kept under OUT (default
-# runs/check-gpu/<time>), with each stage's wall time.
+#   scripts/check_gpu.sh [STAGES=a,b,...] [OUT=dir] [JOBS=n] [DEADLINE=s] [TAR=file.tgz]
+#                        [BUILD=dir] [BIN=dir]          (GPU_ARCH from the environment: native)
+#   make check-gpu [STAGES=...] [OUT=...] [DEADLINE=...] [TAR=...]
 #
-#   scripts/check_gpu.sh [OUT=dir] [JOBS=n]     (GPU_ARCH from the environment: native)
+# Stages run in this order whatever order STAGES gives them (default: all).
+# Device time estimated from the work each does on one H100 with 16 cores
+# (none of it has run on a GPU yet: the summary puts the real wall time beside
+# each estimate):
+#   stage      est.  what
+#   build       30 s make all and the tests/gpu programs for the GPU present (make info
+#                    first); nvcc for one architecture, 16 jobs; seconds when built
+#   test       270 s every tests/gpu program (make test-gpu's: device, every layer in
+#                    every precision, whole training steps, CUPTI metric and trace
+#                    passes (and ncu beside them where it is), the NCCL transport, the
+#                    peaks kernels and the full GEMM sweep), each with its log and time
+#   peaks       60 s bin/peaks --gpu --quick; scripts/pytorch_bandwidth.py beside it
+#   allreduce   40 s bin/allreduce --transport nccl, 1 KiB..1 GiB, one rank (under
+#                    mpirun where it is)
+#   train      300 s the gpu-quick row of run_matrix.md (scripts/bench.sh): 8
+#                    configurations x (1 repeat + 1 trace pass), each process searching
+#                    its cuDNN algorithms; quick peaks; the report
+#   torch      150 s scripts/pytorch_ref.py on the same 8 configurations (a process and a
+#                    cudnn.benchmark search each); the table: ours and PyTorch's images/s
+#                    and peak memory (ours from this OUT's train stage)
+#   ddp         60 s resnet50 bf16 batch 64: one NCCL rank (mpirun -np 1 bin/train --ddp)
+#                    and the plain step; the losses of the timed steps compared
+#   counters   330 s resnet50 bf16 batch 64 --trace --counters cupti: kernels per step,
+#                    replay passes, the metric pass's wall time, the timing pass's
+#                    overhead on the step; then ncu on one step of the same run with the
+#                    same metrics, totals side by side (skipped where ncu is missing)
+#
+# Three calls of the device tool's `run` (timeout_s 600, no carry: each call
+# builds, about 30 s, nothing when the machine is still warm from the call
+# before, so issue them back to back):
+#   scripts/check_gpu.sh STAGES=build,test,peaks,allreduce DEADLINE=570 OUT=runs/check-gpu/1 TAR=$OUT/check-gpu-1.tgz
+#   scripts/check_gpu.sh STAGES=build,ddp,counters DEADLINE=570 OUT=runs/check-gpu/2 TAR=$OUT/check-gpu-2.tgz
+#   scripts/check_gpu.sh STAGES=build,train,torch DEADLINE=570 OUT=runs/check-gpu/3 TAR=$OUT/check-gpu-3.tgz
+# (about 400, 420 and 480 s estimated). DEADLINE=s: no stage starts with less
+# than 30 s left (30 s more are kept for the end); each runs under `timeout`
+# with what is left (a stage cut short reads "timed out", one never started
+# "not run"), so the summary and the archive always come before the caller's
+# limit. TAR=file: OUT archived there at the end (the device tool brings back
+# 8 files at most).
+#
+# Only what a GPU node has is needed (CUDA, cuDNN, NCCL, CUPTI, a compiler;
+# mpirun, torch and ncu where present): without oneDNN, Criterion or gnuplot
+# it says what is skipped and goes on. Exit status: 0 every stage run passed
+# (or was skipped for a missing optional tool), 1 one failed, timed out or was
+# not started, 2 a bad argument or no GPU. MAKE, PYTHON, BENCH (the runner) and
+# NCU may be set in the environment (tests/test_check_gpu.c runs the whole flow
+# with fakes of them and of nvidia-smi, mpirun and the programs).
 set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
+SELF=scripts/check_gpu.sh
 
-OUT='' JOBS=''
+ALL_STAGES=(build test peaks allreduce train torch ddp counters)
+declare -A ESTIMATE=([build]=30 [test]=270 [peaks]=60 [allreduce]=40 [train]=300 [torch]=150
+    [ddp]=60 [counters]=330)
+# under DEADLINE: seconds kept for the summary and the archive, and the least a
+# stage is started with (the tests make both small)
+RESERVE=${CHECK_GPU_RESERVE:-30} MIN_STAGE_S=${CHECK_GPU_MIN_STAGE:-30}
+MODEL=resnet50 PREC=bf16 BATCH=64 # the counters and ddp stages' step (issue 14's figures)
+
+# ---- one stage, in a process of its own (run by the loop below) --------------------
+
+# Lines of OUT/<stage>/result.txt: what the summary prints for the stage.
+result() {
+    echo "$*" >>"$OUT/$STAGE/result.txt"
+}
+
+# The median of the numbers on stdin (empty without any).
+median() {
+    sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
+}
+
+# skip WHY: the stage cannot run here for a missing optional tool (exit 3).
+skip() {
+    result "skipped: $*"
+    exit 3
+}
+
+# A program that must be there.
+need() {
+    [[ -x $1 ]] || {
+        result "$1 is missing: run the build stage (STAGES=build,...)"
+        exit 1
+    }
+}
+
+have_torch() {
+    "$PYTHON" -c 'import torch, torchvision; assert torch.cuda.is_available()' >"$OUT/$STAGE/torch-import.txt" 2>&1
+}
+
+# mpirun -np 1 where mpirun is (root needs Open MPI's consent), else alone.
+one_rank() {
+    if command -v mpirun >/dev/null 2>&1; then
+        mpirun -np 1 "$@"
+    else
+        "$@"
+    fi
+}
+
+stage_build() {
+    ${MAKE:-make} --no-print-directory info >"$OUT/build/info.txt" 2>&1
+    grep -E 'missing' "$OUT/build/info.txt" | sed 's/^ */not built here: /' >>"$OUT/build/result.txt"
+    local tests=()
+    for t in tests/gpu/*.cu; do
+        t=${t##*/}
+        tests+=("$BUILD/tests/gpu/${t%.cu}")
+    done
+    ${MAKE:-make} --no-print-directory -j"$JOBS" GPU_ARCH="$GPU_ARCH" BUILD="$BUILD" BIN="$BIN" \
+        all "${tests[@]}" || return 1
+    result "built $BIN/ and ${#tests[@]} GPU test programs in $BUILD/tests/gpu/ for GPU_ARCH=$GPU_ARCH"
+}
+
+# Every tests/gpu program, device_check first (it decides whether to skip), from
+# the repository root (cuda_train_check reads tests/gpu/cpu_losses.csv).
+stage_test() {
+    local dir=$OUT/test status=0 t name t0 rc
+    need "$BUILD/tests/gpu/device_check"
+    "$BUILD/tests/gpu/device_check" >"$dir/device_check.log" 2>&1
+    rc=$?
+    if grep -q '^skipped:' "$dir/device_check.log"; then
+        result "device_check: $(grep -m1 '^skipped:' "$dir/device_check.log")"
+        return 1 # a GPU node that test-gpu skips is a failure of the check
+    fi
+    result "device_check: $( ((rc == 0)) && echo ok || echo "FAILED (exit $rc)") ($(grep -m1 '^device 0' "$dir/device_check.log"))"
+    ((rc == 0)) || status=1
+    for t in tests/gpu/*.cu; do
+        name=${t##*/}
+        name=${name%.cu}
+        [[ $name == device_check ]] && continue
+        need "$BUILD/tests/gpu/$name"
+        t0=$SECONDS
+        "$BUILD/tests/gpu/$name" >"$dir/$name.log" 2>&1
+        rc=$?
+        result "$(printf '%-18s %s in %d s: %s' "$name" "$( ((rc == 0)) && echo ok || echo "FAILED (exit $rc)")" \
+            $((SECONDS - t0)) "$(grep -E '^[0-9]+ passed, [0-9]+ failed|^skipped' "$dir/$name.log" | tail -n 1)")"
+        grep -E '^(FAIL|SKIP)' "$dir/$name.log" | head -n 12 | sed "s/^/  $name: /" >>"$dir/result.txt"
+        ((rc == 0)) || status=1
+    done
+    return $status
+}
+
+# hbm_copy and hbm_triad: ours (bin/peaks) and PyTorch's, side by side.
+stage_peaks() {
+    local dir=$OUT/peaks status=0
+    need "$BIN/peaks"
+    "$BIN/peaks" --gpu --quick --env check-gpu --out "$dir/peaks.csv" >"$dir/peaks.log" 2>&1 || status=1
+    if [[ ! -f $dir/peaks.csv ]]; then
+        result "bin/peaks --gpu --quick: FAILED (no peaks.csv; see peaks.log)"
+        return 1
+    fi
+    result "bin/peaks --gpu --quick: $(($(wc -l <"$dir/peaks.csv") - 1)) rows$( ((status)) && echo ", exit non-zero")"
+    awk -F, 'NR > 1 && /suspect:/ { print "  suspect (measured again and still off): " $3 }' "$dir/peaks.csv" >>"$dir/result.txt"
+    if have_torch; then
+        "$PYTHON" scripts/pytorch_bandwidth.py --env check-gpu --out "$dir/pytorch_bandwidth.csv" \
+            >"$dir/pytorch_bandwidth.log" 2>&1 || status=1
+    else
+        result "PyTorch with CUDA not importable ($(tail -n 1 "$dir/torch-import.txt")): no side by side"
+    fi
+    result "$(printf '%-12s %12s %12s %7s' ceiling 'ours GB/s' 'torch GB/s' ratio)"
+    local c ours theirs
+    for c in hbm_copy hbm_triad hbm_read hbm_write l2 l1 smem pcie_h2d pcie_d2h; do
+        ours=$(awk -F, -v c="$c" 'NR > 1 && $3 == c { print $4; exit }' "$dir/peaks.csv")
+        theirs=$(awk -F, -v c="$c" 'NR > 1 && $3 == c { print $4; exit }' "$dir/pytorch_bandwidth.csv" 2>/dev/null)
+        [[ -z $ours && -z $theirs ]] && continue
+        result "$(printf '%-12s %12s %12s %7s' "$c" "${ours:--}" "${theirs:--}" \
+            "$([[ -n $ours && -n $theirs ]] && awk -v a="$ours" -v b="$theirs" 'BEGIN { printf "%.2f", a / b }' || echo -)")"
+    done
+    for c in fp64_fma fp32_fma fp16_fma tf32_tensor fp16_tensor bf16_tensor fp8_tensor; do
+        ours=$(awk -F, -v c="$c" 'NR > 1 && $3 == c { printf "%.1f TFLOP/s (spec %s)", $4 / 1000, $7 == "" ? "-" : sprintf("%.1f", $7 / 1000); exit }' "$dir/peaks.csv")
+        [[ -n $ours ]] && result "$(printf '%-12s %s' "$c" "$ours")"
+    done
+    return $status
+}
+
+stage_allreduce() {
+    local dir=$OUT/allreduce
+    need "$BIN/allreduce"
+    one_rank "$BIN/allreduce" --transport nccl --env check-gpu --out "$dir/allreduce.csv" \
+        --peaks-out "$dir/allreduce_peaks.csv" >"$dir/allreduce.log" 2>&1 || return 1
+    local sizes wrong
+    sizes=$(awk 'END { print NR - 1 }' "$dir/allreduce.csv")
+    wrong=$(awk -F, 'NR > 1 && $11 != "yes"' "$dir/allreduce.csv" | wc -l)
+    result "NCCL on one rank: $sizes sizes, $wrong with a wrong sum"
+    awk -F, 'NR > 1 { printf "  %s %.3f %s (%s)\n", $3, $4, $5, $6 }' "$dir/allreduce_peaks.csv" >>"$dir/result.txt"
+    ((sizes > 0 && wrong == 0))
+}
+
+stage_train() {
+    local dir=$OUT/train run ok failed
+    need "$BIN/train"
+    ${BENCH:-scripts/bench.sh} gpu-quick RUN=new RUNS_DIR="$dir/runs" BIN="$BIN" >"$dir/bench.log" 2>&1
+    local rc=$?
+    # shellcheck disable=SC2012 # run ids are letters, digits and '-'
+    run=$(ls -d "$dir"/runs/gpu-quick/*/ 2>/dev/null | tail -n 1)
+    run=${run%/}
+    if [[ -z $run ]]; then
+        result "scripts/bench.sh gpu-quick: no run folder (exit $rc; see bench.log)"
+        return 1
+    fi
+    echo "$run" >"$dir/run_folder.txt"
+    ok=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "status") s = i } NR > 1 && $s == "ok"' "$run/configs.csv" 2>/dev/null | wc -l)
+    failed=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "status") s = i } NR > 1 && $s != "ok"' "$run/configs.csv" 2>/dev/null | wc -l)
+    result "run folder $run: $ok processes ok, $failed not (bench.sh exit $rc); report: $([[ -f $run/report.html ]] && echo "$run/report.html" || echo none)"
+    grep -E 'failed|FAILED' "$dir/bench.log" | head -n 8 | sed 's/^/  /' >>"$dir/result.txt"
+    return $rc
+}
+
+# images/s and peak GiB of one configuration in a steps.csv: median step, largest memory
+config_figures() { # MODEL RES BATCH PREC FILE -> "img/s GiB" or "- -"
+    awk -F, -v m="$1" -v r="$2" -v b="$3" -v p="$4" \
+        'NR > 1 && $3 == m && $4 == r && $5 == b && $6 == p { print $11, $14 }' "$5" 2>/dev/null |
+        sort -g | awk -v b="$3" '{ ms[NR] = $1; if ($2 > mem) mem = $2 }
+            END { if (!NR) { print "- -"; exit }
+                  med = NR % 2 ? ms[(NR + 1) / 2] : (ms[NR / 2] + ms[NR / 2 + 1]) / 2
+                  printf "%.1f %.2f\n", b / med * 1000, mem / 2^30 }'
+}
+
+stage_torch() {
+    local dir=$OUT/torch torch_csv=$OUT/torch/pytorch_steps.csv status=0 ours_csv=-
+    need "$BIN/matrix"
+    have_torch || skip "PyTorch with CUDA is not importable ($(tail -n 1 "$dir/torch-import.txt"))"
+    [[ -f $OUT/train/run_folder.txt ]] && ours_csv=$(cat "$OUT/train/run_folder.txt")/steps.csv
+    local model res batch prec warmup iters
+    while IFS=$'\t' read -r model res batch prec warmup iters _; do
+        "$PYTHON" scripts/pytorch_ref.py --device cuda --channels-last --model "$model" --res "$res" \
+            --batch "$batch" --precision "$prec" --warmup "$warmup" --iters "$iters" \
+            --env check-gpu --out "$torch_csv" >"$dir/pytorch_${model}_$prec.log" 2>&1 || {
+            status=1
+            result "pytorch_ref $model $prec: FAILED (see pytorch_${model}_$prec.log)"
+        }
+    done < <("$BIN/matrix" gpu-quick)
+    result "$(printf '%-13s %-5s %5s %11s %11s %6s %9s %9s' model prec batch 'ours img/s' 'torch img/s' ratio 'ours GiB' 'torch GiB')"
+    local o t
+    while IFS=$'\t' read -r model res batch prec _; do
+        read -r o_ips o_gib <<<"$(config_figures "$model" "$res" "$batch" "$prec" "$ours_csv")"
+        read -r t_ips t_gib <<<"$(config_figures "$model" "$res" "$batch" "$prec" "$torch_csv")"
+        o=-
+        [[ $o_ips != - && $t_ips != - ]] && o=$(awk -v a="$o_ips" -v b="$t_ips" 'BEGIN { printf "%.2f", a / b }')
+        result "$(printf '%-13s %-5s %5s %11s %11s %6s %9s %9s' "$model" "$prec" "$batch" "$o_ips" "$t_ips" "$o" "$o_gib" "$t_gib")"
+    done < <("$BIN/matrix" gpu-quick)
+    result "(ratio = ours / PyTorch in images/s, medians of the timed steps; ours from ${ours_csv/#-/no train stage in this OUT}; memory: what our backend holds, torch.cuda.max_memory_allocated)"
+    return $status
+}
+
+# The losses of one steps.csv as "iter loss" lines, sorted as join wants them.
+losses() {
+    awk -F, 'NR > 1 { print $10, $13 }' "$1" 2>/dev/null | sort -k1,1
+}
+
+stage_ddp() {
+    local dir=$OUT/ddp args
+    need "$BIN/train"
+    args=(--backend cuda --model "$MODEL" --precision "$PREC" --batch "$BATCH" --warmup 2 --iters 5 --env check-gpu)
+    "$BIN/train" "${args[@]}" --out "$dir/plain.csv" >"$dir/plain.log" 2>&1 || {
+        result "plain step: FAILED (see plain.log)"
+        return 1
+    }
+    one_rank "$BIN/train" "${args[@]}" --ddp --out "$dir/ddp.csv" >"$dir/ddp.log" 2>&1 || {
+        result "one-rank NCCL DDP step: FAILED (see ddp.log)"
+        return 1
+    }
+    grep -E '^ddp' "$dir/ddp.log" | head -n 6 | sed 's/^/  /' >>"$dir/result.txt"
+    # bf16: the two processes each choose their cuDNN algorithms by timing, and
+    # some backward-filter algorithms sum with atomics: equal to bf16 rounding
+    join <(losses "$dir/plain.csv") <(losses "$dir/ddp.csv") |
+        awk -v tol=1e-2 '{ d = ($2 - $3) / ($2 != 0 ? $2 : 1); d = d < 0 ? -d : d; if (d > worst) worst = d
+                           if ($2 != $3) same = 0; n++ }
+            BEGIN { same = 1 }
+            END { printf "%s %s b%s, %d timed steps: losses of the one-rank NCCL path against the plain path: largest relative difference %.3g (%s; %s allowed)\n",
+                         ENVIRON["MODEL"], ENVIRON["PREC"], ENVIRON["BATCH"], n, worst, same ? "bit-identical" : "not bit-identical", tol
+                  exit !(n > 0 && worst <= tol) }' >>"$dir/result.txt"
+}
+
+stage_counters() {
+    local dir=$OUT/counters args t0 plain_s ncu_s
+    need "$BIN/train"
+    args=(--backend cuda --model "$MODEL" --precision "$PREC" --batch "$BATCH" --env check-gpu)
+    t0=$SECONDS
+    "$BIN/train" "${args[@]}" --warmup 3 --iters 10 --trace "$dir/kernels.csv" --counters cupti \
+        --out "$dir/steps.csv" >"$dir/train.log" 2>&1 || {
+        result "bin/train --trace --counters cupti: FAILED (see train.log)"
+        return 1
+    }
+    result "bin/train $MODEL $PREC batch $BATCH --trace --counters cupti: $((SECONDS - t0)) s for the whole process"
+    grep -E '^train: trace:|^trace:' "$dir/train.log" | sed 's/^/  /' >>"$dir/result.txt"
+    if ! grep -q 'FLOPs and bytes cupti' "$dir/train.log"; then
+        result "the metric pass did not count (counters refused or unavailable: see above): no ncu side by side"
+        return 1
+    fi
+    local ncu=${NCU:-}
+    [[ -n $ncu && -x $ncu ]] || skip "Nsight Compute (ncu) not found: no side by side"
+    # the metrics the suite's pass reads for a bf16 step on GH100 (counters/README.md)
+    local metrics=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,l1tex__t_bytes.sum
+    local op
+    for op in dadd dmul dfma fadd fmul ffma hadd hmul hfma; do
+        metrics+=,smsp__sass_thread_inst_executed_op_${op}_pred_on.sum
+    done
+    metrics+=,sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32.sum,sm__ops_path_tensor_op_hmma_src_bf16_dst_fp32.sum
+    metrics=${NCU_METRICS:-$metrics}
+    # the same process without ncu, so that ncu's own time can be told apart
+    t0=$SECONDS
+    "$BIN/train" "${args[@]}" --warmup 1 --iters 1 >"$dir/plain.log" 2>&1 || {
+        result "bin/train (1 + 1 steps, the process ncu runs): FAILED (see plain.log)"
+        return 1
+    }
+    plain_s=$((SECONDS - t0))
+    t0=$SECONDS
+    ROOFLINE_PROFILE_STEP=2 "$ncu" --profile-from-start off --replay-mode kernel --cache-control none \
+        --clock-control none --metrics "$metrics" -f -o "$dir/ncu" \
+        "$BIN/train" "${args[@]}" --warmup 1 --iters 1 >"$dir/ncu.log" 2>&1 || {
+        result "ncu on one step: FAILED (see ncu.log)"
+        return 1
+    }
+    ncu_s=$((SECONDS - t0))
+    "$ncu" --import "$dir/ncu.ncu-rep" --csv --page raw >"$dir/ncu.csv" 2>"$dir/ncu-import.log" || {
+        result "ncu --import: FAILED (see ncu-import.log)"
+        return 1
+    }
+    result "ncu, same metrics, one step (--replay-mode kernel, no cache flush, no clock control): $ncu_s s for the process, $plain_s s without ncu: about $((ncu_s - plain_s)) s of profiling"
+    "$PYTHON" scripts/check_gpu_ncu.py "$dir/ncu.csv" "$dir/kernels.csv" >>"$dir/result.txt" 2>"$dir/compare.log"
+}
+
+if [[ -n ${CHECK_GPU_STAGE:-} ]]; then
+    STAGE=$CHECK_GPU_STAGE
+    "stage_$STAGE"
+    exit $?
+fi
+
+# ---- options -------------------------------------------------------------------
+
+OUT='' JOBS='' STAGES='' DEADLINE='' TAR='' BUILD='' BIN=''
 for arg in "$@"; do
     case $arg in
     OUT=*) OUT=${arg#OUT=} ;;
     JOBS=*) JOBS=${arg#JOBS=} ;;
+    STAGES=*) STAGES=${arg#STAGES=} ;;
+    DEADLINE=*) DEADLINE=${arg#DEADLINE=} ;;
+    TAR=*) TAR=${arg#TAR=} ;;
+    BUILD=*) BUILD=${arg#BUILD=} ;;
+    BIN=*) BIN=${arg#BIN=} ;;
     *)
-        echo "check-gpu: unexpected argument '$arg' (accepted: OUT=, JOBS=)" >&2
+        echo "check-gpu: unexpected argument '$arg' (accepted: STAGES=, OUT=, JOBS=, DEADLINE=, TAR=, BUILD=, BIN=)" >&2
         exit 2
         ;;
     esac
 done
+declare -A wanted=()
+IFS=, read -r -a listed <<<"${STAGES:-$(
+    IFS=,
+    echo "${ALL_STAGES[*]}"
+)}"
+for s in "${listed[@]}"; do
+    if [[ -z ${ESTIMATE[$s]+x} ]]; then
+        echo "check-gpu: STAGES: unknown stage '$s' (stages: ${ALL_STAGES[*]})" >&2
+        exit 2
+    fi
+    wanted[$s]=1
+done
+if [[ -n $DEADLINE && ! $DEADLINE =~ ^[1-9][0-9]{0,5}$ ]]; then
+    echo "check-gpu: DEADLINE: '$DEADLINE' is not a number of seconds 1..999999" >&2
+    exit 2
+fi
+if [[ -n $JOBS && ! $JOBS =~ ^[1-9][0-9]{0,3}$ ]]; then
+    echo "check-gpu: JOBS: '$JOBS' is not a number of jobs 1..9999" >&2
+    exit 2
+fi
 OUT=${OUT:-runs/check-gpu/$(date -u +%Y%m%dT%H%M%SZ)}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
 GPU_ARCH=${GPU_ARCH:-native}
+BUILD=${BUILD:-build-${GPU_ARCH// /_}} BIN=${BIN:-bin-${GPU_ARCH// /_}}
 PYTHON=${PYTHON:-python3}
-BUILD=build-$GPU_ARCH BIN=bin-$GPU_ARCH
-BUILD=${BUILD// /_} BIN=${BIN// /_}
-mkdir -p "$OUT" || exit 1
-failures=()
+mkdir -p "$OUT" || exit 2
+# Open MPI refuses root without both (the device machines run commands as root);
+# and where neither ssh nor rsh is installed (a container) Open MPI 4's rsh
+# launcher aborts mpirun, and a singleton's MPI_Init, even for one local rank
+# (open-mpi/ompi#12386): the local launcher then does without it
+[[ $EUID -eq 0 ]] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+if [[ -z ${OMPI_MCA_plm:-} ]] && ! command -v ssh >/dev/null 2>&1 && ! command -v rsh >/dev/null 2>&1; then
+    export OMPI_MCA_plm=^rsh
+fi
+# Nsight Compute, on PATH (cupti_check looks for it there) wherever it is installed
+# shellcheck disable=SC2012 # fixed install paths
+NCU=${NCU-$(command -v ncu || ls "${CUDA_HOME:-/usr/local/cuda}"/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)}
+[[ -n $NCU ]] && PATH=$(dirname "$NCU"):$PATH
+export NCU PATH
+export OUT JOBS GPU_ARCH BUILD BIN PYTHON MODEL PREC BATCH PYTHONUNBUFFERED=1
 
 say() {
     echo "check-gpu: $*" | tee -a "$OUT/check.log" >&2
-}
-
-# stage NAME LOG command...: runs a stage with its output in OUT/LOG, says how
-# long it took and whether it passed.
-stage() {
-    local name=$1 log=$OUT/$2 t0 status
-    shift 2
-    t0=$(date +%s)
-    say "$name ..."
-    "$@" >"$log" 2>&1
-    status=$?
-    say "$name: $([ $status -eq 0 ] && echo ok || echo "FAILED (exit $status)") in $(($(date +%s) - t0)) s (log: $log)"
-    ((status == 0)) || failures+=("$name")
-    return $status
 }
 
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >"$OUT/gpu.txt" 2>&1; then
     say "no GPU answers here (nvidia-smi -L: $(head -n 1 "$OUT/gpu.txt" 2>/dev/null)); nothing to check"
     exit 2
 fi
-say "$(head -n 1 "$OUT/gpu.txt"); results in $OUT"
-make --no-print-directory info >"$OUT/info.txt" 2>&1
-grep -E 'missing' "$OUT/info.txt" | sed 's/^ */check-gpu: skipped: /' | tee -a "$OUT/check.log" >&2
+say "$(head -n 1 "$OUT/gpu.txt"); stages ${listed[*]}; results in $OUT"
 
-stage "build for the GPU present" build.log \
-    make --no-print-directory -j"$JOBS" GPU_ARCH="$GPU_ARCH" BUILD=$BUILD BIN=$BIN all || {
-    say "the build failed: nothing else can run"
-    exit 1
-}
-stage "make test-gpu" test-gpu.log \
-    make --no-print-directory -j"$JOBS" GPU_ARCH="$GPU_ARCH" BUILD=$BUILD BIN=$BIN test-gpu
-grep -E '^(FAIL|skipped)' "$OUT/test-gpu.log" | head -n 40 | sed 's/^/check-gpu:   /' >&2
+# ---- the stages ------------------------------------------------------------------
 
-stage "the gpu-quick row" bench.log \
-    scripts/bench.sh gpu-quick RUN=new RUNS_DIR="$OUT/runs" BIN=$BIN
-run=$(ls -d "$OUT"/runs/gpu-quick/*/ 2>/dev/null | tail -n 1)
-run=${run%/}
-[[ -n $run ]] && say "run folder: $run (report: $run/report.html)"
+declare -A status=() took=()
+failures=0
+for s in "${ALL_STAGES[@]}"; do
+    [[ -n ${wanted[$s]:-} ]] || continue
+    rm -rf "${OUT:?}/$s" && mkdir -p "$OUT/$s"
+    if [[ $s != build && -n ${status[build]:-} && ${status[build]} != ok ]]; then
+        status[$s]="not run (the build failed)" took[$s]=0
+        failures=$((failures + 1))
+        continue
+    fi
+    limit=()
+    if [[ -n $DEADLINE ]]; then
+        left=$((DEADLINE - SECONDS - RESERVE))
+        if ((left < MIN_STAGE_S)); then
+            status[$s]="not run (deadline: ${left} s left)" took[$s]=0
+            say "$s: not started, $((DEADLINE - SECONDS)) s left of DEADLINE=$DEADLINE"
+            failures=$((failures + 1))
+            continue
+        fi
+        limit=(timeout --kill-after=10 "$left")
+    fi
+    say "$s (estimated ${ESTIMATE[$s]} s) ..."
+    t0=$SECONDS
+    CHECK_GPU_STAGE=$s "${limit[@]}" bash "$SELF" >"$OUT/$s/$s.log" 2>&1
+    rc=$?
+    took[$s]=$((SECONDS - t0))
+    case $rc in
+    0) status[$s]=ok ;;
+    3) status[$s]=skipped ;;
+    124 | 137) status[$s]="timed out (DEADLINE)" ;;
+    *) status[$s]="FAILED (exit $rc)" ;;
+    esac
+    [[ ${status[$s]} == ok || ${status[$s]} == skipped ]] || failures=$((failures + 1))
+    say "$s: ${status[$s]} in ${took[$s]} s"
+done
 
-# ---- PyTorch on the same GPU, same configurations --------------------------------
-torch_csv=$OUT/pytorch_steps.csv
-if "$PYTHON" -c 'import torch, torchvision; assert torch.cuda.is_available()' 2>"$OUT/torch.txt"; then
-    while IFS=$'\t' read -r model res batch prec warmup iters _; do
-        [[ -z $model || $model == \#* ]] && continue
-        stage "pytorch $model $prec" "pytorch_${model}_$prec.log" \
-            "$PYTHON" scripts/pytorch_ref.py --device cuda --channels-last --model "$model" \
-            --res "$res" --batch "$batch" --precision "$prec" --warmup "$warmup" \
-            --iters "$iters" --env check-gpu --out "$torch_csv"
-    done < <("$BIN/matrix" gpu-quick)
-else
-    say "skipped: PyTorch with CUDA is not importable ($(tail -n 1 "$OUT/torch.txt")): no side-by-side table"
-fi
+# ---- the summary ----------------------------------------------------------------
 
-# ---- the table ------------------------------------------------------------------
-# median step_ms and largest peak_mem_bytes of one configuration in a steps.csv
-median_ms() {
-    awk -F, -v m="$1" -v r="$2" -v b="$3" -v p="$4" \
-        'NR > 1 && $3 == m && $4 == r && $5 == b && $6 == p { print $11 }' "$5" 2>/dev/null |
-        sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
-}
-peak_gib() {
-    awk -F, -v m="$1" -v r="$2" -v b="$3" -v p="$4" \
-        'NR > 1 && $3 == m && $4 == r && $5 == b && $6 == p && $14 > x { x = $14 } END { if (x) printf "%.2f", x / 2^30 }' "$5" 2>/dev/null
-}
 {
-    printf '%-14s %-5s %5s %12s %12s %7s %10s %10s\n' model prec batch "ours img/s" \
-        "torch img/s" ratio "ours GiB" "torch GiB"
-    while IFS=$'\t' read -r model res batch prec _; do
-        [[ -z $model || $model == \#* ]] && continue
-        ours=$([[ -n $run ]] && median_ms "$model" "$res" "$batch" "$prec" "$run/steps.csv")
-        theirs=$(median_ms "$model" "$res" "$batch" "$prec" "$torch_csv")
-        ips() { [[ -n $1 ]] && awk -v b="$batch" -v ms="$1" 'BEGIN { printf "%.1f", b / ms * 1000 }' || echo -; }
-        ratio=-
-        [[ -n $ours && -n $theirs ]] && ratio=$(awk -v a="$ours" -v b="$theirs" 'BEGIN { printf "%.2f", b / a }')
-        printf '%-14s %-5s %5s %12s %12s %7s %10s %10s\n' "$model" "$prec" "$batch" \
-            "$(ips "$ours")" "$(ips "$theirs")" "$ratio" \
-            "$([[ -n $run ]] && peak_gib "$model" "$res" "$batch" "$prec" "$run/steps.csv" || true)" \
-            "$(peak_gib "$model" "$res" "$batch" "$prec" "$torch_csv")"
-    done < <("$BIN/matrix" gpu-quick)
-} | tee "$OUT/table.txt"
-echo "(ratio = ours / PyTorch in images/s; medians of the timed steps; peak memory: the" \
-    "device memory the suite's backend holds, torch.cuda.max_memory_allocated for PyTorch)" |
-    tee -a "$OUT/table.txt"
+    echo
+    echo "== check-gpu summary: $(head -n 1 "$OUT/gpu.txt")"
+    printf '%-10s %-26s %7s %7s  %s\n' stage status 'wall s' 'est. s' log
+    for s in "${ALL_STAGES[@]}"; do
+        [[ -n ${status[$s]:-} ]] || continue
+        printf '%-10s %-26s %7s %7s  %s\n' "$s" "${status[$s]}" "${took[$s]}" "${ESTIMATE[$s]}" "$OUT/$s/$s.log"
+    done
+    for s in "${ALL_STAGES[@]}"; do
+        [[ -s $OUT/$s/result.txt ]] || continue
+        echo "-- $s"
+        cat "$OUT/$s/result.txt"
+    done
+    if ((failures)); then
+        echo "== exit 1: $failures stage(s) failed, timed out or not run; $SECONDS s in all"
+    else
+        echo "== exit 0: every stage run passed (or was skipped for a missing tool); $SECONDS s in all"
+    fi
+} | tee "$OUT/summary.txt"
 
-if ((${#failures[@]})); then
-    say "done in $SECONDS s: FAILED: ${failures[*]} (logs in $OUT)"
-    exit 1
+if [[ -n $TAR ]]; then
+    if tar czf "$TAR" -C "$(dirname "$OUT")" "$(basename "$OUT")" 2>"$OUT/tar.log"; then
+        say "archived $OUT in $TAR ($(du -h "$TAR" | cut -f1))"
+    else
+        say "archiving $OUT in $TAR failed: $(head -n 1 "$OUT/tar.log")"
+    fi
 fi
-say "done in $SECONDS s: every stage passed (logs in $OUT)"
+((failures == 0))

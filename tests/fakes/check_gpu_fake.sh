@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# Every outside program scripts/check_gpu.sh calls, faked for
+# tests/test_check_gpu.c, which links this file under each name: nvidia-smi,
+# mpirun, ncu, make, python, the runner (BENCH), bin/train, bin/peaks,
+# bin/allreduce and the tests/gpu programs. What each does is the least that
+# lets the script's stages read their results: the rows and lines the real
+# programs write. Calls are logged to $FAKE_LOG. Knobs: FAKE_NO_GPU,
+# FAKE_NO_TORCH, FAKE_FAIL=<name> (that program fails), FAKE_SLOW=<name>
+# (sleeps FAKE_SLEEP seconds first).
+set -u
+name=${0##*/}
+echo "$name $*" >>"${FAKE_LOG:-/dev/null}"
+[[ ${FAKE_SLOW:-} == "$name" ]] && sleep "${FAKE_SLEEP:-10}"
+if [[ ${FAKE_FAIL:-} == "$name" ]]; then
+    echo "FAIL: $name broken on purpose"
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+
+# opt NAME ARGS...: the value of option NAME among ARGS
+opt() {
+    local want=$1
+    shift
+    while (($#)); do
+        [[ $1 == "$want" ]] && {
+            echo "${2:-}"
+            return
+        }
+        shift
+    done
+}
+
+# one steps.csv row per timed step (the header for a new file)
+steps_rows() { # FILE MODEL RES BATCH PREC ITERS STEP_MS
+    [[ -s $1 ]] || echo "env,backend,model,res,batch,precision,world_size,rank,repeat,iter,step_ms,images_per_s,loss,peak_mem_bytes" >"$1"
+    for ((i = 0; i < $6; i++)); do
+        echo "fake,cuda,$2,$3,$4,$5,1,0,0,$i,$7,1,6.$((9 - i)),2147483648" >>"$1"
+    done
+}
+
+case $name in
+nvidia-smi)
+    [[ -n ${FAKE_NO_GPU:-} ]] && {
+        echo "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver"
+        exit 9
+    }
+    echo "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-00000000-fake)"
+    ;;
+mpirun)
+    [[ $1 == -np && $2 == 1 ]] || exit 7
+    shift 2
+    exec "$@"
+    ;;
+make)
+    [[ " $* " == *" info "* ]] && echo "  gnuplot        missing  -> no figures"
+    exit "${FAKE_MAKE_RC:-0}"
+    ;;
+python)
+    case ${1:-} in
+    -c)
+        [[ -n ${FAKE_NO_TORCH:-} ]] && {
+            echo "ModuleNotFoundError: No module named 'torch'"
+            exit 1
+        }
+        ;;
+    *check_gpu_ncu.py) exec python3 "$@" ;;
+    *pytorch_bandwidth.py)
+        out=$(opt --out "$@")
+        {
+            echo "env,device,ceiling,value,unit,method,spec_value,threads_or_sms,notes"
+            echo "fake,H100,hbm_copy,2955,GB/s,pytorch,,,"
+            echo "fake,H100,hbm_triad,2995,GB/s,pytorch,,,"
+        } >"$out"
+        ;;
+    *pytorch_ref.py)
+        steps_rows "$(opt --out "$@")" "$(opt --model "$@")" "$(opt --res "$@")" "$(opt --batch "$@")" \
+            "$(opt --precision "$@")" "$(opt --iters "$@")" 200.0
+        ;;
+    *) exit 5 ;;
+    esac
+    ;;
+bench)
+    runs='' bin=''
+    for a in "$@"; do
+        case $a in RUNS_DIR=*) runs=${a#RUNS_DIR=} ;; BIN=*) bin=${a#BIN=} ;; esac
+    done
+    run=$runs/gpu-quick/20261123T000000Z
+    mkdir -p "$run"
+    echo "config,model,res,batch,precision,repeat,status,seconds,log" >"$run/configs.csv"
+    while IFS=$'\t' read -r model res batch prec _ iters _; do
+        steps_rows "$run/steps.csv" "$model" "$res" "$batch" "$prec" "$iters" 100.0
+        echo "1/8,$model,$res,$batch,$prec,1,ok,1.0,x.log" >>"$run/configs.csv"
+    done < <("$bin/matrix" gpu-quick)
+    echo "<html></html>" >"$run/report.html"
+    ;;
+train)
+    out=$(opt --out "$@") trace=$(opt --trace "$@") iters=$(opt --iters "$@")
+    [[ -n $out ]] && steps_rows "$out" "$(opt --model "$@")" 224 "$(opt --batch "$@")" \
+        "$(opt --precision "$@")" "${iters:-20}" 100.0
+    [[ " $* " == *" --ddp "* ]] && echo "ddp: 1 rank, nccl, 3 buckets; comm 1.0 ms, exposed 0.2 ms"
+    if [[ -n $trace ]]; then
+        {
+            echo "env,model,res,batch,precision,repeat,seq,kernel,layer,layer_type,phase,duration_ns,flops_fp64,flops_fp32,flops_fp16,flops_tensor,dram_read_bytes,dram_write_bytes,l2_bytes,l1_bytes,source"
+            echo "fake,resnet50,224,64,bf16,0,0,conv_kernel,conv1,conv,fwd,1000,0,200,0,1000000,4096,2048,8192,16384,cupti"
+            echo "fake,resnet50,224,64,bf16,0,1,bn_kernel,bn1,bn,fwd,500,0,600,8,0,1024,1024,2048,4096,cupti"
+        } >"$trace"
+        echo "trace: 2 rows to $trace (2 kernels, timing cupti, FLOPs and bytes cupti on GH100); kernels sum to 0.00 ms = 1.0% of the median step (100.00 ms); metric pass 1.5 s, 15 counters in 3 replay passes per kernel"
+        echo "trace: the traced step took 101.00 ms on the host, +1.0% against the median untraced step (the timing pass's overhead)"
+    fi
+    ;;
+ncu)
+    if [[ $1 == --import ]]; then
+        m=smsp__sass_thread_inst_executed_op
+        echo '"ID","Process ID","Kernel Name","dram__bytes_read.sum","dram__bytes_write.sum","lts__t_bytes.sum","l1tex__t_bytes.sum","'$m'_fadd_pred_on.sum","'$m'_ffma_pred_on.sum","'$m'_hfma_pred_on.sum","sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32.sum","sm__ops_path_tensor_op_hmma_src_bf16_dst_fp32.sum"'
+        echo '"","","","byte","byte","byte","byte","inst","inst","inst","",""'
+        echo '"0","1","conv_kernel","4,096","2,048","8,192","16,384","0","100","0","999,000","1,000"'
+        echo '"1","1","bn_kernel","1,024","1,024","2,048","4,096","200","200","2","0","0"'
+        exit 0
+    fi
+    [[ ${ROOFLINE_PROFILE_STEP:-} == 2 ]] || exit 3
+    rep=$(opt -o "$@")
+    touch "$rep.ncu-rep"
+    ;;
+peaks)
+    out=$(opt --out "$@")
+    {
+        echo "env,device,ceiling,value,unit,method,spec_value,threads_or_sms,notes"
+        echo "fake,H100,bf16_tensor,791000,GFLOP/s,cublasLt,989400,132,x"
+        echo "fake,H100,hbm_copy,2810,GB/s,own,3352,132,x"
+        echo "fake,H100,hbm_triad,2865,GB/s,own,3352,132,\"x; suspect: triad and copy\""
+    } >"$out"
+    ;;
+allreduce)
+    out=$(opt --out "$@") peaks=$(opt --peaks-out "$@")
+    {
+        echo "env,transport,world_size,nodes,dtype,bytes,iters,time_us,algbw_gbs,busbw_gbs,correct"
+        echo "fake,nccl,1,1,fp32,1024,100,5.000,0.2048,0.0000,yes"
+        echo "fake,nccl,1,1,fp32,1073741824,3,800.000,1342.1773,0.0000,yes"
+    } >"$out"
+    {
+        echo "env,device,ceiling,value,unit,method,spec_value,threads_or_sms,notes"
+        echo "fake,H100,allreduce,1342.1773,GB/s,nccl_allreduce,,1,x"
+        echo "fake,H100,allreduce_latency,5.000,us,nccl_allreduce,,1,x"
+    } >"$peaks"
+    ;;
+device_check)
+    echo "device 0: NVIDIA H100 80GB HBM3, 132 SMs, 79.1 GiB, compute 9.0"
+    echo "PASS: fake"
+    echo "1 passed, 0 failed"
+    ;;
+*)
+    echo "PASS: $name fake"
+    echo "3 passed, 0 failed"
+    ;;
+esac
+exit 0

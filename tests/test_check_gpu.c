@@ -1,0 +1,213 @@
+/* scripts/check_gpu.sh (make check-gpu) on a machine without a GPU: the whole
+ * flow over fakes of everything it calls (tests/fakes/check_gpu_fake.sh as
+ * nvidia-smi, mpirun, ncu, make, python, the runner, bin/train, bin/peaks,
+ * bin/allreduce and every tests/gpu program; bin/matrix is the real one over
+ * the real run_matrix.md), so that a broken line in any stage fails here and
+ * not on the next GPU node: every stage's results reach the summary, a
+ * failing stage does not stop the others, a failed build stops them, DEADLINE
+ * cuts a stage short and starts no other, a missing optional tool is a skip,
+ * bad arguments and a machine without a GPU exit 2. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers.h"
+
+#define FAKE ROOFLINE_SOURCE_DIR "/tests/fakes/check_gpu_fake.sh"
+
+/* A scratch folder with the fakes linked under their names. */
+static char *fakes(void)
+{
+    char *d = temp_dir();
+    cr_assert_eq(sh("cd '%s' && mkdir -p path bin build/tests/gpu && "
+                    "for n in nvidia-smi mpirun ncu; do ln -s '%s' path/$n || exit 1; done && "
+                    "for n in make python bench; do ln -s '%s' $n || exit 1; done && "
+                    "for n in train peaks allreduce; do ln -s '%s' bin/$n || exit 1; done && "
+                    "ln -s '%s/matrix' bin/matrix && "
+                    "for t in '%s'/tests/gpu/*.cu; do t=${t##*/}; ln -s '%s' build/tests/gpu/${t%%.cu} "
+                    "|| exit 1; done",
+                    d, FAKE, FAKE, FAKE, ROOFLINE_BIN_DIR, ROOFLINE_SOURCE_DIR, FAKE),
+                 0);
+    return d;
+}
+
+/* Runs the script with the fakes, extra environment and arguments; its exit
+ * status, its output (stdout and stderr) into d/stdout.txt. */
+static int check_gpu(const char *d, const char *env, const char *args)
+{
+    return sh("env -u NCU -u OUT PATH='%s/path':\"$PATH\" MAKE='%s/make' PYTHON='%s/python' "
+              "BENCH='%s/bench' FAKE_LOG='%s/calls.log' %s bash '%s/scripts/check_gpu.sh' "
+              "OUT='%s/out' BUILD='%s/build' BIN='%s/bin' %s >'%s/stdout.txt' 2>&1",
+              d, d, d, d, d, env, ROOFLINE_SOURCE_DIR, d, d, d, args, d);
+}
+
+/* The summary table's row of a stage: "stage status..." as printed. */
+static bool stage_is(const char *summary, const char *stage, const char *status)
+{
+    char row[128];
+    format_or_fail(row, sizeof row, "\n%-10s %s", stage, status);
+    return strstr(summary, row) != NULL;
+}
+
+Test(check_gpu, every_stage_over_fakes)
+{
+    char *d = fakes();
+    int rc = check_gpu(d, "", "");
+    char *out = read_text(d, "stdout.txt");
+    cr_expect_eq(rc, 0, "%s", out);
+    char *summary = read_text(d, "out/summary.txt");
+    const char *stages[] = {"build", "test", "peaks", "allreduce", "train", "torch", "ddp",
+                            "counters"};
+    for (size_t i = 0; i < sizeof stages / sizeof *stages; i++)
+        cr_expect(stage_is(summary, stages[i], "ok"), "%s not ok:\n%s", stages[i], summary);
+    /* each stage's results reached the summary */
+    cr_expect(strstr(summary, "cuda_train_check   ok"), "%s", summary);
+    cr_expect(strstr(summary, "device_check: ok (device 0: NVIDIA H100"), "%s", summary);
+    cr_expect(strstr(summary, "hbm_copy             2810         2955    0.95"), "%s", summary);
+    cr_expect(strstr(summary, "suspect (measured again and still off): hbm_triad"), "%s", summary);
+    cr_expect(strstr(summary, "bf16_tensor  791.0 TFLOP/s (spec 989.4)"), "%s", summary);
+    cr_expect(strstr(summary, "NCCL on one rank: 2 sizes, 0 with a wrong sum"), "%s", summary);
+    cr_expect(strstr(summary, "8 processes ok, 0 not"), "%s", summary);
+    /* ours 100 ms a step, PyTorch's 200 ms: 2560 and 1280 images/s at 256 */
+    cr_expect(strstr(summary, "resnet50      bf16    256      2560.0      1280.0   2.00      2.00      2.00"),
+              "%s", summary);
+    cr_expect(strstr(summary, "5 timed steps: losses of the one-rank NCCL path against the plain "
+                              "path: largest relative difference 0 (bit-identical"),
+              "%s", summary);
+    cr_expect(strstr(summary, "metric pass 1.5 s, 15 counters in 3 replay passes per kernel"),
+              "%s", summary);
+    cr_expect(strstr(summary, "the traced step took 101.00 ms on the host, +1.0%"), "%s", summary);
+    cr_expect(strstr(summary, "kernels in the step: suite 2, ncu 2"), "%s", summary);
+    cr_expect(strstr(summary, "suite and ncu agree within 2%"), "%s", summary);
+    cr_expect(strstr(summary, "== exit 0: every stage run passed"), "%s", summary);
+    cr_expect(strstr(out, "== check-gpu summary"), "the summary is printed last:\n%s", out);
+    /* what was called: one rank under mpirun, ncu on step 2 only */
+    char *calls = read_text(d, "calls.log");
+    cr_expect(strstr(calls, "mpirun -np 1 ") && strstr(calls, "allreduce --transport nccl"), "%s",
+              calls);
+    cr_expect(strstr(calls, "--ddp --out"), "%s", calls);
+    cr_expect(strstr(calls, "ncu --profile-from-start off"), "%s", calls);
+    cr_expect(strstr(calls, "sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32.sum"), "%s", calls);
+    free(calls);
+    free(summary);
+    free(out);
+    remove_temp_dir(d);
+}
+
+Test(check_gpu, archive_of_out)
+{
+    char *d = fakes();
+    char args[512];
+    format_or_fail(args, sizeof args, "STAGES=allreduce TAR='%s/cg.tgz'", d);
+    cr_expect_eq(check_gpu(d, "", args), 0);
+    char list[4096];
+    char cmd[1024];
+    format_or_fail(cmd, sizeof cmd, "tar tzf '%s/cg.tgz'", d);
+    cr_expect_eq(run_capture(cmd, list, sizeof list), 0);
+    cr_expect(strstr(list, "out/summary.txt") && strstr(list, "out/allreduce/allreduce.csv"), "%s",
+              list);
+    remove_temp_dir(d);
+}
+
+Test(check_gpu, a_failing_stage_does_not_stop_the_others)
+{
+    char *d = fakes();
+    cr_expect_eq(check_gpu(d, "FAKE_FAIL=cupti_check", "STAGES=build,test,peaks"), 1);
+    char *summary = read_text(d, "out/summary.txt");
+    cr_expect(stage_is(summary, "test", "FAILED (exit 1)"), "%s", summary);
+    cr_expect(stage_is(summary, "peaks", "ok"), "%s", summary);
+    cr_expect(strstr(summary, "cupti_check        FAILED (exit 1)"), "%s", summary);
+    cr_expect(strstr(summary, "cupti_check: FAIL: cupti_check broken on purpose"), "%s", summary);
+    cr_expect(strstr(summary, "cupti_trace_check  ok"), "the programs after it ran:\n%s", summary);
+    free(summary);
+    remove_temp_dir(d);
+}
+
+Test(check_gpu, a_failed_build_stops_everything)
+{
+    char *d = fakes();
+    cr_expect_eq(check_gpu(d, "FAKE_MAKE_RC=2", "STAGES=build,test,ddp"), 1);
+    char *summary = read_text(d, "out/summary.txt");
+    cr_expect(stage_is(summary, "build", "FAILED"), "%s", summary);
+    cr_expect(stage_is(summary, "test", "not run (the build failed)"), "%s", summary);
+    cr_expect(stage_is(summary, "ddp", "not run (the build failed)"), "%s", summary);
+    free(summary);
+    remove_temp_dir(d);
+}
+
+Test(check_gpu, ncu_and_the_suite_disagreeing_fail_the_counters)
+{
+    char *d = fakes();
+    /* ncu's bn_kernel row claims 100 FFMAs more than the suite counted (the
+     * fake dispatches on its name: the copy is still called ncu) */
+    cr_expect_eq(sh("mkdir '%s/off' && sed 's/\"200\",\"200\",\"2\"/\"200\",\"300\",\"2\"/' '%s' "
+                    ">'%s/off/ncu' && chmod +x '%s/off/ncu' && grep -q '\"300\"' '%s/off/ncu' && "
+                    "rm '%s/path/ncu' && ln -s '%s/off/ncu' '%s/path/ncu'",
+                    d, FAKE, d, d, d, d, d, d),
+                 0);
+    cr_expect_eq(check_gpu(d, "", "STAGES=counters"), 1);
+    char *summary = read_text(d, "out/summary.txt");
+    cr_expect(stage_is(summary, "counters", "FAILED (exit 1)"), "%s", summary);
+    cr_expect(strstr(summary, "flops_fp32") && strstr(summary, "(beyond 2%)"), "%s", summary);
+    cr_expect(strstr(summary, "suite and ncu differ"), "%s", summary);
+    free(summary);
+    remove_temp_dir(d);
+}
+
+Test(check_gpu, deadline_cuts_a_stage_and_starts_no_other)
+{
+    char *d = fakes();
+    cr_expect_eq(check_gpu(d, "CHECK_GPU_RESERVE=0 CHECK_GPU_MIN_STAGE=1 FAKE_SLOW=peaks FAKE_SLEEP=60",
+                           "STAGES=peaks,allreduce DEADLINE=2"),
+                 1);
+    char *summary = read_text(d, "out/summary.txt");
+    cr_expect(stage_is(summary, "peaks", "timed out (DEADLINE)"), "%s", summary);
+    cr_expect(stage_is(summary, "allreduce", "not run (deadline"), "%s", summary);
+    free(summary);
+    remove_temp_dir(d);
+}
+
+Test(check_gpu, without_torch_or_ncu_their_parts_are_skipped)
+{
+    char *d = fakes();
+    cr_expect_eq(sh("rm '%s/path/ncu'", d), 0);
+    cr_expect_eq(check_gpu(d, "FAKE_NO_TORCH=1 NCU=", "STAGES=peaks,torch"), 0);
+    char *summary = read_text(d, "out/summary.txt");
+    cr_expect(stage_is(summary, "peaks", "ok"), "%s", summary);
+    cr_expect(strstr(summary, "PyTorch with CUDA not importable (ModuleNotFoundError"), "%s",
+              summary);
+    cr_expect(stage_is(summary, "torch", "skipped"), "%s", summary);
+    free(summary);
+    remove_temp_dir(d);
+}
+
+Test(check_gpu, no_gpu_and_bad_arguments_exit_2)
+{
+    char *d = fakes();
+    cr_expect_eq(check_gpu(d, "FAKE_NO_GPU=1", ""), 2);
+    char *out = read_text(d, "stdout.txt");
+    cr_expect(strstr(out, "no GPU answers here"), "%s", out);
+    free(out);
+    const char *bad[][2] = {{"STAGES=build,bogus", "unknown stage 'bogus'"},
+                            {"DEADLINE=soon", "DEADLINE: 'soon'"},
+                            {"JOBS=0", "JOBS: '0'"},
+                            {"FOO=1", "unexpected argument 'FOO=1'"}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        cr_expect_eq(check_gpu(d, "", bad[i][0]), 2, "%s", bad[i][0]);
+        out = read_text(d, "stdout.txt");
+        cr_expect(strstr(out, bad[i][1]) && count_lines(out) == 1, "%s: %s", bad[i][0], out);
+        free(out);
+    }
+    remove_temp_dir(d);
+}
+
+Test(check_gpu, shellcheck_clean)
+{
+    if (sh("command -v shellcheck >/dev/null") != 0)
+        cr_skip_test("shellcheck is not installed");
+    cr_expect_eq(sh("shellcheck -x -S warning '%s/scripts/check_gpu.sh' "
+                    "'%s/tests/fakes/check_gpu_fake.sh'",
+                    ROOFLINE_SOURCE_DIR, ROOFLINE_SOURCE_DIR),
+                 0);
+}
