@@ -1,5 +1,6 @@
 #include "train_ddp.h"
 
+#include <math.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -12,7 +13,7 @@ enum { COMM_ALONE_REPS = 5 };
 static const char *const scaling_header =
     "env,model,res,mode,world_size,nodes,per_rank_batch,global_batch,step_ms,images_per_s,"
     "comm_ms,exposed_comm_ms,efficiency,backend,precision,comm_precision,bucket_mb,transport,"
-    "threads_per_rank\n";
+    "threads_per_rank,copy_ms,last_comm_ms\n";
 
 /* The DDP hooks, with the test's fault: rank fault_rank dies by SIGKILL in
  * the middle of the backward of step fault_step, as `kill -9` would end it. */
@@ -104,8 +105,9 @@ int train_ddp_step_end(train_ddp *t, int it, double ms, float loss, long long pe
     if (it < 0)
         return 0;
     train_rank_step mine = {.step_ms = ms, .exposed_ms = s.exposed_ms, .comm_ms = s.comm_ms,
-                            .hook_ms = s.hook_ms, .wait_ms = s.wait_ms, .peak_mem = peak_mem,
-                            .loss = loss, .rank = t->world->rank};
+                            .hook_ms = s.hook_ms, .wait_ms = s.wait_ms, .copy_ms = s.copy_ms,
+                            .peak_mem = peak_mem, .loss = loss, .rank = t->world->rank,
+                            .done_in_backward = s.done_in_backward};
     train_rank_step *slot = t->all ? &t->all[(size_t)it * (size_t)t->world->size] : NULL;
     return ddp_gather(t->world, &mine, sizeof mine, slot, "gathering the step times", err,
                       err_len);
@@ -113,7 +115,8 @@ int train_ddp_step_end(train_ddp *t, int it, double ms, float loss, long long pe
 
 int train_ddp_finish(train_ddp *t, char *err, size_t err_len)
 {
-    if (ddp_comm_alone(t->d, COMM_ALONE_REPS, &t->comm_alone_ms)) {
+    if (ddp_comm_alone(t->d, COMM_ALONE_REPS, &t->comm_alone_ms) ||
+        ddp_comm_alone_last(t->d, COMM_ALONE_REPS, &t->last_alone_ms)) {
         snprintf(err, err_len, "%s", ddp_error(t->d));
         return -1;
     }
@@ -128,20 +131,42 @@ int train_ddp_finish(train_ddp *t, char *err, size_t err_len)
     return 0;
 }
 
-/* Per step, over the ranks: the slowest step (the one everybody waited
- * for), or the mean of a field; then the median over steps. */
-static double median_over_steps(const train_ddp *t, size_t offset, bool slowest)
+/* How a step's field is taken over the ranks. */
+typedef enum {
+    OVER_RANKS_MAX,     /* the slowest: the step everybody waited for */
+    OVER_RANKS_MEAN,
+    /* the rank that computed longest (step - exposed the largest): its own
+     * communication lengthened the step; the others' extra exposed time is
+     * waiting for that rank (load imbalance), not communication */
+    OVER_RANKS_CRITICAL,
+} over_ranks;
+
+static double field(const train_rank_step *s, size_t offset)
+{
+    return *(const double *)((const char *)s + offset);
+}
+
+/* Per step, the field over the ranks; then the median over the steps. */
+static double median_over_steps(const train_ddp *t, size_t offset, over_ranks how)
 {
     int iters = t->o->iters, size = t->world->size;
     double *v = malloc((size_t)iters * sizeof *v);
     if (!v)
         return 0.0;
     for (int it = 0; it < iters; it++) {
-        double acc = 0.0;
+        const train_rank_step *row = &t->all[(size_t)it * size];
+        double acc = 0.0, longest = -1.0;
         for (int r = 0; r < size; r++) {
-            const train_rank_step *s = &t->all[(size_t)it * size + r];
-            double x = *(const double *)((const char *)s + offset);
-            acc = slowest ? (x > acc ? x : acc) : acc + x / size;
+            double x = field(&row[r], offset);
+            double compute = row[r].step_ms - row[r].exposed_ms;
+            if (how == OVER_RANKS_MAX)
+                acc = x > acc ? x : acc;
+            else if (how == OVER_RANKS_MEAN)
+                acc += x / size;
+            else if (compute > longest) {
+                longest = compute;
+                acc = x;
+            }
         }
         v[it] = acc;
     }
@@ -158,13 +183,66 @@ static double rank_median(const train_ddp *t, int rank, size_t offset)
     if (!v)
         return 0.0;
     for (int it = 0; it < iters; it++)
-        v[it] = *(const double *)((const char *)&t->all[(size_t)it * size + rank] + offset);
+        v[it] = field(&t->all[(size_t)it * size + rank], offset);
     double m = ddp_median(v, iters);
     free(v);
     return m;
 }
 
 #define FIELD(f) offsetof(train_rank_step, f)
+
+/* The least number of buckets any rank saw reduced before the update waited,
+ * over the timed steps; -1 when the transport does not tell. */
+static int fewest_done_in_backward(const train_ddp *t)
+{
+    int least = -1;
+    for (size_t i = 0; i < (size_t)t->o->iters * (size_t)t->world->size; i++) {
+        int k = t->all[i].done_in_backward;
+        if (k >= 0 && (least < 0 || k < least))
+            least = k;
+    }
+    return least;
+}
+
+/* The breakdown of the communication (median over the steps, the rank that
+ * computed longest): the reductions' exposed share is what the step spent
+ * on communication beyond copying the gradients in and out of the buckets. */
+typedef struct {
+    double step, exposed, copy, imbalance, alone, last, hidden, hidden_hideable;
+} comm_breakdown;
+
+static comm_breakdown breakdown(const train_ddp *t)
+{
+    comm_breakdown b = {
+        .step = median_over_steps(t, FIELD(step_ms), OVER_RANKS_MAX),
+        .exposed = median_over_steps(t, FIELD(exposed_ms), OVER_RANKS_CRITICAL),
+        .copy = median_over_steps(t, FIELD(copy_ms), OVER_RANKS_CRITICAL),
+        .alone = t->comm_alone_ms,
+        .last = t->last_alone_ms,
+        .hidden = NAN,
+        .hidden_hideable = NAN,
+    };
+    b.imbalance = median_over_steps(t, FIELD(exposed_ms), OVER_RANKS_MEAN) - b.exposed;
+    double reductions = b.exposed - b.copy; /* exposed time of the reductions themselves */
+    if (t->world->size > 1 && b.alone > 0) {
+        b.hidden = 1.0 - reductions / b.alone;
+        /* the last bucket starts after the whole backward: only the others
+         * have backward left to hide in */
+        if (b.last >= 0 && b.alone - b.last > 0) {
+            double beyond_last = reductions - b.last;
+            b.hidden_hideable = 1.0 - (beyond_last > 0 ? beyond_last : 0) / (b.alone - b.last);
+        }
+    }
+    return b;
+}
+
+static void print_share(const char *what, double share)
+{
+    if (isnan(share))
+        printf("%s: -", what);
+    else
+        printf("%s: %.0f%%", what, 100.0 * (share > 0 ? share : 0));
+}
 
 void train_ddp_print(const train_ddp *t, double flops_per_rank_step)
 {
@@ -178,8 +256,9 @@ void train_ddp_print(const train_ddp *t, double flops_per_rank_step)
                DDP_FIRST_BUCKET_BYTES / 1048576.0, p->n_buckets);
     else
         printf("no buckets: one reduction after the backward");
-    printf(", %.1f MB per rank and step\n",
-           p->total_elems * (double)ddp_comm_bytes(o->comm) / 1e6);
+    printf(", %.1f MB per rank and step (the last bucket %.1f MB)\n",
+           p->total_elems * (double)ddp_comm_bytes(o->comm) / 1e6,
+           p->buckets[p->n_buckets - 1].elems * (double)ddp_comm_bytes(o->comm) / 1e6);
     for (int r = 0; r < size; r++) {
         const train_rank_step *last = &t->all[(size_t)(o->iters - 1) * size + r];
         printf("ddp: rank %d: median step %.2f ms, exposed communication %.2f ms, last loss "
@@ -187,23 +266,31 @@ void train_ddp_print(const train_ddp *t, double flops_per_rank_step)
                r, rank_median(t, r, FIELD(step_ms)), rank_median(t, r, FIELD(exposed_ms)),
                last->loss, last->peak_mem / 1048576.0);
     }
-    double step = median_over_steps(t, FIELD(step_ms), true);
-    double exposed = median_over_steps(t, FIELD(exposed_ms), false);
-    double in_flight = median_over_steps(t, FIELD(comm_ms), false);
-    double hooks = median_over_steps(t, FIELD(hook_ms), false);
-    double waits = median_over_steps(t, FIELD(wait_ms), false);
-    double alone = t->comm_alone_ms;
-    double hidden = alone > 0 ? 1.0 - exposed / alone : 0.0;
+    comm_breakdown b = breakdown(t);
+    double in_flight = median_over_steps(t, FIELD(comm_ms), OVER_RANKS_CRITICAL);
     printf("ddp: step %.2f ms (the slowest rank, median) = compute %.2f + exposed communication "
-           "%.2f ms; the step's reductions take %.2f ms alone and were in flight %.2f ms of the "
-           "step; hidden behind backward: %.0f%%%s; %.2f images/s over the world, %.1f GFLOP/s "
-           "per rank\n",
-           step, step - exposed, exposed, alone, in_flight, 100.0 * (hidden > 0 ? hidden : 0),
-           hidden < 0 ? " (the packing and unpacking cost more than the reductions alone)" : "",
-           o->batch * size / (step * 1e-3), flops_per_rank_step / (step * 1e-3) / 1e9);
+           "%.2f ms (of the rank that computed longest; the others waited %.2f ms more for it); "
+           "%.2f images/s over the world, %.1f GFLOP/s per rank\n",
+           b.step, b.step - b.exposed, b.exposed, b.imbalance, o->batch * size / (b.step * 1e-3),
+           flops_per_rank_step / (b.step * 1e-3) / 1e9);
+    printf("ddp: exposed = copying gradients into and out of the buckets %.2f ms + the "
+           "reductions' own %.2f ms; the reductions take %.2f ms alone (the last bucket %.2f ms) "
+           "and were in flight %.2f ms of the step; ",
+           b.copy, b.exposed - b.copy, b.alone, b.last, in_flight);
+    print_share("hidden behind backward", b.hidden);
+    printf(", ");
+    print_share("of what had backward left to hide in (all but the last bucket)",
+               b.hidden_hideable);
+    int early = fewest_done_in_backward(t);
+    if (early >= 0)
+        printf("; buckets done before the update waited: at least %d of %d", early,
+               p->n_buckets);
+    printf("\n");
     printf("ddp: on the step's thread (median over steps, mean over ranks): %.2f ms in the "
            "hooks during backward (packing, launching, progressing), %.2f ms before the update "
-           "(the last waits, unpacking)\n", hooks, waits);
+           "(the last waits, unpacking)\n",
+           median_over_steps(t, FIELD(hook_ms), OVER_RANKS_MEAN),
+           median_over_steps(t, FIELD(wait_ms), OVER_RANKS_MEAN));
 }
 
 int train_ddp_scaling_row(const train_ddp *t, const char *backend_name, int threads, char *err,
@@ -219,19 +306,22 @@ int train_ddp_scaling_row(const train_ddp *t, const char *backend_name, int thre
         fputs(scaling_header, f);
     int size = t->world->size;
     bool strong = !strcmp(o->scaling_mode, "strong");
-    double step = median_over_steps(t, FIELD(step_ms), true);
-    double exposed = median_over_steps(t, FIELD(exposed_ms), false);
+    comm_breakdown b = breakdown(t);
+    double step = b.step;
     char eff[32] = "";
     if (size == 1)
         snprintf(eff, sizeof eff, "1.0000");
     else if (o->baseline_ms > 0)
         snprintf(eff, sizeof eff, "%.4f",
                  strong ? o->baseline_ms / (size * step) : o->baseline_ms / step);
-    fprintf(f, "%s,%s,%d,%s,%d,%d,%d,%d,%.4f,%.3f,%.4f,%.4f,%s,%s,%s,%s,%g,%s,%d\n", o->env,
-            o->model, o->res, o->scaling_mode, size, t->world->nodes, o->batch, o->batch * size,
-            step, o->batch * size / (step * 1e-3), t->comm_alone_ms, exposed, eff, backend_name,
-            precision_name(o->prec), ddp_comm_name(o->comm), o->bucket_bytes / 1048576.0,
-            ddp_transport_name(t->d), threads);
+    char last[32] = "";
+    if (!isnan(b.last))
+        snprintf(last, sizeof last, "%.4f", b.last);
+    fprintf(f, "%s,%s,%d,%s,%d,%d,%d,%d,%.4f,%.3f,%.4f,%.4f,%s,%s,%s,%s,%g,%s,%d,%.4f,%s\n",
+            o->env, o->model, o->res, o->scaling_mode, size, t->world->nodes, o->batch,
+            o->batch * size, step, o->batch * size / (step * 1e-3), t->comm_alone_ms, b.exposed,
+            eff, backend_name, precision_name(o->prec), ddp_comm_name(o->comm),
+            o->bucket_bytes / 1048576.0, ddp_transport_name(t->d), threads, b.copy, last);
     if (fclose(f)) {
         snprintf(err, err_len, "writing %s failed", o->scaling_out);
         return -1;

@@ -14,10 +14,11 @@
 
 /* One rank's timed step, as rank 0 receives it. */
 typedef struct {
-    double step_ms, exposed_ms, comm_ms, hook_ms, wait_ms;
+    double step_ms, exposed_ms, comm_ms, hook_ms, wait_ms, copy_ms;
     long long peak_mem;
     float loss;
     int32_t rank;
+    int32_t done_in_backward;   /* buckets reduced before the update waited; -1 unknown */
 } train_rank_step;
 
 typedef struct {
@@ -32,6 +33,7 @@ typedef struct {
     int fault_layer;            /* the layer whose grads_ready kills a faulty rank */
     train_rank_step *all;       /* rank 0: iters x size, step-major */
     double comm_alone_ms;
+    double last_alone_ms;       /* the last bucket alone; NaN where not timed */
     bool same_weights;
 } train_ddp;
 

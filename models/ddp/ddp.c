@@ -1,5 +1,6 @@
 #include "ddp_internal.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,6 +178,7 @@ step_grad_hooks ddp_hooks(ddp *d)
 void ddp_step_begin(ddp *d)
 {
     memset(&d->cur, 0, sizeof d->cur);
+    d->cur.done_in_backward = -1;
     d->next_bucket = 0;
 }
 
@@ -193,6 +195,14 @@ int ddp_step_end(ddp *d, ddp_step_stats *out)
 int ddp_comm_alone(ddp *d, int reps, double *ms)
 {
     return d->tr->comm_alone(d, reps, ms);
+}
+
+int ddp_comm_alone_last(ddp *d, int reps, double *ms)
+{
+    *ms = NAN;
+    if (!d->tr->comm_alone_from)
+        return 0;
+    return d->tr->comm_alone_from(d, d->plan.n_buckets - 1, reps, ms);
 }
 
 /* FNV-1a over the bits of every parameter: equal digests on every rank mean

@@ -64,6 +64,12 @@ typedef struct {
     /* time with a reduction in flight (MPI: from a launch to the first test
      * that saw it done; NCCL: the reductions' own time on their stream) */
     double comm_ms;
+    /* of hook_ms + wait_ms: copying the gradients into the buckets and the
+     * averages back (host transports; a GPU packs on its own stream: 0) */
+    double copy_ms;
+    /* buckets whose reduction was seen complete before the update began to
+     * wait for them (host transports; -1 where the transport cannot tell) */
+    int done_in_backward;
     int64_t bytes;              /* gradient bytes each rank sends into the reductions */
     int buckets;
 } ddp_step_stats;
@@ -89,6 +95,10 @@ int ddp_step_end(ddp *d, ddp_step_stats *out);
  * together: the median over `reps` of the time they take (the communication
  * cost that overlap hides). */
 int ddp_comm_alone(ddp *d, int reps, double *ms);
+/* The same for the last bucket alone, the one launched after the whole
+ * backward, which nothing is left to hide; NaN where the transport does not
+ * time it. */
+int ddp_comm_alone_last(ddp *d, int reps, double *ms);
 
 /* A digest of every parameter (fp32 master weights, read through
  * backend_ops.read), and whether it is the same on every rank. */

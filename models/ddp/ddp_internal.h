@@ -19,6 +19,8 @@ typedef struct {
     /* after the step's sync: fill the transport's part of the stats */
     int (*step_end)(ddp *d, ddp_step_stats *s);
     int (*comm_alone)(ddp *d, int reps, double *ms);
+    /* optional: buckets [first, n_buckets) alone, back to back */
+    int (*comm_alone_from)(ddp *d, int first, int reps, double *ms);
     void (*destroy)(ddp *d);
 } ddp_transport;
 

@@ -155,7 +155,9 @@ static int start(ddp *d, int k)
 static int mpi_launch(ddp *d, int k)
 {
     host_state *s = d->state;
+    double t0 = ddp_now();
     pack(d, k, s->buckets[k].buf);
+    d->cur.copy_ms += (ddp_now() - t0) * 1e3;
     return start(d, k);
 }
 
@@ -193,10 +195,15 @@ static int wait_bucket(ddp *d, int k)
 static int mpi_finish(ddp *d)
 {
     host_state *s = d->state;
+    d->cur.done_in_backward = 0;
+    for (int k = 0; k < d->plan.n_buckets; k++)
+        d->cur.done_in_backward += !s->buckets[k].in_flight;
     for (int k = 0; k < d->plan.n_buckets; k++) {
         if (wait_bucket(d, k))
             return -1;
+        double t0 = ddp_now();
         unpack(d, k, s->buckets[k].buf);
+        d->cur.copy_ms += (ddp_now() - t0) * 1e3;
     }
     return 0;
 }
@@ -209,7 +216,8 @@ static int mpi_step_end(ddp *d, ddp_step_stats *st)
     return 0;
 }
 
-static int mpi_comm_alone(ddp *d, int reps, double *ms)
+/* Buckets [first, n) reduced back to back with nothing else running. */
+static int mpi_comm_alone_from(ddp *d, int first, int reps, double *ms)
 {
     double *t = calloc((size_t)reps, sizeof *t);
     if (!t)
@@ -219,9 +227,9 @@ static int mpi_comm_alone(ddp *d, int reps, double *ms)
         /* aligned starts: a rank arriving late would count as communication */
         rc = ddp_barrier(d->world, 0, "timing the reductions alone", d->err, sizeof d->err);
         double t0 = ddp_now();
-        for (int k = 0; k < d->plan.n_buckets && rc == 0; k++)
+        for (int k = first; k < d->plan.n_buckets && rc == 0; k++)
             rc = start(d, k);
-        for (int k = 0; k < d->plan.n_buckets && rc == 0; k++)
+        for (int k = first; k < d->plan.n_buckets && rc == 0; k++)
             rc = wait_bucket(d, k);
         t[r] = (ddp_now() - t0) * 1e3;
     }
@@ -229,6 +237,11 @@ static int mpi_comm_alone(ddp *d, int reps, double *ms)
         *ms = ddp_median(t, reps);
     free(t);
     return rc;
+}
+
+static int mpi_comm_alone(ddp *d, int reps, double *ms)
+{
+    return mpi_comm_alone_from(d, 0, reps, ms);
 }
 
 #else /* no MPI: ddp_create is never reached (--ddp is refused) */
@@ -271,6 +284,12 @@ static int mpi_comm_alone(ddp *d, int reps, double *ms)
     return mpi_setup(d);
 }
 
+static int mpi_comm_alone_from(ddp *d, int first, int reps, double *ms)
+{
+    (void)first;
+    return mpi_comm_alone(d, reps, ms);
+}
+
 #endif
 
 const ddp_transport ddp_mpi_transport = {
@@ -281,5 +300,6 @@ const ddp_transport ddp_mpi_transport = {
     .finish = mpi_finish,
     .step_end = mpi_step_end,
     .comm_alone = mpi_comm_alone,
+    .comm_alone_from = mpi_comm_alone_from,
     .destroy = mpi_destroy,
 };
