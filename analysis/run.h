@@ -108,10 +108,39 @@ typedef struct {
 
 typedef struct {
     const char *env, *model, *mode;
+    const char *backend, *transport;         /* "" when the file has none */
     int res, world_size;
     int nodes, per_rank_batch, global_batch; /* -1 when empty */
+    int threads_per_rank;                    /* CPU ranks; -1 when empty, 0 on GPUs */
     double step_ms, images_per_s, comm_ms, exposed_comm_ms, efficiency;
+    /* of exposed_comm_ms: copying the gradients into and out of the buckets
+     * (host transports); comm_ms of the last bucket alone. NaN when empty */
+    double copy_ms, last_comm_ms;
 } run_scaling;
+
+/* ---- scaling_model.csv (optional): bin/scaling_model's predictions ----- */
+
+/* One predicted world size of one configuration (model, res, mode) under one
+ * set of links: `link` "fit" (inside a node the alpha-beta fit to the run's
+ * allreduce curve: the rows to check against the measured sizes) or "links"
+ * (the links given as parameters: the projection). */
+typedef struct {
+    const char *env, *model, *mode, *backend, *link;
+    int res, world_size;
+    int nodes, ranks_per_node;          /* -1 when empty */
+    double per_rank_batch, global_batch;
+    double compute_ms, allreduce_ms, overlap_ms, exposed_ms, step_ms, images_per_s, efficiency;
+    double measured_step_ms, measured_efficiency;   /* NaN: that size was not measured */
+    /* the assumptions behind the row */
+    double intra_alpha_us, intra_busbw_gbs, inter_alpha_us, inter_busbw_gbs;
+    double overlap_efficiency;          /* the share of the backward that hides communication */
+    double backward_share;              /* of the compute: the backward's (analytic FLOPs) */
+    double host_copy_ms;                /* packing and unpacking on the step's thread */
+    double last_bucket_ms;              /* the last bucket's allreduce: never hidden */
+    int fit_ranks, fit_points;          /* of the fitted curve; -1 for "links" rows */
+    double fit_worst_pct;               /* the fit's worst point, % off; NaN for "links" */
+    double fit_min_mb;                  /* the fit's bandwidth came from sizes >= this */
+} run_prediction;
 
 /* ---- roofline.csv: roofline points ------------------------------------ */
 
@@ -192,8 +221,10 @@ enum {
     RUN_ROOFLINE = 1 << 6,
     RUN_SUMMARY = 1 << 7,
     RUN_VARIABILITY = 1 << 8,
+    RUN_SCALING_MODEL = 1 << 9,
     /* what the runner writes, what bin/analyze writes */
-    RUN_INPUTS = RUN_ENV_JSON | RUN_PEAKS | RUN_STEPS | RUN_KERNELS | RUN_CONFIGS | RUN_SCALING,
+    RUN_INPUTS = RUN_ENV_JSON | RUN_PEAKS | RUN_STEPS | RUN_KERNELS | RUN_CONFIGS | RUN_SCALING |
+                 RUN_SCALING_MODEL,
     RUN_OUTPUTS = RUN_ROOFLINE | RUN_SUMMARY | RUN_VARIABILITY,
 };
 
@@ -214,6 +245,8 @@ typedef struct {
     int n_attempts;
     run_scaling *scaling;
     int n_scaling;
+    run_prediction *predictions; /* scaling_model.csv, in file order */
+    int n_predictions;
     roofline roofline;
     summary summary;
     variability variability;

@@ -10,7 +10,7 @@
 #include "csv.h"
 #include "run_read.h"
 
-enum { RUN_FILES = 9 };
+enum { RUN_FILES = 10 };
 
 struct run_storage {
     csv_table *tables[RUN_FILES];
@@ -29,6 +29,7 @@ static const struct {
     {RUN_STEPS, "steps.csv", run_read_steps},
     {RUN_CONFIGS, "configs.csv", run_read_configs},
     {RUN_SCALING, "scaling.csv", run_read_scaling},
+    {RUN_SCALING_MODEL, "scaling_model.csv", run_read_scaling_model},
     {RUN_KERNELS, "kernels.csv", run_read_kernels},
     {RUN_ENV_JSON, "env.json", NULL},
 };
@@ -160,6 +161,7 @@ void run_free(run_model *m)
     free(m->traces);
     free(m->attempts);
     free(m->scaling);
+    free(m->predictions);
     for (int k = 0; m->roofline.configs && k < m->roofline.n; k++)
         free(m->roofline.configs[k].rows);
     free(m->roofline.configs);

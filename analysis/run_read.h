@@ -14,6 +14,7 @@ int run_read_steps(run_model *m, col_file *f);
 int run_read_kernels(run_model *m, col_file *f);
 int run_read_configs(run_model *m, col_file *f);
 int run_read_scaling(run_model *m, col_file *f);
+int run_read_scaling_model(run_model *m, col_file *f);
 int run_read_roofline(run_model *m, col_file *f);
 int run_read_summary(run_model *m, col_file *f);
 int run_read_variability(run_model *m, col_file *f);

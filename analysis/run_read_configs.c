@@ -45,14 +45,18 @@ int run_read_scaling(run_model *m, col_file *f)
     if (col_require(f, names, cols))
         return -1;
     int env = col_optional(f, "env"), nodes = col_optional(f, "nodes"),
-        per_rank = col_optional(f, "per_rank_batch"), global = col_optional(f, "global_batch");
+        per_rank = col_optional(f, "per_rank_batch"), global = col_optional(f, "global_batch"),
+        threads = col_optional(f, "threads_per_rank"), backend = col_optional(f, "backend"),
+        transport = col_optional(f, "transport");
     struct {
         const char *name;
         size_t offset;
     } nums[] = {{"step_ms", offsetof(run_scaling, step_ms)},
                 {"comm_ms", offsetof(run_scaling, comm_ms)},
                 {"exposed_comm_ms", offsetof(run_scaling, exposed_comm_ms)},
-                {"efficiency", offsetof(run_scaling, efficiency)}};
+                {"efficiency", offsetof(run_scaling, efficiency)},
+                {"copy_ms", offsetof(run_scaling, copy_ms)},
+                {"last_comm_ms", offsetof(run_scaling, last_comm_ms)}};
     int n = csv_rows(f->t);
     m->scaling = calloc((size_t)n + 1, sizeof *m->scaling);
     if (!m->scaling)
@@ -64,7 +68,8 @@ int run_read_scaling(run_model *m, col_file *f)
             col_num(f, i, cols[4], &COL_OPT_NONNEG, &s->images_per_s) ||
             col_int(f, i, nodes, &COL_OPT_COUNT_0, &s->nodes) ||
             col_int(f, i, per_rank, &COL_OPT_COUNT_0, &s->per_rank_batch) ||
-            col_int(f, i, global, &COL_OPT_COUNT_0, &s->global_batch))
+            col_int(f, i, global, &COL_OPT_COUNT_0, &s->global_batch) ||
+            col_int(f, i, threads, &COL_OPT_COUNT_0, &s->threads_per_rank))
             return -1;
         for (size_t j = 0; j < sizeof nums / sizeof nums[0]; j++)
             if (col_num(f, i, col_optional(f, nums[j].name), &COL_OPT_NONNEG,
@@ -73,6 +78,8 @@ int run_read_scaling(run_model *m, col_file *f)
         s->env = col_text(f, i, env);
         s->model = col_text(f, i, cols[0]);
         s->mode = col_text(f, i, cols[2]);
+        s->backend = col_text(f, i, backend);
+        s->transport = col_text(f, i, transport);
     }
     m->n_scaling = n;
     return 0;

@@ -75,13 +75,12 @@ sm_prediction sm_predict(const sm_topology *t, const sm_step_inputs *in, int n)
     int g = t->ranks_per_node > 0 ? t->ranks_per_node : 1;
     sm_prediction p = {.ranks = n, .nodes = (n + g - 1) / g};
     p.compute_ms = in->strong ? in->compute1_ms / n : in->compute1_ms;
-    double last = 0.0;
     for (int k = 0; k < in->n_buckets; k++)
         p.allreduce_ms += sm_allreduce(t, n, in->bucket_bytes[k]) * 1e3;
     if (in->n_buckets > 0)
-        last = sm_allreduce(t, n, in->bucket_bytes[in->n_buckets - 1]) * 1e3;
+        p.last_bucket_ms = sm_allreduce(t, n, in->bucket_bytes[in->n_buckets - 1]) * 1e3;
     double window = in->backward_share * p.compute_ms * in->overlap_efficiency;
-    double hideable = p.allreduce_ms - last;
+    double hideable = p.allreduce_ms - p.last_bucket_ms;
     p.overlap_ms = window < hideable ? window : hideable;
     if (p.overlap_ms < 0)
         p.overlap_ms = 0;

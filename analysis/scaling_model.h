@@ -82,6 +82,7 @@ typedef struct {
 typedef struct {
     int ranks, nodes;
     double compute_ms, allreduce_ms, overlap_ms, exposed_ms, step_ms, efficiency;
+    double last_bucket_ms;      /* the last bucket's allreduce: never hidden */
 } sm_prediction;
 
 sm_prediction sm_predict(const sm_topology *t, const sm_step_inputs *in, int n);

@@ -1,9 +1,10 @@
 /* bin/scaling_model: predicted data-parallel scaling (analysis/scaling_model)
- * from a one-rank run and an allreduce curve, to 64 ranks over 8 nodes, beside
- * the world sizes that were measured. The link: an alpha-beta fit to the
- * measured curve (bin/allreduce, 2 ranks or more) inside a node, the given
- * inter-node link across nodes; without a curve, the given intra- and
- * inter-node links (NVLink 4 and NDR InfiniBand by default). */
+ * from a one-rank run, beside the world sizes that were measured. Two sets of
+ * rows: 'links', the projection to 64 ranks over 8 nodes on the given intra-
+ * and inter-node links (NVLink 4 and NDR InfiniBand by default); and, given a
+ * measured allreduce curve (bin/allreduce, 2 ranks or more), 'fit', with the
+ * alpha-beta fit to that curve inside a node: the rows that can be checked
+ * against the measured world sizes. */
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
@@ -31,7 +32,7 @@ typedef struct {
     double step_ms, exposed_ms;
     double bucket_mb;
     int comm_bytes;
-    int gpus_per_node, max_ranks;
+    int gpus_per_node, max_ranks, fit_max_ranks;
     double intra_gbs, inter_gbs, alpha_intra_us, alpha_inter_us;
     double overlap;             /* < 0: by backend (cuda 1, cpu 0) */
     double fit_min_mb;          /* the curve's bandwidth from sizes of at least this */
@@ -51,22 +52,26 @@ static void print_help(void)
            "                     [--model M [--res R] --batch B --step-ms T1 [--exposed-ms E]\n"
            "                      [--backend cpu|cuda] [--mode strong|weak|both] [--env NAME]]\n"
            "                     [--bucket-mb MB] [--comm-bytes 4|2] [--gpus-per-node G]\n"
-           "                     [--max-ranks N] [--intra-gbs B] [--inter-gbs B]\n"
+           "                     [--max-ranks N] [--fit-max-ranks N] [--intra-gbs B] [--inter-gbs B]\n"
            "                     [--alpha-intra-us A] [--alpha-inter-us A] [--overlap E]\n"
            "                     [--fit-min-mb MB] [--out predictions.csv]\n"
            "step(N) = compute + max(0, allreduce(N, bytes) - overlap), from every one-rank row\n"
-           "of --scaling (or the one given by --model/--batch/--step-ms), for 1, 2, 4, ...,\n"
-           "--max-ranks (default 64) ranks of --gpus-per-node (default 8) per node, and the\n"
-           "world sizes --scaling measured (their measured step beside the prediction).\n"
-           "Allreduce: alpha-beta ring or tree, hierarchical over nodes; inside a node the\n"
-           "fit to --allreduce's curve (rows of 2 ranks or more; ranks per node then as\n"
-           "measured; alpha from its smallest size, the bandwidth from the sizes of at\n"
-           "least --fit-min-mb, default 8: a CPU runs smaller ones from its caches), else --intra-gbs (default 450, NVLink 4 per direction) and\n"
-           "--alpha-intra-us (1); across nodes --inter-gbs (50, an NDR port per GPU) and\n"
-           "--alpha-inter-us (5). Buckets as bin/train --ddp makes them (--bucket-mb 25,\n"
-           "--comm-bytes 4). --overlap: the share of the backward that can hide\n"
-           "communication (default 1 for cuda, 0 for cpu ranks, which progress MPI on the\n"
-           "step's own core). Rows to --out and a table on stdout.\n");
+           "of --scaling (or the one given by --model/--batch/--step-ms), for 1, 2, 4, ... ranks\n"
+           "and the world sizes --scaling measured (their measured step beside the prediction).\n"
+           "Allreduce: alpha-beta ring or tree, hierarchical over nodes. Two sets of rows:\n"
+           "  link 'links': the projection, to --max-ranks (default 64) ranks of --gpus-per-node\n"
+           "    (default 8) per node, inside a node --intra-gbs (default 450, NVLink 4 per\n"
+           "    direction) and --alpha-intra-us (1), across nodes --inter-gbs (50, an NDR port\n"
+           "    per GPU) and --alpha-inter-us (5);\n"
+           "  link 'fit' (with --allreduce): inside a node the fit to --allreduce's curve (rows\n"
+           "    of 2 ranks or more; ranks per node as measured; alpha from its smallest size,\n"
+           "    the bandwidth from the sizes of at least --fit-min-mb, default 8: a CPU runs\n"
+           "    smaller ones from its caches), across nodes the links above; to --fit-max-ranks\n"
+           "    (default --max-ranks): the rows that validate the model on what was measured.\n"
+           "Buckets as bin/train --ddp makes them (--bucket-mb 25, --comm-bytes 4). --overlap:\n"
+           "the share of the backward that can hide communication (default 1 for cuda, 0 for\n"
+           "cpu ranks, which progress MPI on the step's own core). Rows to --out (with the\n"
+           "links, the overlap rule and the fit they used) and a table on stdout.\n");
 }
 
 static double parse_number(const char *option, const char *text, double min, double max)
@@ -102,13 +107,13 @@ static options parse_options(int argc, char **argv)
         {"max-ranks", required_argument, 0, 'n'},    {"intra-gbs", required_argument, 0, 'i'},
         {"inter-gbs", required_argument, 0, 'I'},    {"alpha-intra-us", required_argument, 0, 'x'},
         {"alpha-inter-us", required_argument, 0, 'X'}, {"overlap", required_argument, 0, 'O'},
-        {"fit-min-mb", required_argument, 0, 'F'},
+        {"fit-min-mb", required_argument, 0, 'F'},  {"fit-max-ranks", required_argument, 0, 'N'},
         {"help", no_argument, 0, 'h'},               {0, 0, 0, 0},
     };
     const char *accepted = "--scaling, --allreduce, --out, --model, --res, --batch, --step-ms, "
                            "--exposed-ms, --backend, --mode, --env, --bucket-mb, --comm-bytes, "
                            "--gpus-per-node, --max-ranks, --intra-gbs, --inter-gbs, "
-                           "--alpha-intra-us, --alpha-inter-us, --overlap, --fit-min-mb";
+                           "--alpha-intra-us, --alpha-inter-us, --overlap, --fit-min-mb, --fit-max-ranks";
     options o = {.backend = "cuda", .mode = "both", .env = "model", .bucket_mb = 25,
                  .comm_bytes = 4, .gpus_per_node = 8, .max_ranks = 64, .intra_gbs = 450,
                  .inter_gbs = 50, .alpha_intra_us = 1, .alpha_inter_us = 5, .overlap = -1,
@@ -151,6 +156,7 @@ static options parse_options(int argc, char **argv)
         case 'x': o.alpha_intra_us = parse_number("--alpha-intra-us", optarg, 0, 1e6); break;
         case 'X': o.alpha_inter_us = parse_number("--alpha-inter-us", optarg, 0, 1e6); break;
         case 'O': o.overlap = parse_number("--overlap", optarg, 0, 1); break;
+        case 'N': o.fit_max_ranks = cli_int_option(prog, "--fit-max-ranks", optarg, 1, 65536); break;
         case 'F': o.fit_min_mb = parse_number("--fit-min-mb", optarg, 0, 1 << 20); break;
         case 'h': print_help(); exit(0);
         default: cli_bad_option(prog, c, argv[optind - 1], accepted);
@@ -158,6 +164,8 @@ static options parse_options(int argc, char **argv)
     }
     if (optind < argc)
         cli_usage_error(prog, "unexpected argument '%s' (accepted: %s)", argv[optind], accepted);
+    if (!o.fit_max_ranks)
+        o.fit_max_ranks = o.max_ranks;
     if (!o.scaling && !o.model)
         cli_usage_error(prog, "give --scaling scaling.csv, or --model with --batch and --step-ms");
     if (o.model) {
@@ -312,14 +320,28 @@ static int model_inputs(const baseline *b, double **buckets, int *n_buckets, dou
 
 /* ---- predictions ---------------------------------------------------------------- */
 
+/* One set of rows: the links it assumes, how far it goes, and the fit it came
+ * from (NULL: the links given as parameters). */
+typedef struct {
+    const char *link;
+    sm_topology topo;
+    int max_ranks;
+    const sm_fit *fit;
+} row_set;
+
 typedef struct {
     FILE *csv;
     const options *o;
-    const sm_topology *topo;
-    const char *link;
 } output;
 
-static void predict_one(output *out, const baseline *b, int n)
+static const char *const predictions_header =
+    "env,model,res,mode,backend,link,world_size,nodes,ranks_per_node,per_rank_batch,"
+    "global_batch,compute_ms,allreduce_ms,overlap_ms,exposed_ms,step_ms,images_per_s,"
+    "efficiency,measured_step_ms,measured_efficiency,intra_alpha_us,intra_busbw_gbs,"
+    "inter_alpha_us,inter_busbw_gbs,overlap_efficiency,backward_share,host_copy_ms,"
+    "last_bucket_ms,fit_ranks,fit_points,fit_worst_pct,fit_min_mb\n";
+
+static void predict_one(output *out, const row_set *set, const baseline *b, int n)
 {
     double *buckets = NULL, share = 0;
     int n_buckets = 0;
@@ -337,13 +359,14 @@ static void predict_one(output *out, const baseline *b, int n)
                                                                    : 1.0,
                          .host_copy_ms = cpu ? b->exposed_ms : 0.0,
                          .strong = !strcmp(b->mode, "strong")};
-    sm_prediction p = sm_predict(out->topo, &in, n);
+    const sm_topology *t = &set->topo;
+    sm_prediction p = sm_predict(t, &in, n);
     double per_rank = in.strong ? (double)b->batch / n : b->batch;
     double global = in.strong ? b->batch : (double)b->batch * n;
     double measured = measured_step(out->o->scaling, b, n);
     double measured_eff = in.strong ? b->step_ms / (n * measured) : b->step_ms / measured;
-    printf("%-8s %-18s %4d %-6s %-9s %6d %5d %9.3g %10.2f %10.2f %9.2f %9.2f %10.2f %6.3f",
-           b->env, b->model, b->res, b->mode, out->link, n, p.nodes, per_rank, p.compute_ms,
+    printf("%-8s %-18s %4d %-6s %-6s %6d %5d %9.3g %10.2f %10.2f %9.2f %9.2f %10.2f %6.3f",
+           b->env, b->model, b->res, b->mode, set->link, n, p.nodes, per_rank, p.compute_ms,
            p.allreduce_ms, p.overlap_ms, p.exposed_ms, p.step_ms, p.efficiency);
     if (isfinite(measured))
         printf("   measured %.2f ms, efficiency %.3f (model %+.1f%%)", measured, measured_eff,
@@ -351,14 +374,21 @@ static void predict_one(output *out, const baseline *b, int n)
     printf("\n");
     if (out->csv) {
         fprintf(out->csv, "%s,%s,%d,%s,%s,%s,%d,%d,%d,%g,%g,%.4f,%.4f,%.4f,%.4f,%.4f,%.3f,%.4f,",
-                b->env, b->model, b->res, b->mode, b->backend, out->link, n, p.nodes,
-                out->topo->ranks_per_node, per_rank, global, p.compute_ms, p.allreduce_ms,
-                p.overlap_ms, p.exposed_ms, p.step_ms, global / (p.step_ms * 1e-3),
-                p.efficiency);
+                b->env, b->model, b->res, b->mode, b->backend, set->link, n, p.nodes,
+                t->ranks_per_node, per_rank, global, p.compute_ms, p.allreduce_ms, p.overlap_ms,
+                p.exposed_ms, p.step_ms, global / (p.step_ms * 1e-3), p.efficiency);
         if (isfinite(measured))
-            fprintf(out->csv, "%.4f,%.4f\n", measured, measured_eff);
+            fprintf(out->csv, "%.4f,%.4f,", measured, measured_eff);
         else
-            fprintf(out->csv, ",\n");
+            fprintf(out->csv, ",,");
+        fprintf(out->csv, "%.4f,%.4f,%.4f,%.4f,%g,%.4f,%.4f,%.4f,", t->intra.alpha_s * 1e6,
+                t->intra.busbw_Bps / 1e9, t->inter.alpha_s * 1e6, t->inter.busbw_Bps / 1e9,
+                in.overlap_efficiency, share, in.host_copy_ms, p.last_bucket_ms);
+        if (set->fit)
+            fprintf(out->csv, "%d,%d,%.1f,%g\n", set->fit->ranks, set->fit->points,
+                    100.0 * set->fit->max_rel_err, out->o->fit_min_mb);
+        else
+            fprintf(out->csv, ",,,\n");
     }
     free(buckets);
 }
@@ -373,14 +403,23 @@ static int measured_sizes(const char *path, const baseline *b, int *sizes, int c
     return n;
 }
 
-static void predict_all(output *out, const baseline *b)
+static void predict_all(output *out, const row_set *set, const baseline *b)
 {
-    for (int n = 1; n <= out->o->max_ranks; n *= 2)
-        predict_one(out, b, n);
+    for (int n = 1; n <= set->max_ranks; n *= 2)
+        predict_one(out, set, b, n);
     int extra[MAX_SIZES];
     int k = measured_sizes(out->o->scaling, b, extra, MAX_SIZES);
     for (int i = 0; i < k; i++)
-        predict_one(out, b, extra[i]);
+        predict_one(out, set, b, extra[i]);
+}
+
+static void print_links(const row_set *set)
+{
+    const sm_topology *t = &set->topo;
+    printf("# %s: inside a node (%d ranks): alpha %.3f us, busbw %.1f GB/s; across nodes: "
+           "alpha %.3f us, busbw %.1f GB/s per rank\n",
+           set->link, t->ranks_per_node, t->intra.alpha_s * 1e6, t->intra.busbw_Bps / 1e9,
+           t->inter.alpha_s * 1e6, t->inter.busbw_Bps / 1e9);
 }
 
 int main(int argc, char **argv)
@@ -408,35 +447,37 @@ int main(int argc, char **argv)
             copy_cell(b->backend, sizeof b->backend, o.backend);
         }
     }
-    sm_topology topo = {.intra = {.alpha_s = o.alpha_intra_us * 1e-6,
-                                  .busbw_Bps = o.intra_gbs * 1e9},
-                        .inter = {.alpha_s = o.alpha_inter_us * 1e-6,
-                                  .busbw_Bps = o.inter_gbs * 1e9},
-                        .ranks_per_node = o.gpus_per_node};
-    const char *link = "links";
+    row_set links = {.link = "links",
+                     .topo = {.intra = {.alpha_s = o.alpha_intra_us * 1e-6,
+                                        .busbw_Bps = o.intra_gbs * 1e9},
+                              .inter = {.alpha_s = o.alpha_inter_us * 1e-6,
+                                        .busbw_Bps = o.inter_gbs * 1e9},
+                              .ranks_per_node = o.gpus_per_node},
+                     .max_ranks = o.max_ranks};
+    row_set fitted = links;
+    sm_fit fit;
     if (o.allreduce) {
-        sm_fit fit;
         int per_node = 1;
         if (fit_curve(o.allreduce, o.fit_min_mb * 1048576.0, &fit, &per_node, err, sizeof err)) {
             fprintf(stderr, "%s: --allreduce: %s\n", prog, err);
             return 1;
         }
-        topo.intra = fit.link;
-        topo.ranks_per_node = per_node;
-        link = "fit";
+        fitted.link = "fit";
+        fitted.topo.intra = fit.link;
+        fitted.topo.ranks_per_node = per_node;
+        fitted.max_ranks = o.fit_max_ranks;
+        fitted.fit = &fit;
         printf("# fit to %s: %d points of %d ranks: alpha %.3f us per step, busbw %.3f GB/s, "
                "worst point %.0f%% off\n",
                o.allreduce, fit.points, fit.ranks, fit.link.alpha_s * 1e6,
                fit.link.busbw_Bps / 1e9, 100.0 * fit.max_rel_err);
+        print_links(&fitted);
     }
-    printf("# inside a node (%d ranks): alpha %.3f us, busbw %.1f GB/s; across nodes: alpha "
-           "%.3f us, busbw %.1f GB/s per rank\n",
-           topo.ranks_per_node, topo.intra.alpha_s * 1e6, topo.intra.busbw_Bps / 1e9,
-           topo.inter.alpha_s * 1e6, topo.inter.busbw_Bps / 1e9);
-    printf("%-8s %-18s %4s %-6s %-9s %6s %5s %9s %10s %10s %9s %9s %10s %6s\n", "env", "model",
+    print_links(&links);
+    printf("%-8s %-18s %4s %-6s %-6s %6s %5s %9s %10s %10s %9s %9s %10s %6s\n", "env", "model",
            "res", "mode", "link", "ranks", "nodes", "per_rank", "compute", "allreduce",
            "overlap", "exposed", "step_ms", "eff");
-    output out = {.o = &o, .topo = &topo, .link = link};
+    output out = {.o = &o};
     char tmp[4096];
     if (o.out) {
         out.csv = csv_create(o.out, tmp, sizeof tmp, err, sizeof err);
@@ -444,13 +485,14 @@ int main(int argc, char **argv)
             fprintf(stderr, "%s: --out: %s\n", prog, err);
             return 1;
         }
-        fputs("env,model,res,mode,backend,link,world_size,nodes,ranks_per_node,per_rank_batch,"
-              "global_batch,compute_ms,allreduce_ms,overlap_ms,exposed_ms,step_ms,images_per_s,"
-              "efficiency,measured_step_ms,measured_efficiency\n",
-              out.csv);
+        fputs(predictions_header, out.csv);
     }
-    for (int i = 0; i < n_bases; i++)
-        predict_all(&out, &bases[i]);
+    /* per configuration: the rows that meet the measurements, then the projection */
+    for (int i = 0; i < n_bases; i++) {
+        if (o.allreduce)
+            predict_all(&out, &fitted, &bases[i]);
+        predict_all(&out, &links, &bases[i]);
+    }
     if (out.csv && csv_commit(out.csv, tmp, o.out, err, sizeof err)) {
         fprintf(stderr, "%s: --out: %s\n", prog, err);
         return 1;

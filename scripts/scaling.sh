@@ -223,11 +223,12 @@ fi
 # ---- the model's predictions ------------------------------------------------------
 if [[ -f $run/scaling.csv ]]; then
     model_args=(--scaling "$run/scaling.csv" --out "$run/scaling_model.csv")
-    # CPU ranks: the fit to their own curve, up to the sizes run; GPUs: the
-    # NVLink and InfiniBand links, to 64 ranks over 8 nodes
+    # always the projection on the NVLink and InfiniBand links, to 64 ranks
+    # over 8 nodes; with a measured curve also the fit to it (CPU ranks: up to
+    # the sizes run, which is what the rows can be checked against)
     if [[ -f $run/allreduce.csv ]]; then
         model_args+=(--allreduce "$run/allreduce.csv")
-        [[ $be == cpu ]] && model_args+=(--max-ranks "$largest")
+        [[ $be == cpu ]] && model_args+=(--fit-max-ranks "$largest")
     fi
     if "$BIN/scaling_model" "${model_args[@]}" >"$run/logs/scaling_model.log" 2>&1; then
         say "model: $run/scaling_model.csv"

@@ -431,8 +431,9 @@ Test(report_run, headline_numbers_come_from_the_csv_files)
     expect_contains(md, "![toy, fp32: training throughput against batch size]"
                         "(figures/throughput_fp32.png)", "report.md");
     expect_contains(md, "analytic come from the cost model", "report.md");
-    expect_contains(md, "| resnet18-cifar | 32 | strong | 2 | 1 | 8 | 16 | 121 | 132 | 10.0 | "
-                        "4.00 | 0.943 |", "report.md");
+    /* compute = step - exposed; hidden = 1 - exposed / comm (no copying column) */
+    expect_contains(md, "| resnet18-cifar | 32 | strong | 2 | 1 | 8 | 16 | 121 | 132 | 117 | "
+                        "10.0 | 4.00 | 60% | 0.943 |", "report.md");
 
     char *html = read_text(dir, "report.html");
     expect_contains(html, "<h1>Roofline report: toy (roofline-test-", "report.html");

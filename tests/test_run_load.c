@@ -43,6 +43,15 @@ static const file_case files[] = {
      "exposed_comm_ms,efficiency\n",
      "t,m,32,strong,2,1,8,16,120,133,10,4,0.95\n", "world_size", "images_per_s",
      "t,m,32,strong,2,1,8,16,120,", 13},
+    {"scaling_model.csv", RUN_SCALING_MODEL,
+     "env,model,res,mode,backend,link,world_size,nodes,ranks_per_node,per_rank_batch,global_batch,"
+     "compute_ms,allreduce_ms,overlap_ms,exposed_ms,step_ms,images_per_s,efficiency,"
+     "measured_step_ms,measured_efficiency,intra_alpha_us,intra_busbw_gbs,inter_alpha_us,"
+     "inter_busbw_gbs,overlap_efficiency,backward_share,host_copy_ms,last_bucket_ms,fit_ranks,"
+     "fit_points,fit_worst_pct,fit_min_mb\n",
+     "t,m,32,weak,cpu,fit,2,1,2,64,128,1000,15,0,35,1035,123.7,0.97,1040,0.965,1.2,3.1,5,50,0,"
+     "0.66,20,6,2,19,12.5,8\n",
+     "link", "step_ms", "t,m,32,weak,cpu,fit,2,1,2,64,128,1000,15,0,35,", 32},
     {"roofline.csv", RUN_ROOFLINE,
      "env,model,res,batch,precision,level,name,layer,layer_type,phase,count,duration_ns,time_share,"
      "flops,dram_bytes,l2_bytes,ai_dram,ai_l2,achieved_gflops,peak_ceiling,peak_gflops,dram_gbs,"
@@ -187,6 +196,50 @@ Test(run_load, a_hand_made_scaling_file)
     write_text(dir, "scaling.csv", "model,res,mode,world_size,images_per_s\nm,32,weak,1.5,10\n");
     cr_expect_eq(run_load(&m, dir, RUN_SCALING, 0, err, sizeof err), RUN_LOAD_BAD_INPUT);
     cr_expect(strstr(err, "scaling.csv:2: column 'world_size': '1.5' is out of range"), "%s", err);
+    remove_temp_dir(dir);
+}
+
+Test(run_load, a_hand_made_scaling_model_file)
+{
+    char *dir = temp_dir(), err[512];
+    /* the columns the loader needs, a projection row without a measurement */
+    write_text(dir, "scaling_model.csv",
+               "model,res,mode,link,world_size,step_ms,efficiency,fit_ranks,measured_step_ms\n"
+               "resnet50,224,strong,links,64,40.5,0.81,,\n"
+               "resnet50,224,weak,fit,2,70,0.93,2,71.5\n");
+    run_model m;
+    cr_assert_eq(run_load(&m, dir, RUN_SCALING_MODEL, RUN_SCALING_MODEL, err, sizeof err),
+                 RUN_LOAD_OK, "%s", err);
+    cr_assert_eq(m.n_predictions, 2);
+    const run_prediction *p = &m.predictions[0];
+    cr_expect_str_eq(p->link, "links");
+    cr_expect_str_eq(p->mode, "strong");
+    cr_expect_eq(p->world_size, 64);
+    cr_expect_float_eq(p->step_ms, 40.5, 1e-12);
+    cr_expect_float_eq(p->efficiency, 0.81, 1e-12);
+    cr_expect(isnan(p->measured_step_ms) && isnan(p->intra_busbw_gbs), "empty: not measured");
+    cr_expect_eq(p->fit_ranks, -1);
+    cr_expect_eq(p->nodes, -1, "no nodes column");
+    cr_expect_eq(m.predictions[1].fit_ranks, 2);
+    cr_expect_float_eq(m.predictions[1].measured_step_ms, 71.5, 1e-12);
+    run_free(&m);
+    /* a link the report cannot place, a step that is no time, an efficiency missing */
+    static const struct {
+        const char *row, *want;
+    } bad[] = {
+        {"m,32,weak,nvlink,2,70,0.9\n", "scaling_model.csv:2: column 'link': 'nvlink' is not fit or links"},
+        {"m,32,weak,fit,2,0,0.9\n", "scaling_model.csv:2: column 'step_ms': '0' is out of range (expected milliseconds > 0)"},
+        {"m,32,weak,fit,2,70,\n", "scaling_model.csv:2: column 'efficiency' is empty (expected a value >= 0)"},
+        {"m,32,weak,fit,0,70,0.9\n", "scaling_model.csv:2: column 'world_size': '0' is out of range"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        write_joined(dir, "scaling_model.csv", "model,res,mode,link,world_size,step_ms,efficiency\n",
+                     bad[i].row);
+        cr_expect_eq(run_load(&m, dir, RUN_SCALING_MODEL, 0, err, sizeof err), RUN_LOAD_BAD_INPUT,
+                     "%s", bad[i].row);
+        cr_expect(strstr(err, bad[i].want) != NULL, "got '%s', wanted '%s'", err, bad[i].want);
+        cr_expect(strchr(err, '\n') == NULL, "one line: %s", err);
+    }
     remove_temp_dir(dir);
 }
 

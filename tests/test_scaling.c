@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../bench/runner/matrix.h"
 #include "helpers.h"
 
 static const char *const matrix =
@@ -76,6 +77,31 @@ Test(scaling_stage, weak_strong_skip_model_and_resume, .timeout = 300)
     cr_expect(strstr(peaks, "\nddp,cpu,allreduce_latency,") != NULL, "%s", peaks);
     char *model = read_text(run, "scaling_model.csv");
     cr_expect(strstr(model, "\nddp,resnet18-cifar,32,weak,cpu,fit,2,1,2,") != NULL, "%s", model);
+    /* the fit stops at the sizes run; the projection on the links goes to 64
+     * ranks over 8 nodes */
+    cr_expect(strstr(model, "\nddp,resnet18-cifar,32,weak,cpu,fit,4,") == NULL, "%s", model);
+    cr_expect(strstr(model, "\nddp,resnet18-cifar,32,strong,cpu,links,64,8,8,") != NULL, "%s",
+              model);
+    /* the report states the model, checks it at 2 ranks and projects it; the
+     * figure draws the predictions beside the measured points */
+    char *report = read_text(run, "report.md");
+    cr_expect(strstr(report, "\n## Scaling\n") != NULL, "%.2000s", report);
+    cr_expect(strstr(report, "\n### Scaling model\n") != NULL, "%.2000s", report);
+    cr_expect(strstr(report, "never hidden") != NULL, "the last-bucket rule is stated");
+    cr_expect(strstr(report, "fitted to this run's measured allreduce curve (allreduce.csv, "
+                             "bin/allreduce on 2 ranks") != NULL, "the fit's curve is named");
+    cr_expect(strstr(report, "| resnet18-cifar | 32 | weak | 2 | fit |") != NULL,
+              "the 2-rank prediction beside its measurement:\n%s", report);
+    cr_expect(strstr(report, "to 64 ranks over 8 nodes") != NULL, "%s", report);
+    char *fig_model = read_text(run, "figures/data/scaling.model");
+    cr_expect(strstr(fig_model, "# model (fit) resnet18-cifar @32 weak") != NULL, "%s", fig_model);
+    cr_expect(strstr(fig_model, "\n64 ") != NULL, "the projection reaches 64 ranks:\n%s",
+              fig_model);
+    if (sh("command -v gnuplot >/dev/null") == 0) {
+        char png[1200];
+        format_or_fail(png, sizeof png, "%s/figures/scaling.png", run);
+        cr_expect(access(png, R_OK) == 0, "no %s", png);
+    }
     char *configs = read_text(run, "configs.csv");
     cr_expect(strstr(configs, "\nscaling,resnet18-cifar,32,4,fp32,strong-2,ok,") != NULL, "%s",
               configs);
@@ -90,4 +116,26 @@ Test(scaling_stage, weak_strong_skip_model_and_resume, .timeout = 300)
     char *again = read_text(run, "configs.csv");
     cr_expect(strstr(again, "\nscaling,resnet18-cifar,32,4,fp32,weak-2,ok,") != NULL, "%s", again);
     remove_temp_dir(dir);
+}
+
+/* The shipped run matrix has a small CPU row with ranks, so that `make bench
+ * ENV=scaling-smoke` runs the whole data-parallel study on any machine with
+ * two cores (one rank per core): one configuration whose batch splits in two. */
+Test(scaling_row, shipped_scaling_smoke_row)
+{
+    run_matrix m;
+    char err[512] = "";
+    cr_assert_eq(matrix_load(ROOFLINE_SOURCE_DIR "/run_matrix.md", &m, err, sizeof err), 0, "%s",
+                 err);
+    const matrix_row *row = matrix_find(&m, "scaling-smoke");
+    cr_assert_not_null(row, "no scaling-smoke row in run_matrix.md");
+    cr_expect_str_eq(row->backend, "cpu");
+    cr_assert_eq(row->n_ranks, 2);
+    cr_expect_eq(row->ranks[0], 1);
+    cr_expect_eq(row->ranks[1], 2);
+    matrix_config c[4];
+    cr_assert_eq(matrix_expand(row, c, 4), 1);
+    cr_expect_eq(c[0].batch % 2, 0, "strong scaling splits the batch over 2 ranks");
+    cr_expect_leq(row->iters, 5, "a smoke row stays short");
+    matrix_free(&m);
 }

@@ -1,6 +1,7 @@
 /* Data of the line figures: throughput against batch size (the summary) and
- * data-parallel scaling against ranks (scaling.csv), one series per model
- * (and scaling mode). */
+ * data-parallel scaling against ranks (scaling.csv, with the scaling model's
+ * predictions from scaling_model.csv beside the measured points), one series
+ * per model (and scaling mode). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,18 +206,59 @@ static double median_of(const run_scaling *t, const keyed *rows, int from, int t
     return median;
 }
 
+/* The model's rows of one series under one set of links ("fit" or "links"),
+ * by world size: world_size images_per_s efficiency_pct; a NaN line when
+ * there are none (gnuplot's index needs every block). */
+static void write_prediction_block(FILE *f, const run_model *run, const series_key *k,
+                                   const char *link, keyed *rows, double *wmax, double *ymin,
+                                   double *ymax)
+{
+    int n = 0;
+    for (int r = 0; r < run->n_predictions; r++) {
+        const run_prediction *p = &run->predictions[r];
+        if (p->res == k->res && !strcmp(p->model, k->model) && !strcmp(p->mode, k->mode) &&
+            !strcmp(p->link, link))
+            rows[n++] = (keyed){p->world_size, r};
+    }
+    qsort(rows, (size_t)n, sizeof *rows, by_key);
+    fprintf(f, "# model (%s) %s @%d %s: world_size images_per_s efficiency_pct\n", link, k->model,
+            k->res, k->mode);
+    for (int i = 0; i < n; i++) {
+        const run_prediction *p = &run->predictions[rows[i].index];
+        if (i > 0 && rows[i].key == rows[i - 1].key)
+            continue; /* one point per world size: the first row */
+        *wmax = fmax(*wmax, p->world_size);
+        if (p->images_per_s > 0) {
+            *ymin = fmin(*ymin, p->images_per_s);
+            *ymax = fmax(*ymax, p->images_per_s);
+        }
+        fprintf(f, "%d %.6g %.6g\n", p->world_size, p->images_per_s > 0 ? p->images_per_s : NAN,
+                100.0 * p->efficiency);
+    }
+    if (n == 0)
+        fprintf(f, "NaN NaN NaN\n");
+}
+
 int plot_write_scaling(const run_model *run, const char *prefix, char *err, size_t err_len)
 {
     const run_scaling *t = run->scaling;
     series_list s = {0};
-    keyed *rows = malloc(((size_t)run->n_scaling + 1) * sizeof *rows);
-    plot_file data, vars;
+    size_t cap = (size_t)(run->n_scaling > run->n_predictions ? run->n_scaling
+                                                              : run->n_predictions);
+    keyed *rows = malloc((cap + 1) * sizeof *rows);
+    plot_file data, model, vars;
     int status = -1;
     if (!rows)
         goto oom;
     for (int i = 0; i < run->n_scaling; i++)
         if (ok_scaling(&t[i]) && add_series(&s, scaling_key(&t[i])))
             goto oom;
+    /* a configuration the model predicts but nobody measured is a series too */
+    for (int i = 0; i < run->n_predictions; i++) {
+        const run_prediction *p = &run->predictions[i];
+        if (add_series(&s, (series_key){p->model, p->mode, p->res}))
+            goto oom;
+    }
     /* efficiency may be a fraction or a percentage: read the whole column first */
     double eff_max = 0;
     for (int i = 0; i < run->n_scaling; i++)
@@ -254,18 +296,40 @@ int plot_write_scaling(const run_model *run, const char *prefix, char *err, size
             fprintf(data.f, "%g %.6g %.6g %.6g\n", w, ips, eff, base * w / base_w);
             k = end;
         }
+        if (n == 0)
+            fprintf(data.f, "NaN NaN NaN NaN\n");
     }
     if (s.n == 0)
         fprintf(data.f, "NaN NaN NaN NaN\n");
     if (plot_file_close(&data, err, err_len))
+        goto done;
+    /* the model's predictions: per series the block of the fit, then the links' */
+    if (plot_file_open(&model, prefix, ".model", err, err_len))
+        goto done;
+    int fit_rows = 0, link_rows = 0;
+    for (int r = 0; r < run->n_predictions; r++) {
+        fit_rows += !strcmp(run->predictions[r].link, "fit");
+        link_rows += !strcmp(run->predictions[r].link, "links");
+    }
+    for (int i = 0; i < s.n; i++) {
+        fprintf(model.f, "%s", i ? "\n\n" : "");
+        write_prediction_block(model.f, run, &s.items[i], "fit", rows, &wmax, &ymin, &ymax);
+        fprintf(model.f, "\n\n");
+        write_prediction_block(model.f, run, &s.items[i], "links", rows, &wmax, &ymin, &ymax);
+    }
+    if (s.n == 0)
+        fprintf(model.f, "NaN NaN NaN\n");
+    if (plot_file_close(&model, err, err_len))
         goto done;
     if (plot_file_open(&vars, prefix, ".vars", err, err_len))
         goto done;
     fprintf(vars.f, "# written by bin/plotdata for scripts/gnuplot/scaling.gp\n");
     plot_var_str(vars.f, "env_name", run->env_name);
     write_series_vars(vars.f, &s);
+    plot_var_num(vars.f, "model_fit_rows", fit_rows);
+    plot_var_num(vars.f, "model_link_rows", link_rows);
     write_pow2_range(vars.f, 1, wmax);
-    if (!(ymax > 0))
+    if (!(ymax > 0) || !(ymin > 0))
         ymin = ymax = 1;
     plot_var_num(vars.f, "ymin", plot_nice_below(ymin / 1.2));
     plot_var_num(vars.f, "ymax", plot_nice_above(ymax * 1.2));

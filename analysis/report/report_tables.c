@@ -1,6 +1,6 @@
 /* The tables of a run's report that show a part of the run as it is: the
- * environment (env.json), the measured peaks, the results per configuration,
- * scaling and failed runs. */
+ * environment (env.json), the measured peaks, the results per configuration
+ * and failed runs (scaling: report_scaling.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,34 +183,6 @@ void report_failures(report_doc *d, const run_model *run)
         doc_cell(d, "%s", a->repeat);
         doc_cell(d, "%s", a->status);
         doc_cell(d, "%s", a->log);
-    }
-}
-
-void report_scaling(report_doc *d, const run_model *run)
-{
-    if (run->n_scaling == 0)
-        return;
-    doc_heading(d, 1, "Scaling");
-    doc_para(d, "Data-parallel training as scaling.csv records it, one row per measurement.");
-    doc_table(d, "lrlrrrrrrrrr",
-              (const char *const[]){"model", "res", "mode", "ranks", "nodes", "batch per rank",
-                                    "global batch", "step ms", "images/s", "comm ms",
-                                    "exposed comm ms", "efficiency"});
-    for (int i = 0; i < run->n_scaling; i++) {
-        const run_scaling *s = &run->scaling[i];
-        doc_cell(d, "%s", s->model);
-        doc_cell(d, "%d", s->res);
-        doc_cell(d, "%s", s->mode);
-        doc_cell(d, "%d", s->world_size);
-        count_cell(d, s->nodes);
-        count_cell(d, s->per_rank_batch);
-        count_cell(d, s->global_batch);
-        const double nums[] = {s->step_ms, s->images_per_s, s->comm_ms, s->exposed_comm_ms,
-                               s->efficiency};
-        for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++) {
-            char a[FMT_LEN];
-            doc_cell(d, "%s", fmt_num(a, nums[k]));
-        }
     }
 }
 
