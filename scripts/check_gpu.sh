@@ -466,7 +466,8 @@ done
 } | tee "$OUT/summary.txt"
 
 if [[ -n $TAR ]]; then
-    if tar czf "$TAR" -C "$(dirname "$OUT")" "$(basename "$OUT")" 2>"$OUT/tar.log"; then
+    # not ncu's binary report (its CSV is there): the device tool brings back 16 MiB a file
+    if tar czf "$TAR" --exclude='*.ncu-rep' -C "$(dirname "$OUT")" "$(basename "$OUT")" 2>"$OUT/tar.log"; then
         say "archived $OUT in $TAR ($(du -h "$TAR" | cut -f1))"
     else
         say "archiving $OUT in $TAR failed: $(head -n 1 "$OUT/tar.log")"
