@@ -12,9 +12,10 @@ extern "C" {
 enum { ROOF_CEILING_LEN = 32 };
 
 /* The compute ceiling a kernel ran against (README): flops_tensor > 0 names
- * "<precision>_tensor"; otherwise the largest of the fp64/fp32/fp16 counts
- * names fp64_fma/fp32_fma/fp16_fma. "" when the kernel counted no FLOPs
- * (all zero or empty: NaN). Written into buf[ROOF_CEILING_LEN]. */
+ * "<precision>_tensor" ("tf32_tensor" in an fp32 step); otherwise the
+ * largest of the fp64/fp32/fp16 counts names fp64_fma/fp32_fma/fp16_fma.
+ * "" when the kernel counted no FLOPs (all zero or empty: NaN). Written into
+ * buf[ROOF_CEILING_LEN]. */
 const char *roof_kernel_ceiling(const char *precision, double fp64, double fp32, double fp16,
                                 double tensor, char *buf);
 

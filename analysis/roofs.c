@@ -62,6 +62,7 @@ void roofs_init(roofs *r, const run_roof *rows, int n)
     *r = (roofs){.rows = rows, .n = n};
     r->dram_gbs = best_of_levels(rows, n, MEM_DRAM, MEM_HBM);
     r->l2_gbs = best_of_levels(rows, n, MEM_L2, MEM_L2);
+    r->l1_gbs = best_of_levels(rows, n, MEM_L1, MEM_L1);
 }
 
 double roofs_peak(const roofs *r, const char *name)

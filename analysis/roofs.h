@@ -16,6 +16,7 @@ typedef struct {
     int n;
     double dram_gbs;      /* best sustained DRAM or HBM row (copy, triad, read); NaN when none */
     double l2_gbs;        /* best L2 row; NaN when none */
+    double l1_gbs;        /* best L1 row; NaN when none (the GPU's hierarchical roofline) */
 } roofs;
 
 /* The roofs of rows[0..n-1] (n = 0: every roof missing). A one-core row is
