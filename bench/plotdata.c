@@ -12,8 +12,10 @@
 
 static const char *const prog = "plotdata";
 
-/* What the figures draw: everything but the raw kernels (roofline.csv has them). */
-#define PLOT_FILES (RUN_PEAKS | RUN_STEPS | RUN_SCALING | RUN_OUTPUTS)
+/* What the figures draw: the analysis, and the raw kernels for the GPU
+ * figures (the hierarchical roofline needs their L1 bytes, the cost check
+ * their layers). */
+#define PLOT_FILES (RUN_PEAKS | RUN_STEPS | RUN_KERNELS | RUN_SCALING | RUN_OUTPUTS)
 
 static void print_help(void)
 {

@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../cost_check.h"
 #include "../roofline_table.h"
+#include "../trace_gpu.h"
 
 static int push(plot_figure_list *l, const plot_figure *f)
 {
@@ -35,6 +37,9 @@ const char *plot_script(plot_kind kind)
     case PLOT_VARIABILITY: return "variability.gp";
     case PLOT_SCALING: return "scaling.gp";
     case PLOT_ROOFLINE_COMPARE: return "roofline_compare.gp";
+    case PLOT_HIER_ROOFLINE: return "roofline_hier.gp";
+    case PLOT_TIME_BREAKDOWN: return "time_breakdown.gp";
+    case PLOT_COST_CHECK: return "cost_check.gp";
     }
     return "";
 }
@@ -137,6 +142,65 @@ static int add_per_precision(const run_model *run, plot_figure_list *out)
     return 0;
 }
 
+/* Whether a GPU figure of trace t has something to draw: a kernel with FLOPs,
+ * time and bytes of some level; any kernel time; a comparison with the cost
+ * model. */
+static bool gpu_figure_has_data(const run_trace *t, plot_kind kind)
+{
+    if (kind == PLOT_COST_CHECK) {
+        cost_check c;
+        if (cost_check_build(t, &c))
+            return false;
+        bool compared = c.why[0] == '\0';
+        cost_check_free(&c);
+        return compared;
+    }
+    for (int i = 0; i < t->n; i++) {
+        const run_kernel *k = &t->rows[i];
+        /* an empty cell (NaN) is no count */
+        bool flops = k->flops_fp64 > 0 || k->flops_fp32 > 0 || k->flops_fp16 > 0 ||
+                     k->flops_tensor > 0;
+        bool bytes = k->dram_read_bytes > 0 || k->dram_write_bytes > 0 || k->l2_bytes > 0 ||
+                     k->l1_bytes > 0;
+        if (k->duration_ns > 0 && (kind == PLOT_TIME_BREAKDOWN || (flops && bytes)))
+            return true;
+    }
+    return false;
+}
+
+/* Per GPU trace: its hierarchical roofline, its time by phase and layer type,
+ * its counters against the cost model. */
+static int add_gpu_figures(const run_model *run, plot_figure_list *out)
+{
+    static const struct {
+        plot_kind kind;
+        const char *stem, *what;
+    } kinds[] = {
+        {PLOT_HIER_ROOFLINE, "roofline_hier", "hierarchical roofline"},
+        {PLOT_TIME_BREAKDOWN, "time_breakdown", "kernel time by phase and layer type"},
+        {PLOT_COST_CHECK, "cost_check", "counters against the cost model"},
+    };
+    for (int k = 0; k < run->n_traces; k++) {
+        const run_trace *t = &run->traces[k];
+        if (!trace_is_gpu(run, t))
+            continue;
+        for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+            if (!gpu_figure_has_data(t, kinds[i].kind))
+                continue;
+            plot_figure f = {.kind = kinds[i].kind, .gpu_trace = t};
+            snprintf(f.stem, sizeof f.stem, "%s_%s_%d_b%d_%s", kinds[i].stem, t->model, t->res,
+                     t->batch, t->precision);
+            sanitise(f.stem);
+            snprintf(f.title, sizeof f.title, "%s, %s: %s of %s @%d, batch %d", run->env_name,
+                     t->precision, kinds[i].what, t->model, t->res, t->batch);
+            snprintf(f.precision, sizeof f.precision, "%s", t->precision);
+            if (push(out, &f))
+                return -1;
+        }
+    }
+    return 0;
+}
+
 int plot_figures_of_run(const run_model *run, plot_figure_list *out)
 {
     *out = (plot_figure_list){0};
@@ -155,7 +219,7 @@ int plot_figures_of_run(const run_model *run, plot_figure_list *out)
         if (push(out, &f))
             goto oom;
     }
-    if (add_per_precision(run, out))
+    if (add_gpu_figures(run, out) || add_per_precision(run, out))
         goto oom;
     if (run->n_scaling > 0) {
         plot_figure f = {.kind = PLOT_SCALING};

@@ -1,9 +1,10 @@
 /* The figures of a run folder: which exist depends on the data (a roofline
  * per traced configuration, a comparison of the models per precision with two
  * or more traced configurations, throughput and variability per precision,
- * scaling when scaling.csv has rows). bin/plotdata writes their data files,
- * scripts/render.sh draws them, bin/report embeds them; all three take the
- * list from here. */
+ * scaling when scaling.csv has rows; per GPU trace its hierarchical roofline,
+ * its time by phase and layer type and its counters against the cost model).
+ * bin/plotdata writes their data files, scripts/render.sh draws them,
+ * bin/report embeds them; all three take the list from here. */
 #ifndef ROOFLINE_PLOT_FIGURES_H
 #define ROOFLINE_PLOT_FIGURES_H
 
@@ -18,7 +19,10 @@ typedef enum {
     PLOT_THROUGHPUT,      /* images/s against batch size */
     PLOT_VARIABILITY,     /* box plots of step times per configuration */
     PLOT_SCALING,         /* images/s and efficiency against ranks */
-    PLOT_ROOFLINE_COMPARE /* several run folders: ceilings and steps */
+    PLOT_ROOFLINE_COMPARE, /* several run folders: ceilings and steps */
+    PLOT_HIER_ROOFLINE,   /* a GPU trace: every kernel at its HBM, L2 and L1 intensity */
+    PLOT_TIME_BREAKDOWN,  /* a GPU trace: kernel time by phase and layer type */
+    PLOT_COST_CHECK       /* a GPU trace: counted / analytic FLOPs and bytes per layer */
 } plot_kind;
 
 typedef struct {
@@ -26,6 +30,7 @@ typedef struct {
     char stem[160];           /* file name without extension: figures/<stem>.png */
     char title[256];          /* drawn above the plot */
     const roof_config *trace; /* PLOT_ROOFLINE: borrowed from the run */
+    const run_trace *gpu_trace; /* the GPU figures: borrowed from the run */
     char precision[16];       /* the per-precision figures */
 } plot_figure;
 

@@ -37,6 +37,9 @@ horiz(x, i) = x >= value(sprintf("comp_from_%d", i)) ? comp(i) : NaN
 diag(x, i) = x <= value(sprintf("mem_to_%d", i)) ? memb(i) * x : NaN
 ceil_color(main) = main ? "#202020" : "#8a8a8a"
 ceil_width(main) = main ? 2.6 : 1.3
+# a memory level drawn in a colour of its own where the .vars file gives one
+# (mem_color_i: the hierarchical roofline matches each level's points)
+mem_color(i) = exists(sprintf("mem_color_%d", i)) ? value(sprintf("mem_color_%d", i)) : ceil_color(value(sprintf("mem_main_%d", i)))
 
 set style textbox opaque noborder margins 1,1
 # Compute labels sit just right of where their line starts, above it: there
@@ -75,7 +78,7 @@ do for [i = 1:nmem] {
         last_x = end_x / 10 ** along
         if (last_x < first_x) { last_x = first_x }
         lx = first_x * (last_x / first_x) ** (nlab > 1 ? k / (nlab - 1.0) : 0)
-        lab_color = ceil_color(value(sprintf("mem_main_%d", i)))
+        lab_color = mem_color(i)
         set label 100 + i lab_text at first lx, first memb(i) * lx * 10 ** (9.0 / px_per_decade_y) left \
             rotate by slope_deg front textcolor rgb lab_color font ",11" boxed
         k = k + 1
@@ -88,4 +91,4 @@ if (main_y > 0) {
             fc rgb ceil_color(value(sprintf("mem_main_%d", i))) fs solid front
     }
 }
-ceiling_lines = "for [i = 1:nmem] diag(x, i) notitle with lines lw ceil_width(value(sprintf('mem_main_%d', i))) lc rgb ceil_color(value(sprintf('mem_main_%d', i))), for [i = 1:ncomp] horiz(x, i) notitle with lines lw ceil_width(value(sprintf('comp_main_%d', i))) lc rgb ceil_color(value(sprintf('comp_main_%d', i)))"
+ceiling_lines = "for [i = 1:nmem] diag(x, i) notitle with lines lw ceil_width(value(sprintf('mem_main_%d', i))) lc rgb mem_color(i), for [i = 1:ncomp] horiz(x, i) notitle with lines lw ceil_width(value(sprintf('comp_main_%d', i))) lc rgb ceil_color(value(sprintf('comp_main_%d', i)))"
