@@ -32,8 +32,8 @@ static _Noreturn void die(const char *err)
     exit(1);
 }
 
-/* What the report shows: everything but the raw kernels (roofline.csv has them). */
-#define REPORT_FILES (RUN_INPUTS & ~RUN_KERNELS) | RUN_OUTPUTS
+/* What the report shows: everything (the raw kernels for the GPU sections). */
+#define REPORT_FILES (RUN_INPUTS | RUN_OUTPUTS)
 
 /* A load failure: bad input is a usage error (status 2), anything else 1. */
 static _Noreturn void load_failed(int status, const char *err)

@@ -16,6 +16,9 @@ void report_build_run(report_doc *d, const run_model *run, const plot_figure_lis
     report_results(d, run);
     report_figures(d, run, figs);
     report_kernels(d, run);
+    report_gpu_roofline(d, run, figs);
+    report_gpu_breakdown(d, run, figs);
+    report_gpu_costs(d, run, figs);
     report_variability(d, run);
     report_scaling(d, run);
     report_failures(d, run);

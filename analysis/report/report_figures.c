@@ -8,7 +8,7 @@
 #include "../roofline_table.h"
 #include "report_sections.h"
 
-static bool png_exists(const char *dir, const char *stem, char *rel, size_t len)
+bool report_png_exists(const char *dir, const char *stem, char *rel, size_t len)
 {
     char path[RUN_PATH_LEN + 256];
     snprintf(rel, len, "figures/%s.png", stem);
@@ -75,21 +75,30 @@ static void figure_caption(const plot_figure *f, bool first, char *out,
     case PLOT_ROOFLINE_COMPARE:
         snprintf(out, len, "The environments' roofs and traced steps on one roofline.");
         break;
+    case PLOT_HIER_ROOFLINE:
+    case PLOT_TIME_BREAKDOWN:
+    case PLOT_COST_CHECK:
+        out[0] = '\0'; /* shown in the GPU sections, with their captions */
+        break;
     }
 }
 
 void report_figures(report_doc *d, const run_model *run, const plot_figure_list *figs)
 {
     doc_heading(d, 1, "Figures");
-    /* the overview figures first, then one roofline per traced configuration */
+    /* the overview figures first, then one roofline per traced configuration;
+     * the GPU figures are shown beside their tables (report_gpu_*.c) */
     static const plot_kind order[] = {PLOT_ROOFLINE_MODELS, PLOT_THROUGHPUT, PLOT_VARIABILITY,
                                       PLOT_SCALING, PLOT_ROOFLINE};
-    int shown = 0, rooflines = 0;
+    int shown = 0, rooflines = 0, listed = 0;
+    for (size_t k = 0; k < sizeof order / sizeof order[0]; k++)
+        for (int i = 0; i < figs->n; i++)
+            listed += figs->items[i].kind == order[k];
     for (size_t k = 0; k < sizeof order / sizeof order[0]; k++)
         for (int i = 0; i < figs->n; i++) {
             const plot_figure *f = &figs->items[i];
             char rel[256], caption[1024];
-            if (f->kind != order[k] || !png_exists(run->dir, f->stem, rel, sizeof rel))
+            if (f->kind != order[k] || !report_png_exists(run->dir, f->stem, rel, sizeof rel))
                 continue;
             figure_caption(f, f->kind != PLOT_ROOFLINE || rooflines++ == 0, caption,
                            sizeof caption);
@@ -99,8 +108,22 @@ void report_figures(report_doc *d, const run_model *run, const plot_figure_list 
     if (shown == 0)
         doc_para(d, "No figures: they had not been drawn when this report was written "
                     "(scripts/render.sh draws them with gnuplot, then writes the report).");
-    else if (shown < figs->n)
+    else if (shown < listed)
         doc_note(d, "%d of the %d figures this run's data supports were not drawn "
                     "(see figures/gnuplot.log).",
-                 figs->n - shown, figs->n);
+                 listed - shown, listed);
+}
+
+void report_gpu_figure(report_doc *d, const run_model *run, const plot_figure_list *figs,
+                       plot_kind kind, const run_trace *t, const char *caption)
+{
+    for (int i = 0; i < figs->n; i++) {
+        const plot_figure *f = &figs->items[i];
+        char rel[256];
+        if (f->kind == kind && f->gpu_trace == t &&
+            report_png_exists(run->dir, f->stem, rel, sizeof rel)) {
+            doc_figure(d, rel, f->title, "%s", caption);
+            return;
+        }
+    }
 }

@@ -389,6 +389,7 @@ void report_findings(report_doc *d, const run_model *run)
     for (int k = 0; k < run->roofline.n; k++)
         if (roofline_step(&run->roofline.configs[k]))
             traced_finding(d, run, &run->roofline.configs[k]);
+    report_gpu_findings(d, run);
     above_roof_finding(d, &run->roofline);
     const summary *s = &run->summary;
     for (int i = 0; i < s->n; i++) {

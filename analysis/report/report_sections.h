@@ -23,6 +23,21 @@ void report_kernels(report_doc *d, const run_model *run);
 void report_variability(report_doc *d, const run_model *run);
 void report_sources(report_doc *d, const run_model *run);
 
+/* The GPU sections (report_gpu_roofline.c, report_gpu_breakdown.c,
+ * report_gpu_costs.c), each present only when the run has a GPU trace
+ * (analysis/trace_gpu.h), and their findings (report_gpu_findings.c). */
+void report_gpu_roofline(report_doc *d, const run_model *run, const plot_figure_list *figs);
+void report_gpu_breakdown(report_doc *d, const run_model *run, const plot_figure_list *figs);
+void report_gpu_costs(report_doc *d, const run_model *run, const plot_figure_list *figs);
+void report_gpu_findings(report_doc *d, const run_model *run);
+
+/* Whether <dir>/figures/<stem>.png was drawn; rel gets "figures/<stem>.png". */
+bool report_png_exists(const char *dir, const char *stem, char *rel, size_t len);
+/* The figure of `kind` drawn for GPU trace t, with its caption, when its PNG
+ * exists; nothing otherwise. */
+void report_gpu_figure(report_doc *d, const run_model *run, const plot_figure_list *figs,
+                       plot_kind kind, const run_trace *t, const char *caption);
+
 /* "resnet50 @224 b8 fp32" */
 void report_key_short(char *out, size_t len, const char *model, int res, int batch,
                       const char *precision);
