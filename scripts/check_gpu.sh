@@ -75,11 +75,6 @@ result() {
     echo "$*" >>"$OUT/$STAGE/result.txt"
 }
 
-# The median of the numbers on stdin (empty without any).
-median() {
-    sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
-}
-
 # skip WHY: the stage cannot run here for a missing optional tool (exit 3).
 skip() {
     result "skipped: $*"
