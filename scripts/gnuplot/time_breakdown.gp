@@ -28,12 +28,14 @@ set rmargin at screen 0.80
 set bmargin at screen 0.13
 set tmargin at screen 0.92
 set key title "layer type (share)" font ",11"
+# as the report prints a share: a small one is "<0.1%", not "0.0%"
+pct(v) = v > 0 && v < 0.05 ? "<0.1%" : sprintf("%.1f%%", v)
 
 eval png_terminal
 set output outfile
 plot for [t = 1:ntypes] datafile.".dat" using (column(t + 1)):xtic(1) \
          title value(sprintf("type_%d", t)) lc rgb value(sprintf("color_%d", t)), \
-     datafile.".dat" using 0:(column(ntypes + 2)):(sprintf("%.1f%%", column(ntypes + 2))) \
+     datafile.".dat" using 0:(column(ntypes + 2)):(pct(column(ntypes + 2))) \
          notitle with labels offset char 0, char 0.8 font ",11"
 
 eval svg_terminal
