@@ -185,8 +185,11 @@ fuzz:
 	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) BIN=$(FUZZ_BUILD)/bin CC=$(FUZZ_CC) \
 	    CFLAGS='$(SAN_FLAGS) -fsanitize=fuzzer-no-link' CUDA_HOME=/nonexistent MPICC= DNNL_H= fuzz-targets
 	@$(if $(filter-out 0,$(FUZZ_S)),tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_S) $(FUZZ_NAMES),echo "fuzz: $(words $(FUZZ_NAMES)) targets in $(FUZZ_BUILD)/fuzz/; FUZZ_S=60 runs each for 60 s")
-fuzz-targets: $(FUZZ_NAMES:%=$(BUILD)/fuzz/fuzz_%) $(FUZZ_REGRESS)
-$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_main.c $(FUZZ_OBJS) $(LIB)
+FUZZ_BINS := $(FUZZ_NAMES:%=$(BUILD)/fuzz/fuzz_%)
+fuzz-targets: $(FUZZ_BINS) $(FUZZ_REGRESS)
+# a static pattern: a plain fuzz_% would also match the fuzz_<target>.d files
+# that -MMD leaves beside them, which make remakes as included makefiles
+$(FUZZ_BINS): $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_main.c $(FUZZ_OBJS) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -fsanitize=fuzzer -DFUZZ_FN=fuzz_$* $^ -o $@ $(LDLIBS)
 
