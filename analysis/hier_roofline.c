@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernel_groups.h"
 #include "trace_gpu.h"
 
 const char *hier_level_name(int level, const char *main_memory)
@@ -104,61 +105,29 @@ static void sums_add(sums *s, const run_kernel *k)
 }
 
 typedef struct {
-    const run_kernel *k;
-    int index; /* in the trace: groups keep the file's order */
-} keyed;
-
-static int cmp_key(const void *pa, const void *pb)
-{
-    const keyed *a = pa, *b = pb;
-    int d = strcmp(a->k->kernel, b->k->kernel);
-    if (!d)
-        d = strcmp(a->k->layer, b->k->layer);
-    if (!d)
-        d = strcmp(a->k->phase, b->k->phase);
-    return d ? d : (a->index > b->index) - (a->index < b->index);
-}
-
-static bool same_group(const run_kernel *a, const run_kernel *b)
-{
-    return strcmp(a->kernel, b->kernel) == 0 && strcmp(a->layer, b->layer) == 0 &&
-           strcmp(a->phase, b->phase) == 0;
-}
-
-typedef struct {
     int first; /* the group's first row in the trace */
     sums s;
 } group;
-
-static int cmp_first(const void *pa, const void *pb)
-{
-    int a = ((const group *)pa)->first, b = ((const group *)pb)->first;
-    return (a > b) - (a < b);
-}
 
 /* The trace's rows grouped by (kernel, layer, phase), in order of first
  * appearance; NULL out of memory. */
 static group *group_rows(const run_trace *t, int *n_groups)
 {
-    keyed *order = malloc(((size_t)t->n + 1) * sizeof *order);
+    int *group_of = malloc(((size_t)t->n + 1) * sizeof *group_of);
+    int *first = malloc(((size_t)t->n + 1) * sizeof *first);
     group *groups = malloc(((size_t)t->n + 1) * sizeof *groups);
-    if (!order || !groups) {
-        free(order);
+    int n = group_of && first && groups ? kernel_groups(t, group_of, first) : -1;
+    if (n < 0) {
         free(groups);
-        return NULL;
+        groups = NULL;
     }
-    for (int i = 0; i < t->n; i++)
-        order[i] = (keyed){&t->rows[i], i};
-    qsort(order, (size_t)t->n, sizeof *order, cmp_key);
-    int n = 0;
-    for (int i = 0; i < t->n; i++) {
-        if (i == 0 || !same_group(order[i - 1].k, order[i].k))
-            groups[n++] = (group){order[i].index, sums_empty()};
-        sums_add(&groups[n - 1].s, order[i].k);
-    }
-    qsort(groups, (size_t)n, sizeof *groups, cmp_first);
-    free(order);
-    *n_groups = n;
+    for (int g = 0; g < n; g++)
+        groups[g] = (group){first[g], sums_empty()};
+    for (int i = 0; i < t->n && n >= 0; i++)
+        sums_add(&groups[group_of[i]].s, &t->rows[i]);
+    free(group_of);
+    free(first);
+    *n_groups = n < 0 ? 0 : n;
     return groups;
 }
 

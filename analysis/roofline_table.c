@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernel_groups.h"
+
 /* The sums a point is made of; NaN until a measured value is added, so a
  * column empty in every row stays "not measured". */
 typedef struct {
@@ -159,64 +161,21 @@ static void aggregate(roof_config *c, int n_kernels, const char *layer_type, roo
     finish_row(out, &s, 1, rf);
 }
 
-typedef struct {
-    const run_kernel *k;
-    int index; /* in the trace: groups keep the file's order */
-} keyed;
-
-static int cmp_kernel_key(const void *pa, const void *pb)
-{
-    const keyed *a = pa, *b = pb;
-    int d = strcmp(a->k->kernel, b->k->kernel);
-    if (!d)
-        d = strcmp(a->k->layer, b->k->layer);
-    if (!d)
-        d = strcmp(a->k->phase, b->k->phase);
-    return d ? d : (a->index > b->index) - (a->index < b->index);
-}
-
-typedef struct {
-    int first; /* the group's first row in the trace */
-    sums s;
-} group;
-
-static int cmp_group(const void *pa, const void *pb)
-{
-    int a = ((const group *)pa)->first, b = ((const group *)pb)->first;
-    return (a > b) - (a < b);
-}
-
-static bool same_kernel(const run_kernel *a, const run_kernel *b)
-{
-    return strcmp(a->kernel, b->kernel) == 0 && strcmp(a->layer, b->layer) == 0 &&
-           strcmp(a->phase, b->phase) == 0;
-}
-
 /* Kernel rows: the trace's rows grouped by (kernel, layer, phase). */
 static int build_kernel_rows(roof_config *c, const run_trace *t, const roofs *rf)
 {
-    int n = t->n;
-    keyed *order = malloc(((size_t)n + 1) * sizeof *order);
-    group *groups = malloc(((size_t)n + 1) * sizeof *groups);
-    if (!order || !groups) {
-        free(order);
-        free(groups);
-        return -1;
-    }
-    for (int i = 0; i < n; i++)
-        order[i] = (keyed){&t->rows[i], i};
-    qsort(order, (size_t)n, sizeof *order, cmp_kernel_key);
-    int n_groups = 0;
-    for (int i = 0; i < n; i++) {
-        /* within a key the rows are in file order, so a group's first row comes first */
-        if (i == 0 || !same_kernel(order[i - 1].k, order[i].k))
-            groups[n_groups++] = (group){order[i].index, sums_empty()};
-        sums_add_kernel(&groups[n_groups - 1].s, order[i].k);
-    }
-    qsort(groups, (size_t)n_groups, sizeof *groups, cmp_group);
+    int *group_of = malloc(((size_t)t->n + 1) * sizeof *group_of);
+    int *first = malloc(((size_t)t->n + 1) * sizeof *first);
+    sums *group_sums = malloc(((size_t)t->n + 1) * sizeof *group_sums);
+    int n_groups = group_of && first && group_sums ? kernel_groups(t, group_of, first) : -1;
+    for (int g = 0; g < n_groups; g++)
+        group_sums[g] = sums_empty();
+    /* in file order, as a group's rows were always summed */
+    for (int i = 0; i < t->n && n_groups >= 0; i++)
+        sums_add_kernel(&group_sums[group_of[i]], &t->rows[i]);
     for (int g = 0; g < n_groups; g++) {
-        const run_kernel *k = &t->rows[groups[g].first];
-        const sums *s = &groups[g].s;
+        const run_kernel *k = &t->rows[first[g]];
+        const sums *s = &group_sums[g];
         roof_row *row = &c->rows[c->n++];
         *row = (roof_row){.level = "kernel",
                           .name = k->kernel,
@@ -227,9 +186,10 @@ static int build_kernel_rows(roof_config *c, const run_trace *t, const roofs *rf
         roof_kernel_ceiling(c->precision, s->fp64, s->fp32, s->fp16, s->tensor, row->ceiling);
         finish_row(row, s, c->repeats, rf);
     }
-    free(order);
-    free(groups);
-    return 0;
+    free(group_of);
+    free(first);
+    free(group_sums);
+    return n_groups < 0 ? -1 : 0;
 }
 
 /* Layer-type rows in order of first appearance, the step row, time shares. */
