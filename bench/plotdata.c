@@ -15,7 +15,7 @@ static const char *const prog = "plotdata";
 /* What the figures draw: the analysis, and the raw kernels for the GPU
  * figures (the hierarchical roofline needs their L1 bytes, the cost check
  * their layers). */
-#define PLOT_FILES (RUN_PEAKS | RUN_STEPS | RUN_KERNELS | RUN_SCALING | RUN_OUTPUTS)
+#define PLOT_FILES (RUN_PEAKS | RUN_STEPS | RUN_KERNELS | RUN_SCALING | RUN_SCALING_MODEL | RUN_OUTPUTS)
 
 static void print_help(void)
 {

@@ -69,8 +69,11 @@ static void figure_caption(const plot_figure *f, bool first, char *out,
         break;
     case PLOT_SCALING:
         snprintf(out, len,
-                 "Data-parallel scaling: throughput against the number of ranks (left; dashed: "
-                 "linear from the smallest world size) and parallel efficiency (right).");
+                 "Data-parallel scaling: throughput against the number of ranks (left; "
+                 "dash-dotted: linear from the smallest world size) and parallel efficiency "
+                 "(right). Filled points are measured; the scaling model's predictions are "
+                 "beside them: dashed with open circles fitted to this run's allreduce curve, "
+                 "dotted on the NVLink/InfiniBand links given as parameters (section Scaling).");
         break;
     case PLOT_ROOFLINE_COMPARE:
         snprintf(out, len, "The environments' roofs and traced steps on one roofline.");
