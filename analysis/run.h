@@ -114,8 +114,10 @@ typedef struct {
     int threads_per_rank;                    /* CPU ranks; -1 when empty, 0 on GPUs */
     double step_ms, images_per_s, comm_ms, exposed_comm_ms, efficiency;
     /* of exposed_comm_ms: copying the gradients into and out of the buckets
-     * (host transports); comm_ms of the last bucket alone. NaN when empty */
-    double copy_ms, last_comm_ms;
+     * (host transports), and the time inside the reduction calls during
+     * backward (host transports); comm_ms of the last bucket alone. NaN when
+     * empty */
+    double copy_ms, backward_comm_ms, last_comm_ms;
 } run_scaling;
 
 /* ---- scaling_model.csv (optional): bin/scaling_model's predictions ----- */

@@ -56,6 +56,7 @@ int run_read_scaling(run_model *m, col_file *f)
                 {"exposed_comm_ms", offsetof(run_scaling, exposed_comm_ms)},
                 {"efficiency", offsetof(run_scaling, efficiency)},
                 {"copy_ms", offsetof(run_scaling, copy_ms)},
+                {"backward_comm_ms", offsetof(run_scaling, backward_comm_ms)},
                 {"last_comm_ms", offsetof(run_scaling, last_comm_ms)}};
     int n = csv_rows(f->t);
     m->scaling = calloc((size_t)n + 1, sizeof *m->scaling);

@@ -139,3 +139,59 @@ Test(scaling_row, shipped_scaling_smoke_row)
     cr_expect_leq(row->iters, 5, "a smoke row stays short");
     matrix_free(&m);
 }
+
+/* The report's Scaling section from a hand-made run folder (no mpirun): the
+ * per-step breakdown with the hidden shares, the model's assumptions with
+ * the numbers it used, predicted beside measured at 2 ranks, and the
+ * projection to 64 ranks over 8 nodes. */
+Test(scaling_report, breakdown_assumptions_validation_projection)
+{
+    char *dir = temp_dir();
+    write_text(dir, "scaling.csv",
+               "env,model,res,mode,world_size,nodes,per_rank_batch,global_batch,step_ms,"
+               "images_per_s,comm_ms,exposed_comm_ms,efficiency,backend,precision,"
+               "comm_precision,bucket_mb,transport,threads_per_rank,copy_ms,last_comm_ms,"
+               "backward_comm_ms\n"
+               "t,resnet18-cifar,32,weak,1,1,64,64,1200,53.3,0,5,1.0000,cpu,fp32,fp32,25,mpi,1,5,,\n"
+               "t,resnet18-cifar,32,weak,2,1,64,128,1300,98.5,16,18,0.9231,cpu,fp32,fp32,25,mpi,"
+               "1,6,10,4.5\n");
+    /* hidden: 1 - (18 - 6) / 16 = 25%; all but the last: the reductions cost 4.5 ms in
+     * the hooks + max(0, 12 - 4.5 - 10) of the final wait, over 16 - 10 ms: 25% */
+    write_text(dir, "scaling_model.csv",
+               "env,model,res,mode,backend,link,world_size,nodes,ranks_per_node,per_rank_batch,"
+               "global_batch,compute_ms,allreduce_ms,overlap_ms,exposed_ms,step_ms,images_per_s,"
+               "efficiency,measured_step_ms,measured_efficiency,intra_alpha_us,intra_busbw_gbs,"
+               "inter_alpha_us,inter_busbw_gbs,overlap_efficiency,backward_share,host_copy_ms,"
+               "last_bucket_ms,fit_ranks,fit_points,fit_worst_pct,fit_min_mb\n"
+               "t,resnet18-cifar,32,weak,cpu,fit,1,1,2,64,64,1195,0,0,5,1200,53.3,1,1200,1,0.3,2.1,"
+               "5,50,0,0.666,5,0,2,21,58,8\n"
+               "t,resnet18-cifar,32,weak,cpu,fit,2,1,2,64,128,1195,21,0,26,1221,104.8,0.9828,1300,"
+               "0.9231,0.3,2.1,5,50,0,0.666,5,12,2,21,58,8\n"
+               "t,resnet18-cifar,32,weak,cpu,links,1,1,8,64,64,1195,0,0,5,1200,53.3,1,1200,1,1,450,"
+               "5,50,0,0.666,5,0,,,,\n"
+               "t,resnet18-cifar,32,weak,cpu,links,64,8,8,64,4096,1195,0.5,0,5.5,1200.5,3412,0.9996,"
+               ",,1,450,5,50,0,0.666,5,0.1,,,,\n"
+               "t,resnet18-cifar,32,strong,cpu,links,64,8,8,1,64,18.7,0.5,0,5.5,24.2,2645,0.775,"
+               ",,1,450,5,50,0,0.666,5,0.1,,,,\n");
+    char args[1200], out[4096];
+    format_or_fail(args, sizeof args, "report %s", dir);
+    cr_assert_eq(run_bin(args, 1, out, sizeof out), 0, "%s", out);
+    char *md = read_text(dir, "report.md");
+    cr_expect(strstr(md, "| resnet18-cifar | 32 | weak | 2 | 1 | 1 | 64 | 128 | 1300 | 98.5 | "
+                         "1282 | 16.0 | 18.0 | 25% / 25% | 0.923 |") != NULL,
+              "the measured breakdown:\n%s", md);
+    cr_expect(strstr(md, "bin/allreduce on 2 ranks, 21 sizes") != NULL, "the fit's curve");
+    cr_expect(strstr(md, "busbw 2.10 GB/s") != NULL, "the fit's bandwidth:\n%s", md);
+    cr_expect(strstr(md, "450 GB/s") != NULL && strstr(md, "NVLink 4") != NULL, "the links");
+    cr_expect(strstr(md, "never hidden") != NULL, "the last-bucket rule");
+    cr_expect(strstr(md, "backward 67% of the compute, overlap efficiency 0") != NULL,
+              "the configuration's inputs:\n%s", md);
+    cr_expect(strstr(md, "| resnet18-cifar | 32 | weak | 2 | fit | 1221 | 1300 | -6.1% | 0.983 | "
+                         "0.923 |") != NULL,
+              "predicted beside measured:\n%s", md);
+    cr_expect(strstr(md, "to 64 ranks over 8 nodes") != NULL, "%s", md);
+    cr_expect(strstr(md, "| resnet18-cifar | 32 | 64 | 8 | 24.2 | 78% | 1200 | 100% |") != NULL,
+              "the projection, strong beside weak:\n%s", md);
+    cr_expect(strstr(md, "a what-if") != NULL, "a CPU run's projection is labelled");
+    remove_temp_dir(dir);
+}

@@ -31,8 +31,13 @@ static void share_cell(report_doc *d, double fraction)
 }
 
 /* The share of the step's reductions that backward hid: 1 - (exposed -
- * copying) / alone, and the same for all buckets but the last (the only
- * ones with backward left after them). NaN where it does not apply. */
+ * copying) / alone; and the same for all buckets but the last (the only ones
+ * with backward left after them): what they cost the step over what they
+ * take alone. On a host transport their cost is the time inside the
+ * reduction calls during backward (their bytes moved and summed on the
+ * computing core) plus whatever of the final wait the last bucket alone does
+ * not explain; elsewhere the exposed time beyond the last bucket's. NaN
+ * where it does not apply. */
 static void hidden_shares(const run_scaling *s, double *all, double *hideable)
 {
     *all = *hideable = NAN;
@@ -40,9 +45,13 @@ static void hidden_shares(const run_scaling *s, double *all, double *hideable)
         return;
     double reductions = s->exposed_comm_ms - (isnan(s->copy_ms) ? 0 : s->copy_ms);
     *all = fmax(0, 1.0 - reductions / s->comm_ms);
-    if (s->last_comm_ms >= 0 && s->comm_ms - s->last_comm_ms > 0)
-        *hideable = fmax(0, 1.0 - fmax(0, reductions - s->last_comm_ms) /
-                                      (s->comm_ms - s->last_comm_ms));
+    if (!(s->last_comm_ms >= 0) || !(s->comm_ms - s->last_comm_ms > 0))
+        return;
+    double cost = isnan(s->backward_comm_ms)
+                      ? fmax(0, reductions - s->last_comm_ms)
+                      : s->backward_comm_ms +
+                            fmax(0, reductions - s->backward_comm_ms - s->last_comm_ms);
+    *hideable = fmax(0, 1.0 - cost / (s->comm_ms - s->last_comm_ms));
 }
 
 static void hidden_cell(report_doc *d, const run_scaling *s)
@@ -72,7 +81,10 @@ static void measured_table(report_doc *d, const run_model *run)
                 "compute; hidden is the share of comm that backward hid, 1 - (exposed - "
                 "copying) / comm (copying: the host transport packing the gradients into the "
                 "buckets and the averages back), and after the slash the same for all buckets "
-                "but the last, which starts after the whole backward.");
+                "but the last, which starts after the whole backward (on MPI their cost is the "
+                "time inside the MPI calls during backward, where their bytes are moved and "
+                "summed on the computing core, plus what of the final wait the last bucket "
+                "alone does not explain).");
     doc_table(d, threads ? "lrlrrrrrrrrrrrr" : "lrlrrrrrrrrrrr",
               threads ? (const char *const[]){"model", "res", "mode", "ranks", "nodes",
                                               "threads per rank", "batch per rank",

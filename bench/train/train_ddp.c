@@ -13,7 +13,7 @@ enum { COMM_ALONE_REPS = 5 };
 static const char *const scaling_header =
     "env,model,res,mode,world_size,nodes,per_rank_batch,global_batch,step_ms,images_per_s,"
     "comm_ms,exposed_comm_ms,efficiency,backend,precision,comm_precision,bucket_mb,transport,"
-    "threads_per_rank,copy_ms,last_comm_ms\n";
+    "threads_per_rank,copy_ms,last_comm_ms,backward_comm_ms\n";
 
 /* The DDP hooks, with the test's fault: rank fault_rank dies by SIGKILL in
  * the middle of the backward of step fault_step, as `kill -9` would end it. */
@@ -105,7 +105,10 @@ int train_ddp_step_end(train_ddp *t, int it, double ms, float loss, long long pe
     if (it < 0)
         return 0;
     train_rank_step mine = {.step_ms = ms, .exposed_ms = s.exposed_ms, .comm_ms = s.comm_ms,
-                            .hook_ms = s.hook_ms, .wait_ms = s.wait_ms, .copy_ms = s.copy_ms,
+                            .hook_ms = s.hook_ms, .wait_ms = s.wait_ms, .copy_ms = s.copy_ms, .pack_ms = s.pack_ms,
+                            .hook_mpi_ms = s.hook_ms - s.pack_ms,
+                            .unpack_ms = s.copy_ms - s.pack_ms,
+                            .wait_mpi_ms = s.wait_ms - (s.copy_ms - s.pack_ms),
                             .peak_mem = peak_mem, .loss = loss, .rank = t->world->rank,
                             .done_in_backward = s.done_in_backward};
     train_rank_step *slot = t->all ? &t->all[(size_t)it * (size_t)t->world->size] : NULL;
@@ -208,17 +211,25 @@ static int fewest_done_in_backward(const train_ddp *t)
  * computed longest): the reductions' exposed share is what the step spent
  * on communication beyond copying the gradients in and out of the buckets. */
 typedef struct {
-    double step, exposed, copy, imbalance, alone, last, hidden, hidden_hideable;
+    double step, exposed, copy, imbalance, alone, last;
+    /* host transports: time inside the reduction calls during backward (the
+     * bytes of the buckets launched then moved and summed on the computing
+     * core) and in the waits before the update; NaN on a device transport */
+    double in_backward, in_waits;
+    double hidden, hidden_hideable;
 } comm_breakdown;
 
 static comm_breakdown breakdown(const train_ddp *t)
 {
+    bool host = !strcmp(ddp_transport_name(t->d), "mpi");
     comm_breakdown b = {
         .step = median_over_steps(t, FIELD(step_ms), OVER_RANKS_MAX),
         .exposed = median_over_steps(t, FIELD(exposed_ms), OVER_RANKS_CRITICAL),
         .copy = median_over_steps(t, FIELD(copy_ms), OVER_RANKS_CRITICAL),
         .alone = t->comm_alone_ms,
         .last = t->last_alone_ms,
+        .in_backward = host ? median_over_steps(t, FIELD(hook_mpi_ms), OVER_RANKS_CRITICAL) : NAN,
+        .in_waits = host ? median_over_steps(t, FIELD(wait_mpi_ms), OVER_RANKS_CRITICAL) : NAN,
         .hidden = NAN,
         .hidden_hideable = NAN,
     };
@@ -227,10 +238,14 @@ static comm_breakdown breakdown(const train_ddp *t)
     if (t->world->size > 1 && b.alone > 0) {
         b.hidden = 1.0 - reductions / b.alone;
         /* the last bucket starts after the whole backward: only the others
-         * have backward left to hide in */
+         * have backward left to hide in. What they cost the step: on a host
+         * transport the reduction calls during backward plus whatever of the
+         * final wait the last bucket alone does not explain; on a device, the
+         * exposed time beyond the last bucket's */
         if (b.last >= 0 && b.alone - b.last > 0) {
-            double beyond_last = reductions - b.last;
-            b.hidden_hideable = 1.0 - (beyond_last > 0 ? beyond_last : 0) / (b.alone - b.last);
+            double cost = host ? b.in_backward + fmax(0, b.in_waits - b.last)
+                               : fmax(0, reductions - b.last);
+            b.hidden_hideable = 1.0 - cost / (b.alone - b.last);
         }
     }
     return b;
@@ -286,11 +301,19 @@ void train_ddp_print(const train_ddp *t, double flops_per_rank_step)
         printf("; buckets done before the update waited: at least %d of %d", early,
                p->n_buckets);
     printf("\n");
-    printf("ddp: on the step's thread (median over steps, mean over ranks): %.2f ms in the "
-           "hooks during backward (packing, launching, progressing), %.2f ms before the update "
-           "(the last waits, unpacking)\n",
-           median_over_steps(t, FIELD(hook_ms), OVER_RANKS_MEAN),
-           median_over_steps(t, FIELD(wait_ms), OVER_RANKS_MEAN));
+    /* where the reductions' host time went: inside the MPI calls of the hooks
+     * the bytes of the buckets launched during backward are moved and summed
+     * on the core that computes; before the update, the rest */
+    printf("ddp: on the step's thread of the rank that computed longest (medians over steps): "
+           "%.2f ms in the hooks during backward (packing %.2f, launching and progressing the "
+           "reductions %.2f), %.2f ms before the update (waiting for the reductions %.2f, "
+           "unpacking %.2f)\n",
+           median_over_steps(t, FIELD(hook_ms), OVER_RANKS_CRITICAL),
+           median_over_steps(t, FIELD(pack_ms), OVER_RANKS_CRITICAL),
+           median_over_steps(t, FIELD(hook_mpi_ms), OVER_RANKS_CRITICAL),
+           median_over_steps(t, FIELD(wait_ms), OVER_RANKS_CRITICAL),
+           median_over_steps(t, FIELD(wait_mpi_ms), OVER_RANKS_CRITICAL),
+           median_over_steps(t, FIELD(unpack_ms), OVER_RANKS_CRITICAL));
 }
 
 int train_ddp_scaling_row(const train_ddp *t, const char *backend_name, int threads, char *err,
@@ -314,14 +337,17 @@ int train_ddp_scaling_row(const train_ddp *t, const char *backend_name, int thre
     else if (o->baseline_ms > 0)
         snprintf(eff, sizeof eff, "%.4f",
                  strong ? o->baseline_ms / (size * step) : o->baseline_ms / step);
-    char last[32] = "";
+    char last[32] = "", in_backward[32] = "";
     if (!isnan(b.last))
         snprintf(last, sizeof last, "%.4f", b.last);
-    fprintf(f, "%s,%s,%d,%s,%d,%d,%d,%d,%.4f,%.3f,%.4f,%.4f,%s,%s,%s,%s,%g,%s,%d,%.4f,%s\n",
+    if (!isnan(b.in_backward))
+        snprintf(in_backward, sizeof in_backward, "%.4f", b.in_backward);
+    fprintf(f, "%s,%s,%d,%s,%d,%d,%d,%d,%.4f,%.3f,%.4f,%.4f,%s,%s,%s,%s,%g,%s,%d,%.4f,%s,%s\n",
             o->env, o->model, o->res, o->scaling_mode, size, t->world->nodes, o->batch,
             o->batch * size, step, o->batch * size / (step * 1e-3), t->comm_alone_ms, b.exposed,
             eff, backend_name, precision_name(o->prec), ddp_comm_name(o->comm),
-            o->bucket_bytes / 1048576.0, ddp_transport_name(t->d), threads, b.copy, last);
+            o->bucket_bytes / 1048576.0, ddp_transport_name(t->d), threads, b.copy, last,
+            in_backward);
     if (fclose(f)) {
         snprintf(err, err_len, "writing %s failed", o->scaling_out);
         return -1;

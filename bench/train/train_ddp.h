@@ -14,7 +14,8 @@
 
 /* One rank's timed step, as rank 0 receives it. */
 typedef struct {
-    double step_ms, exposed_ms, comm_ms, hook_ms, wait_ms, copy_ms;
+    double step_ms, exposed_ms, comm_ms, hook_ms, wait_ms, copy_ms, pack_ms;
+    double hook_mpi_ms, wait_mpi_ms, unpack_ms; /* hook_ms - pack, wait_ms - unpack, copy - pack */
     long long peak_mem;
     float loss;
     int32_t rank;

@@ -67,6 +67,7 @@ typedef struct {
     /* of hook_ms + wait_ms: copying the gradients into the buckets and the
      * averages back (host transports; a GPU packs on its own stream: 0) */
     double copy_ms;
+    double pack_ms;             /* of copy_ms: the packing, in the hooks during backward */
     /* buckets whose reduction was seen complete before the update began to
      * wait for them (host transports; -1 where the transport cannot tell) */
     int done_in_backward;

@@ -157,7 +157,9 @@ static int mpi_launch(ddp *d, int k)
     host_state *s = d->state;
     double t0 = ddp_now();
     pack(d, k, s->buckets[k].buf);
-    d->cur.copy_ms += (ddp_now() - t0) * 1e3;
+    double ms = (ddp_now() - t0) * 1e3;
+    d->cur.copy_ms += ms;
+    d->cur.pack_ms += ms;
     return start(d, k);
 }
 
