@@ -166,4 +166,6 @@ Test(scaling_model, bad_options)
     expect_usage_error("scaling_model --model resnet50 --batch 8", "--model: give --batch and --step-ms");
     expect_usage_error("scaling_model --model resnet50 --batch 8 --step-ms 10 --overlap 2",
                        "--overlap: '2' is not a number in [0, 1]");
+    expect_usage_error("scaling_model --model resnet50 --batch 8 --step-ms 10 --fit-max-ranks 0",
+                       "--fit-max-ranks: '0' is not an integer in 1..65536");
 }
