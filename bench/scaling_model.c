@@ -68,7 +68,8 @@ static void print_help(void)
            "    the bandwidth from the sizes of at least --fit-min-mb, default 8: a CPU runs\n"
            "    smaller ones from its caches), across nodes the links above; to --fit-max-ranks\n"
            "    (default --max-ranks): the rows that validate the model on what was measured.\n"
-           "Buckets as bin/train --ddp makes them (--bucket-mb 25, --comm-bytes 4). --overlap:\n"
+           "Strong scaling only where the batch splits into the ranks. Buckets as bin/train\n"
+           "--ddp makes them (--bucket-mb 25, --comm-bytes 4). --overlap:\n"
            "the share of the backward that can hide communication (default 1 for cuda, 0 for\n"
            "cpu ranks, which progress MPI on the step's own core). Rows to --out (with the\n"
            "links, the overlap rule and the fit they used) and a table on stdout.\n");
@@ -343,6 +344,11 @@ static const char *const predictions_header =
 
 static void predict_one(output *out, const row_set *set, const baseline *b, int n)
 {
+    /* strong scaling splits the batch: where it does not split into n (fewer
+     * images than ranks, above all) there is nothing to predict, as the
+     * runner skips that size */
+    if (!strcmp(b->mode, "strong") && b->batch % n != 0)
+        return;
     double *buckets = NULL, share = 0;
     int n_buckets = 0;
     char err[300];

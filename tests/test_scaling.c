@@ -80,8 +80,11 @@ Test(scaling_stage, weak_strong_skip_model_and_resume, .timeout = 300)
     /* the fit stops at the sizes run; the projection on the links goes to 64
      * ranks over 8 nodes */
     cr_expect(strstr(model, "\nddp,resnet18-cifar,32,weak,cpu,fit,4,") == NULL, "%s", model);
-    cr_expect(strstr(model, "\nddp,resnet18-cifar,32,strong,cpu,links,64,8,8,") != NULL, "%s",
+    cr_expect(strstr(model, "\nddp,resnet18-cifar,32,weak,cpu,links,64,8,8,") != NULL, "%s",
               model);
+    /* strong scaling stops where the batch of 4 no longer splits */
+    cr_expect(strstr(model, "\nddp,resnet18-cifar,32,strong,cpu,links,4,") != NULL, "%s", model);
+    cr_expect(strstr(model, "\nddp,resnet18-cifar,32,strong,cpu,links,8,") == NULL, "%s", model);
     /* the report states the model, checks it at 2 ranks and projects it; the
      * figure draws the predictions beside the measured points */
     char *report = read_text(run, "report.md");
