@@ -68,17 +68,6 @@ static int64_t parse_bytes(const char *option, const char *text)
     return (int64_t)v * unit;
 }
 
-static const char *parse_env(const char *text)
-{
-    bool ok = *text != '\0' && strlen(text) <= 64;
-    for (const char *c = text; ok && *c; c++)
-        ok = isalnum((unsigned char)*c) || *c == '.' || *c == '_' || *c == '-';
-    if (!ok)
-        cli_usage_error(prog, "--env: '%s' is not a name of 1 to 64 letters, digits, '.', '_' "
-                              "or '-'", text);
-    return text;
-}
-
 static const char *out_file(const char *option, const char *text)
 {
     return cli_output_file(prog, option, text);
@@ -124,7 +113,7 @@ static options parse_options(int argc, char **argv)
             o.device_given = true;
             break;
         case 'T': o.timeout_s = cli_int_option(prog, "--timeout", optarg, 1, 3600); break;
-        case 'E': o.env = parse_env(optarg); break;
+        case 'E': o.env = cli_name_option(prog, "--env", optarg); break;
         case 'o': o.out = out_file("--out", optarg); break;
         case 'p': o.peaks_out = out_file("--peaks-out", optarg); break;
         case 'h': print_help(); exit(0);

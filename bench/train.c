@@ -2,7 +2,6 @@
  * batch, on the CPU (oneDNN) or a GPU (cuDNN, cuBLASLt); one steps.csv row per
  * timed iteration and one summary line. Options are checked, outputs included,
  * before any work (bench/train/train_run.c does the work). */
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -145,18 +144,6 @@ static void check_ddp_options(const options *o)
                                    : "each rank trains on its own shard");
 }
 
-/* A label written unquoted into CSV files: letters, digits, '.', '_', '-'. */
-static const char *parse_env(const char *text)
-{
-    bool ok = *text != '\0' && strlen(text) <= 64;
-    for (const char *c = text; ok && *c; c++)
-        ok = isalnum((unsigned char)*c) || *c == '.' || *c == '_' || *c == '-';
-    if (!ok)
-        cli_usage_error(prog, "--env: '%s' is not a name of 1 to 64 letters, digits, '.', '_' "
-                              "or '-'", text);
-    return text;
-}
-
 /* An output file must be writable before minutes of training go into it:
  * cli_output_file's checks (a folder, an unwritable file or folder), and for
  * a new file a probe, created and removed, where access() cannot tell (root
@@ -241,7 +228,7 @@ static options parse_options(int argc, char **argv)
                                 optarg);
             break;
         case 'R': r->repeat = cli_int_option(prog, "--repeat", optarg, 0, 1000000); break;
-        case 'e': r->env = parse_env(optarg); break;
+        case 'e': r->env = cli_name_option(prog, "--env", optarg); break;
         case 'o': r->out = output_file("--out", optarg); break;
         case 'B':
             if (strcmp(optarg, "cpu") && strcmp(optarg, "cuda") && strcmp(optarg, "auto"))
