@@ -11,7 +11,6 @@
  * - a step captured as a CUDA graph gives the losses of eager steps;
  * - the device memory the backend reports is what it allocated. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,17 +27,7 @@ extern "C" {
 
 static gpu_tally tally;
 
-static void expectf(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void expectf(bool ok, const char *fmt, ...)
-{
-    char what[600];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    gpu_expect(&tally, ok, what);
-}
+#define expectf(ok, ...) gpu_expectf(&tally, ok, __VA_ARGS__)
 
 /* One backend training a zoo model on its fixed synthetic batch. */
 struct trainer {

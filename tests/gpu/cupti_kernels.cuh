@@ -56,19 +56,6 @@ __global__ void fill(float *p, size_t n, float v)
         p[i] = v;
 }
 
-/* gpu_expect with a formatted line. */
-static void gpu_expectf(gpu_tally *t, bool ok, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void gpu_expectf(gpu_tally *t, bool ok, const char *fmt, ...)
-{
-    char line[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    gpu_expect(t, ok, line);
-}
-
 static inline double rel_diff(double a, double b)
 {
     double m = fmax(fabs(a), fabs(b));

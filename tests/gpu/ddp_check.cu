@@ -16,7 +16,6 @@
 #define OMPI_SKIP_MPICXX 1
 #define MPICH_SKIP_MPICXX 1
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,17 +37,7 @@ extern "C" {
 
 static gpu_tally tally;
 
-static void expectf(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void expectf(bool ok, const char *fmt, ...)
-{
-    char what[600];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    gpu_expect(&tally, ok, what);
-}
+#define expectf(ok, ...) gpu_expectf(&tally, ok, __VA_ARGS__)
 
 /* ---- gradients lent by the test ---------------------------------------------- */
 

@@ -3,6 +3,7 @@
 #ifndef ROOFLINE_GPU_TEST_H
 #define ROOFLINE_GPU_TEST_H
 
+#include <stdarg.h>
 #include <stdio.h>
 
 #include <cuda_runtime.h>
@@ -15,6 +16,19 @@ static inline void gpu_expect(gpu_tally *t, bool ok, const char *what)
 {
     printf("%s: %s\n", ok ? "PASS" : "FAIL", what);
     ok ? t->passed++ : t->failed++;
+}
+
+/* gpu_expect with a formatted line. */
+static inline void gpu_expectf(gpu_tally *t, bool ok, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static inline void gpu_expectf(gpu_tally *t, bool ok, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    gpu_expect(t, ok, line);
 }
 
 /* Prints the one skip line and returns true where no CUDA device can be opened. */
