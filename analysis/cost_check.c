@@ -7,6 +7,7 @@
 
 #include "../models/cost.h"
 #include "../models/zoo.h"
+#include "kernel_groups.h"
 #include "trace_gpu.h"
 
 /* The phases of kernels.csv that are passes of a layer, in cost.h's order. */
@@ -37,13 +38,6 @@ const cost_counts *cost_check_scope(const cost_check_row *r, int s)
     return s >= 0 && s < COST_PASSES ? &r->pass[s] : &r->all;
 }
 
-/* NaN until a measured value is added. */
-static void add(double *acc, double v)
-{
-    if (!isnan(v))
-        *acc = isnan(*acc) ? v : *acc + v;
-}
-
 static cost_counts counts_empty(void)
 {
     return (cost_counts){.measured_flops = NAN, .measured_bytes = NAN};
@@ -61,8 +55,8 @@ static cost_check_row row_named(const char *name, const char *layer_type)
 static void add_counts(cost_counts *to, const cost_counts *c)
 {
     to->kernels += c->kernels;
-    add(&to->measured_flops, c->measured_flops);
-    add(&to->measured_bytes, c->measured_bytes);
+    nan_add(&to->measured_flops, c->measured_flops);
+    nan_add(&to->measured_bytes, c->measured_bytes);
     to->analytic_flops += c->analytic_flops;
     to->analytic_bytes += c->analytic_bytes;
 }
@@ -160,12 +154,12 @@ static void measured_rows(cost_check *c, const run_trace *t)
             continue;
         }
         double flops = NAN, bytes = NAN;
-        add(&flops, k->flops_fp64);
-        add(&flops, k->flops_fp32);
-        add(&flops, k->flops_fp16);
-        add(&flops, k->flops_tensor);
-        add(&bytes, k->dram_read_bytes);
-        add(&bytes, k->dram_write_bytes);
+        nan_add(&flops, k->flops_fp64);
+        nan_add(&flops, k->flops_fp32);
+        nan_add(&flops, k->flops_fp16);
+        nan_add(&flops, k->flops_tensor);
+        nan_add(&bytes, k->dram_read_bytes);
+        nan_add(&bytes, k->dram_write_bytes);
         cost_counts one = {.kernels = per, .measured_flops = flops * per,
                            .measured_bytes = bytes * per};
         add_counts(&r->all, &one);

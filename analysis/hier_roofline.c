@@ -24,14 +24,6 @@ static double ratio(double num, double den)
     return den > 0 ? num / den : NAN; /* NaN inputs stay NaN */
 }
 
-/* NaN until a measured value is added: a column empty in every row stays
- * "not measured". */
-static void add(double *acc, double v)
-{
-    if (!isnan(v))
-        *acc = isnan(*acc) ? v : *acc + v;
-}
-
 static bool ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), m = strlen(suffix);
@@ -82,31 +74,8 @@ bool hier_drawable(const hier_point *p, int level)
 /* ---- grouping kernel rows ------------------------------------------------- */
 
 typedef struct {
-    double rows, duration_ns, fp64, fp32, fp16, tensor, bytes[HIER_LEVELS];
-} sums;
-
-static sums sums_empty(void)
-{
-    return (sums){0, NAN, NAN, NAN, NAN, NAN, {NAN, NAN, NAN}};
-}
-
-static void sums_add(sums *s, const run_kernel *k)
-{
-    s->rows += 1;
-    add(&s->duration_ns, k->duration_ns);
-    add(&s->fp64, k->flops_fp64);
-    add(&s->fp32, k->flops_fp32);
-    add(&s->fp16, k->flops_fp16);
-    add(&s->tensor, k->flops_tensor);
-    add(&s->bytes[HIER_HBM], k->dram_read_bytes);
-    add(&s->bytes[HIER_HBM], k->dram_write_bytes);
-    add(&s->bytes[HIER_L2], k->l2_bytes);
-    add(&s->bytes[HIER_L1], k->l1_bytes);
-}
-
-typedef struct {
     int first; /* the group's first row in the trace */
-    sums s;
+    kernel_sums s;
 } group;
 
 /* The trace's rows grouped by (kernel, layer, phase), in order of first
@@ -122,9 +91,9 @@ static group *group_rows(const run_trace *t, int *n_groups)
         groups = NULL;
     }
     for (int g = 0; g < n; g++)
-        groups[g] = (group){first[g], sums_empty()};
+        groups[g] = (group){first[g], kernel_sums_empty()};
     for (int i = 0; i < t->n && n >= 0; i++)
-        sums_add(&groups[group_of[i]].s, &t->rows[i]);
+        kernel_sums_add(&groups[group_of[i]].s, &t->rows[i]);
     free(group_of);
     free(first);
     *n_groups = n < 0 ? 0 : n;
@@ -133,24 +102,20 @@ static group *group_rows(const run_trace *t, int *n_groups)
 
 /* ---- points ---------------------------------------------------------------- */
 
-static double total_flops(const sums *s)
+/* A group's bytes at one level of the hierarchy. */
+static double level_bytes(const kernel_sums *s, int level)
 {
-    double f = NAN;
-    add(&f, s->fp64);
-    add(&f, s->fp32);
-    add(&f, s->fp16);
-    add(&f, s->tensor);
-    return f;
+    return level == HIER_HBM ? s->dram_bytes : level == HIER_L2 ? s->l2_bytes : s->l1_bytes;
 }
 
-static void point_of(hier_point *p, const sums *s, int repeats, const roofs *r)
+static void point_of(hier_point *p, const kernel_sums *s, int repeats, const roofs *r)
 {
     double per = 1.0 / repeats;
     p->count = s->rows * per;
     p->duration_ns = s->duration_ns * per;
-    p->flops = total_flops(s) * per;
+    p->flops = kernel_sums_flops(s) * per;
     for (int l = 0; l < HIER_LEVELS; l++)
-        p->level[l].bytes = s->bytes[l] * per;
+        p->level[l].bytes = level_bytes(s, l) * per;
     hier_point_eval(p, r);
 }
 
@@ -190,10 +155,10 @@ static void step_of(hier_config *c, const roofs *r)
     for (int i = 0; i < c->n; i++) {
         const hier_point *k = &c->kernels[i];
         step->count += k->count;
-        add(&step->duration_ns, k->duration_ns);
-        add(&step->flops, k->flops);
+        nan_add(&step->duration_ns, k->duration_ns);
+        nan_add(&step->flops, k->flops);
         for (int l = 0; l < HIER_LEVELS; l++)
-            add(&step->level[l].bytes, k->level[l].bytes);
+            nan_add(&step->level[l].bytes, k->level[l].bytes);
         /* the step's FLOPs and bytes come from the kernels that have any
          * (a communication kernel is timed only) */
         bool counts = k->flops > 0 || k->level[HIER_HBM].bytes > 0 || k->level[HIER_L2].bytes > 0 ||
@@ -225,7 +190,7 @@ int hier_config_build(const run_trace *t, const roofs *r, hier_config *out)
     }
     for (int g = 0; g < n_groups; g++) {
         const run_kernel *k = &t->rows[groups[g].first];
-        const sums *s = &groups[g].s;
+        const kernel_sums *s = &groups[g].s;
         hier_point *p = &out->kernels[out->n++];
         *p = (hier_point){.kernel = k->kernel, .layer = k->layer, .layer_type = k->layer_type,
                           .phase = k->phase, .source = k->source};

@@ -1,7 +1,43 @@
 #include "kernel_groups.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+void nan_add(double *acc, double v)
+{
+    if (!isnan(v))
+        *acc = isnan(*acc) ? v : *acc + v;
+}
+
+kernel_sums kernel_sums_empty(void)
+{
+    return (kernel_sums){0, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+}
+
+void kernel_sums_add(kernel_sums *s, const run_kernel *k)
+{
+    s->rows += 1;
+    nan_add(&s->duration_ns, k->duration_ns);
+    nan_add(&s->fp64, k->flops_fp64);
+    nan_add(&s->fp32, k->flops_fp32);
+    nan_add(&s->fp16, k->flops_fp16);
+    nan_add(&s->tensor, k->flops_tensor);
+    nan_add(&s->dram_bytes, k->dram_read_bytes);
+    nan_add(&s->dram_bytes, k->dram_write_bytes);
+    nan_add(&s->l2_bytes, k->l2_bytes);
+    nan_add(&s->l1_bytes, k->l1_bytes);
+}
+
+double kernel_sums_flops(const kernel_sums *s)
+{
+    double f = NAN;
+    nan_add(&f, s->fp64);
+    nan_add(&f, s->fp32);
+    nan_add(&f, s->fp16);
+    nan_add(&f, s->tensor);
+    return f;
+}
 
 typedef struct {
     const run_kernel *k;

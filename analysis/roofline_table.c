@@ -8,46 +8,6 @@
 
 #include "kernel_groups.h"
 
-/* The sums a point is made of; NaN until a measured value is added, so a
- * column empty in every row stays "not measured". */
-typedef struct {
-    double rows, duration_ns, fp64, fp32, fp16, tensor, dram_bytes, l2_bytes;
-} sums;
-
-static void add(double *acc, double v)
-{
-    if (!isnan(v))
-        *acc = isnan(*acc) ? v : *acc + v;
-}
-
-static sums sums_empty(void)
-{
-    return (sums){0, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
-}
-
-static void sums_add_kernel(sums *s, const run_kernel *k)
-{
-    s->rows += 1;
-    add(&s->duration_ns, k->duration_ns);
-    add(&s->fp64, k->flops_fp64);
-    add(&s->fp32, k->flops_fp32);
-    add(&s->fp16, k->flops_fp16);
-    add(&s->tensor, k->flops_tensor);
-    add(&s->dram_bytes, k->dram_read_bytes);
-    add(&s->dram_bytes, k->dram_write_bytes);
-    add(&s->l2_bytes, k->l2_bytes);
-}
-
-static double total_flops(const sums *s)
-{
-    double f = NAN;
-    add(&f, s->fp64);
-    add(&f, s->fp32);
-    add(&f, s->fp16);
-    add(&f, s->tensor);
-    return f;
-}
-
 static int cmp_cstr(const void *pa, const void *pb)
 {
     return strcmp(*(const char *const *)pa, *(const char *const *)pb);
@@ -69,12 +29,12 @@ static int count_repeats(const run_trace *t)
 }
 
 /* Fills a row's point from its sums, per traced step. */
-static void finish_row(roof_row *r, const sums *s, int repeats, const roofs *rf)
+static void finish_row(roof_row *r, const kernel_sums *s, int repeats, const roofs *rf)
 {
     double per = 1.0 / repeats;
     r->count = s->rows * per;
     r->pt = (roof_point){
-        .flops = total_flops(s) * per,
+        .flops = kernel_sums_flops(s) * per,
         .dram_bytes = s->dram_bytes * per,
         .l2_bytes = s->l2_bytes * per,
         .duration_ns = s->duration_ns * per,
@@ -137,16 +97,16 @@ static void aggregate(roof_config *c, int n_kernels, const char *layer_type, roo
                       const roofs *rf)
 {
     const roof_row *k = c->rows;
-    sums s = sums_empty();
+    kernel_sums s = kernel_sums_empty();
     double count = 0;
     for (int i = 0; i < n_kernels; i++) {
         if (layer_type && strcmp(k[i].layer_type, layer_type) != 0)
             continue;
         count += k[i].count;
-        add(&s.duration_ns, k[i].pt.duration_ns);
-        add(&s.fp32, k[i].pt.flops); /* the split no longer matters: the ceiling is chosen */
-        add(&s.dram_bytes, k[i].pt.dram_bytes);
-        add(&s.l2_bytes, k[i].pt.l2_bytes);
+        nan_add(&s.duration_ns, k[i].pt.duration_ns);
+        nan_add(&s.fp32, k[i].pt.flops); /* the split no longer matters: the ceiling is chosen */
+        nan_add(&s.dram_bytes, k[i].pt.dram_bytes);
+        nan_add(&s.l2_bytes, k[i].pt.l2_bytes);
     }
     *out = (roof_row){
         .level = layer_type ? "layer_type" : "step",
@@ -166,16 +126,16 @@ static int build_kernel_rows(roof_config *c, const run_trace *t, const roofs *rf
 {
     int *group_of = malloc(((size_t)t->n + 1) * sizeof *group_of);
     int *first = malloc(((size_t)t->n + 1) * sizeof *first);
-    sums *group_sums = malloc(((size_t)t->n + 1) * sizeof *group_sums);
+    kernel_sums *group_sums = malloc(((size_t)t->n + 1) * sizeof *group_sums);
     int n_groups = group_of && first && group_sums ? kernel_groups(t, group_of, first) : -1;
     for (int g = 0; g < n_groups; g++)
-        group_sums[g] = sums_empty();
+        group_sums[g] = kernel_sums_empty();
     /* in file order, as a group's rows were always summed */
     for (int i = 0; i < t->n && n_groups >= 0; i++)
-        sums_add_kernel(&group_sums[group_of[i]], &t->rows[i]);
+        kernel_sums_add(&group_sums[group_of[i]], &t->rows[i]);
     for (int g = 0; g < n_groups; g++) {
         const run_kernel *k = &t->rows[first[g]];
-        const sums *s = &group_sums[g];
+        const kernel_sums *s = &group_sums[g];
         roof_row *row = &c->rows[c->n++];
         *row = (roof_row){.level = "kernel",
                           .name = k->kernel,
