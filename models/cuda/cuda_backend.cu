@@ -608,14 +608,23 @@ extern "C" int cuda_capture_begin(backend *b)
      * unsafe call it makes (an allocation) fails loudly */
     CUDA_TRY(b, cudaStreamBeginCapture(b->stream, cudaStreamCaptureModeThreadLocal));
     b->capturing = true;
+    b->err[0] = '\0';
     return 0;
 }
 
 extern "C" int cuda_capture_end(backend *b)
 {
-    enter(b, CUDA_NO_LAYER, PASS_FWD);
     b->capturing = false;
     cudaGraph_t graph = NULL;
+    if (b->err[0]) {
+        /* an operation failed while captured: end the capture, keep its error
+         * (the layer, the call), which the end's own error would replace */
+        if (cudaStreamEndCapture(b->stream, &graph) == cudaSuccess && graph)
+            cudaGraphDestroy(graph);
+        cudaGetLastError();
+        return -1;
+    }
+    enter(b, CUDA_NO_LAYER, PASS_FWD);
     CUDA_TRY(b, cudaStreamEndCapture(b->stream, &graph));
     if (b->graph_exec)
         CUDA_TRY(b, cudaGraphExecDestroy(b->graph_exec));
