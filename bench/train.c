@@ -27,7 +27,7 @@ static const char *const prog = "train";
 typedef struct {
     train_options run;
     const char *backend;        /* cpu, cuda, auto */
-    bool counters_given, threads_given, device_given;
+    bool counters_given, threads_given, device_given, depthwise_given;
     const char *ddp_only;       /* an option given that needs --ddp, or NULL */
 } options;
 
@@ -37,7 +37,8 @@ static void print_help(void)
            "             [--warmup W] [--iters I] [--threads T] [--seed S] [--lr X]\n"
            "             [--data synthetic|cifar10:DIR] [--repeat K] [--env NAME] [--out steps.csv]\n"
            "             [--backend cpu|cuda|auto] [--device D] [--graph] [--workspace-mb MB]\n"
-           "             [--no-fusion] [--trace kernels.csv] [--counters perf|analytic|cupti]\n"
+           "             [--no-fusion] [--depthwise auto|cudnn|own] [--trace kernels.csv]\n"
+           "             [--counters perf|analytic|cupti]\n"
            "             [--dropout P] [--shards N] [--save-weights PREFIX]\n"
            "             [--ddp [--bucket-mb MB] [--comm-precision fp32|bf16] [--ddp-timeout S]\n"
            "              [--scaling-out scaling.csv [--scaling-mode strong|weak]\n"
@@ -52,7 +53,10 @@ static void print_help(void)
            "(fp32 master weights, dynamic loss scale), bf16 (tensor cores, NHWC).\n"
            "cuda only: --graph captures the step once as a CUDA graph and replays it;\n"
            "--workspace-mb caps cuDNN's workspace (default 1024); --no-fusion runs every\n"
-           "layer as its own kernels (to measure what fusion gains).\n"
+           "layer as its own kernels (to measure what fusion gains); --depthwise runs\n"
+           "depthwise convolutions on cuDNN, on the suite's own kernels, or (auto, the\n"
+           "default) per pass on whichever was faster at plan time once its result\n"
+           "matched cuDNN's (the choice is printed after the summary).\n"
            "--trace adds one step after the timed ones whose kernels (GPU: CUPTI, per\n"
            "kernel) or operations (CPU: each timed alone) go to kernels.csv; FLOPs from\n"
            "the counters (--counters perf on CPU, cupti on GPU) where allowed, else from\n"
@@ -176,6 +180,7 @@ static options parse_options(int argc, char **argv)
         {"counters", required_argument, 0, 'C'}, {"device", required_argument, 0, 'D'},
         {"graph", no_argument, 0, 'G'},         {"workspace-mb", required_argument, 0, 'W'},
         {"no-fusion", no_argument, 0, 'F'},     {"help", no_argument, 0, 'h'},
+        {"depthwise", required_argument, 0, 1011},
         {"ddp", no_argument, 0, 1000},          {"bucket-mb", required_argument, 0, 1001},
         {"comm-precision", required_argument, 0, 1002},
         {"ddp-timeout", required_argument, 0, 1003},
@@ -189,7 +194,8 @@ static options parse_options(int argc, char **argv)
     };
     const char *accepted = "--model, --res, --classes, --batch, --precision, --warmup, --iters, "
                            "--threads, --seed, --lr, --data, --repeat, --env, --out, --backend, "
-                           "--device, --graph, --workspace-mb, --no-fusion, --trace, --counters, "
+                           "--device, --graph, --workspace-mb, --no-fusion, --depthwise, --trace, "
+                           "--counters, "
                            "--dropout, --shards, --save-weights, --ddp, --bucket-mb, "
                            "--comm-precision, --ddp-timeout, --scaling-out, --scaling-mode, "
                            "--baseline-ms, --fault-kill, --help";
@@ -253,6 +259,18 @@ static options parse_options(int argc, char **argv)
                 (int64_t)cli_int_option(prog, "--workspace-mb", optarg, 1, 1 << 20) << 20;
             break;
         case 'F': r->no_fusion = true; break;
+        case 1011:
+            if (!strcmp(optarg, "auto"))
+                r->depthwise = DEPTHWISE_AUTO;
+            else if (!strcmp(optarg, "cudnn"))
+                r->depthwise = DEPTHWISE_CUDNN;
+            else if (!strcmp(optarg, "own"))
+                r->depthwise = DEPTHWISE_OWN;
+            else
+                cli_usage_error(prog, "--depthwise: unknown '%s' (accepted: auto, cudnn, own)",
+                                optarg);
+            o.depthwise_given = true;
+            break;
         case 1000: r->ddp = true; break;
         case 1001:
             r->bucket_bytes = (int64_t)cli_int_option(prog, "--bucket-mb", optarg, 0, 4096) << 20;
@@ -355,9 +373,12 @@ static const backend_ops *choose_backend(options *o, const ddp_world *w)
     if (cpu && r->prec != PREC_FP32)
         cli_usage_error(prog, "--precision: %s needs a GPU (the cpu backend runs fp32)",
                         precision_name(r->prec));
-    if (cpu && (r->graph || r->no_fusion || r->workspace_limit))
+    if (cpu && (r->graph || r->no_fusion || r->workspace_limit || o->depthwise_given))
         cli_usage_error(prog, "%s: only for the cuda backend",
-                        r->graph ? "--graph" : r->no_fusion ? "--no-fusion" : "--workspace-mb");
+                        r->graph         ? "--graph"
+                        : r->no_fusion   ? "--no-fusion"
+                        : o->depthwise_given ? "--depthwise"
+                                         : "--workspace-mb");
     if (cpu && r->counters == COUNTERS_CUPTI)
         cli_usage_error(prog, "--counters: cupti needs the cuda backend (cpu: perf, analytic)");
     if (!cpu && r->counters == COUNTERS_PERF && o->counters_given)

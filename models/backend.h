@@ -35,6 +35,11 @@ typedef struct {
     float lr, momentum, weight_decay;
 } sgd_params;
 
+/* cuda: depthwise convolutions on cuDNN, on the backend's own kernels, or
+ * (auto) per pass whichever was faster on the layer's shape at plan time
+ * once its result matched cuDNN's. */
+typedef enum { DEPTHWISE_AUTO, DEPTHWISE_CUDNN, DEPTHWISE_OWN } depthwise_choice;
+
 typedef struct {
     int batch;
     int threads;
@@ -46,6 +51,7 @@ typedef struct {
      * backend lays them (to measure what fusion gains, and to test layers alone) */
     bool no_fusion;
     float initial_loss_scale;   /* fp16 (cuda; 0: 65536, as PyTorch's GradScaler) */
+    depthwise_choice depthwise; /* cuda: who runs depthwise convolutions */
 } backend_config;
 
 /* What a backend reports of a run (backend_ops.stats). */
@@ -54,6 +60,8 @@ typedef struct {
     int64_t workspace_bytes;    /* of which convolution workspace */
     int64_t skipped_steps;      /* fp16: steps skipped for a non-finite gradient */
     float loss_scale;           /* fp16: the current dynamic loss scale (else 1) */
+    char choices[320];          /* what the backend chose at plan time, worth a line
+                                   ("" if nothing): cuda, the depthwise kernels */
 } backend_stats;
 
 /* Where a layer's gradient lives, for data-parallel training (models/ddp):

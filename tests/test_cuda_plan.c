@@ -145,6 +145,92 @@ Test(cuda_plan, conv_shapes_searched_once)
     net_free(&net);
 }
 
+/* MobileNetV2's 17 depthwise 3x3 convolutions are the own kernels' to take,
+ * at the gpu rows' batch too; ordinary and grouped convolutions are not. */
+Test(cuda_plan, depthwise_layers_of_mobilenet_v2_fit_the_own_kernels)
+{
+    network net = build_or_fail("mobilenet_v2", 224, 1000);
+    int depthwise = 0, fits = 0;
+    for (int i = 0; i < net.n_layers; i++) {
+        if (net.layers[i].type != LAYER_CONV)
+            continue;
+        conv_shape s = conv_shape_of(&net.layers[i], 256, PREC_BF16);
+        depthwise += conv_is_depthwise(&s);
+        fits += depthwise_own_fits(&s);
+        cr_expect(!depthwise_own_fits(&s) || conv_is_depthwise(&s), "%s", net.layers[i].name);
+    }
+    cr_expect_eq(depthwise, 17);
+    cr_expect_eq(fits, 17);
+    net_free(&net);
+    net = build_or_fail("resnet50", 224, 1000);
+    for (int i = 0; i < net.n_layers; i++)
+        if (net.layers[i].type == LAYER_CONV) {
+            conv_shape s = conv_shape_of(&net.layers[i], 256, PREC_BF16);
+            cr_expect(!conv_is_depthwise(&s), "%s", net.layers[i].name);
+        }
+    net_free(&net);
+    conv_shape grouped = {.n = 8, .c = 8, .h = 9, .w = 9, .k = 8, .r = 3, .s = 3, .pad = 1,
+                          .stride = 1, .groups = 2, .out_h = 9, .out_w = 9};
+    cr_expect(!conv_is_depthwise(&grouped));
+    conv_shape dw7 = grouped;
+    dw7.groups = 8, dw7.r = dw7.s = 7, dw7.pad = 3;
+    cr_expect(conv_is_depthwise(&dw7) && !depthwise_own_fits(&dw7), "7x7: cuDNN's alone");
+    conv_shape huge = grouped;
+    huge.groups = 8, huge.n = 1 << 20, huge.h = huge.w = huge.out_h = huge.out_w = 32;
+    cr_expect(!depthwise_own_fits(&huge), "2^33 elements: beyond 32-bit indices");
+}
+
+/* The filter gradient's slices: enough blocks for the SMs, never fewer than
+ * 256 positions a slice, at most 1024, and a workspace that holds them. */
+Test(cuda_plan, depthwise_filter_slices)
+{
+    conv_shape first = {.n = 256, .c = 32, .h = 112, .w = 112, .k = 32, .r = 3, .s = 3,
+                        .pad = 1, .stride = 1, .groups = 32, .out_h = 112, .out_w = 112};
+    depthwise_filter_plan nhwc = depthwise_filter_plan_of(&first, true, 132);
+    cr_expect_eq(nhwc.channel_groups, 1);
+    cr_expect_eq(nhwc.slices, 528, "4 blocks per SM of 132");
+    cr_expect_eq(nhwc.partial_bytes, 528LL * 32 * 9 * 4);
+    depthwise_filter_plan nchw = depthwise_filter_plan_of(&first, false, 132);
+    cr_expect_eq(nchw.channel_groups, 32);
+    cr_expect_eq(nchw.slices, 17, "ceil(528 / 32)");
+    conv_shape last = first;
+    last.n = 256, last.c = last.k = last.groups = 960, last.h = last.w = 7;
+    last.out_h = last.out_w = 7;
+    depthwise_filter_plan l = depthwise_filter_plan_of(&last, true, 132);
+    cr_expect_eq(l.channel_groups, 30);
+    cr_expect_eq(l.slices, 18);
+    conv_shape tiny = first;
+    tiny.n = 1, tiny.h = tiny.w = tiny.out_h = tiny.out_w = 8;
+    cr_expect_eq(depthwise_filter_plan_of(&tiny, true, 132).slices, 1, "64 positions: one");
+    conv_shape many = first;
+    many.n = 4096;
+    cr_expect_eq(depthwise_filter_plan_of(&many, true, 100000).slices, 1024);
+}
+
+/* Auto takes the own kernel only when it matched cuDNN and was faster, or
+ * when cuDNN has nothing; a mismatch never wins. */
+Test(cuda_plan, depthwise_choice)
+{
+    depthwise_trial t = {.cudnn_ms = 2.0f, .own_ms = 1.0f, .verified = true, .matched = true};
+    cr_expect_eq(depthwise_choose(&t), DW_PICK_OWN);
+    t.own_ms = 3.0f;
+    cr_expect_eq(depthwise_choose(&t), DW_PICK_CUDNN);
+    t.own_ms = 1.0f, t.matched = false;
+    cr_expect_eq(depthwise_choose(&t), DW_PICK_CUDNN, "faster but wrong");
+    t.matched = true, t.verified = false;
+    cr_expect_eq(depthwise_choose(&t), DW_PICK_CUDNN, "faster but not compared");
+    t.cudnn_ms = -1.0f;
+    cr_expect_eq(depthwise_choose(&t), DW_PICK_OWN, "cuDNN has no algorithm");
+    t.own_ms = -1.0f;
+    cr_expect_eq(depthwise_choose(&t), DW_PICK_CUDNN, "neither: cuDNN's error is reported");
+    precision_plan fp32 = precision_plan_of(PREC_FP32), tf32 = precision_plan_of(PREC_TF32);
+    precision_plan fp16 = precision_plan_of(PREC_FP16), bf16 = precision_plan_of(PREC_BF16);
+    cr_expect(depthwise_match_tolerance(&fp32) < depthwise_match_tolerance(&fp16));
+    cr_expect(depthwise_match_tolerance(&fp16) < depthwise_match_tolerance(&bf16));
+    cr_expect(depthwise_match_tolerance(&tf32) > depthwise_match_tolerance(&fp32));
+    cr_expect(depthwise_match_tolerance(&bf16) < 0.1, "an indexing error moves results by more");
+}
+
 /* What the backend allocates tracks the analytic footprint: within 0.7x to
  * 1.6x of it (the plan shares gradients; it also keeps every activation, not
  * only what backward needs), and half precision needs less. */

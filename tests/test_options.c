@@ -267,6 +267,8 @@ static const bad_case train_cases[] = {
     {M "--backend cpu --graph", "--graph: only for the cuda backend"},
     {M "--backend cpu --no-fusion", "--no-fusion: only for the cuda backend"},
     {M "--backend cpu --workspace-mb 64", "--workspace-mb: only for the cuda backend"},
+    {M "--backend cpu --depthwise own", "--depthwise: only for the cuda backend"},
+    {M "--depthwise gpu", "--depthwise: unknown 'gpu' (accepted: auto, cudnn, own)"},
     {M "--graph", "--graph: only for the cuda backend"},
     {M "--device 64", "--device: '64' is not an integer in 0..63"},
     {M "--device -1", "--device: '-1' is not an integer in 0..63"},

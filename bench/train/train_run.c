@@ -227,7 +227,8 @@ static void print_summary(const train_options *o, const network *net, const back
            o->graph ? " (CUDA graph)" : "", median, o->batch / (median * 1e-3),
            cost.step_flops / (median * 1e-3) / 1e9);
     backend_stats s;
-    if (ops->stats && ops->stats(b, &s) == 0 && s.device_bytes > 0) {
+    bool have_stats = ops->stats && ops->stats(b, &s) == 0;
+    if (have_stats && s.device_bytes > 0) {
         printf(", device memory %.2f GiB (workspace %.0f MiB; analytic footprint %.2f GiB)",
                s.device_bytes / 1073741824.0, s.workspace_bytes / 1048576.0,
                cost.memory.total / 1073741824.0);
@@ -241,6 +242,8 @@ static void print_summary(const train_options *o, const network *net, const back
                cost.memory.total / 1048576.0);
     }
     printf("\n");
+    if (have_stats && s.choices[0])
+        printf("%s\n", s.choices);
 }
 
 /* --dropout P: every dropout layer's probability (0 makes them identities,
@@ -296,7 +299,7 @@ int train_run(const train_options *o, const backend_ops *ops, ddp_world *world)
     backend_config cfg = {.batch = o->batch, .threads = o->threads,
                           .seed = train_shard_seed(o->seed, rank), .prec = o->prec,
                           .device = o->device, .workspace_limit = o->workspace_limit,
-                          .no_fusion = o->no_fusion};
+                          .no_fusion = o->no_fusion, .depthwise = o->depthwise};
     /* the backend first: a batch too large is reported before the host
      * allocates and fills it */
     backend *b = ops->create(&net, &cfg, err, sizeof err);

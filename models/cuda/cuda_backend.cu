@@ -319,6 +319,7 @@ static int choose_algorithms(backend *b)
     if (cuda_alloc(b, &b->workspace, need, "the convolution workspace"))
         return -1;
     b->workspace_bytes = need;
+    cuda_conv_describe_choices(b, b->choices, sizeof b->choices);
     return 0;
 }
 
@@ -661,5 +662,6 @@ extern "C" int cuda_stats(backend *b, backend_stats *out)
     out->workspace_bytes = (int64_t)b->workspace_bytes;
     out->skipped_steps = s.skipped_steps;
     out->loss_scale = s.scale;
+    snprintf(out->choices, sizeof out->choices, "%s", b->choices);
     return 0;
 }

@@ -36,6 +36,12 @@ struct cuda_conv {
     cudnnMathType_t math[3];
     size_t workspace[3];
     float find_ms[3];                        /* the chosen algorithm's time in the search */
+    /* depthwise layers: per pass, the own kernels (cuda_depthwise.cu) instead
+     * of cuDNN, and what the choice was made on (cuda_conv.cu) */
+    bool own[3];
+    float cudnn_ms[3], own_ms[3];            /* < 0: not timed */
+    bool verified[3], matched[3];
+    double own_difference[3];                /* max |own - cuDNN| / max |cuDNN| */
 };
 
 /* A fully connected layer's cuBLASLt state (models/cuda/cuda_fc.cu). */
@@ -123,6 +129,7 @@ struct backend {
     int current_layer;           /* for error messages: a layer, STEP_LOSS, STEP_ALL_LAYERS
                                     or CUDA_NO_LAYER */
     pass current_pass;
+    char choices[320];           /* backend_stats.choices: the depthwise kernels */
     char err[CUDA_ERR_LEN];
 };
 
@@ -189,11 +196,26 @@ int cuda_pool_backward(backend *b, int layer, bool accumulate);
 /* Convolutions (cuda_conv.cu). */
 int cuda_conv_setup(backend *b, int layer);
 int cuda_conv_choose(backend *b, int layer, int same_as);
+/* The line of backend_stats.choices on the depthwise layers ("" if none). */
+void cuda_conv_describe_choices(const backend *b, char *buf, size_t len);
 void cuda_conv_destroy(cuda_conv *c);
 int cuda_conv_forward(backend *b, int layer);
 int cuda_conv_backward_data(backend *b, int layer, bool accumulate);
 int cuda_conv_backward_weights(backend *b, int layer);
 void cuda_conv_name(const backend *b, int layer, pass phase, char *buf, size_t len);
+
+/* Depthwise convolution on own kernels (cuda_depthwise.cu), for layers that
+ * depthwise_own_fits: the passes of cuda_conv_*, with cuDNN's tensors; the
+ * filter gradient's partial sums take cuda_dw_filter_workspace bytes of
+ * b->workspace. The plan-time trial fills inputs with values in [-1, 1] and
+ * compares two results (maxima: 2 device words of scratch). */
+int cuda_dw_forward(backend *b, int layer);
+int cuda_dw_backward_data(backend *b, int layer, bool accumulate);
+int cuda_dw_backward_weights(backend *b, int layer);
+size_t cuda_dw_filter_workspace(const backend *b, int layer);
+int cuda_dw_fill_random(backend *b, void *p, int64_t n, uint32_t seed);
+int cuda_dw_compare(backend *b, const void *got, const void *want, int64_t n, unsigned *maxima,
+                    double *relative);
 
 /* Fully connected (cuda_fc.cu). */
 int cuda_fc_setup(backend *b, int layer);

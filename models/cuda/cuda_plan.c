@@ -182,3 +182,54 @@ int64_t cuda_planned_bytes(const network *net, int batch, const precision_plan *
     }
     return bytes;
 }
+
+bool conv_is_depthwise(const conv_shape *s)
+{
+    return s->groups > 1 && s->groups == s->c && s->k == s->c;
+}
+
+bool depthwise_own_fits(const conv_shape *s)
+{
+    int64_t in = (int64_t)s->n * s->c * s->h * s->w, out = (int64_t)s->n * s->k * s->out_h * s->out_w;
+    return conv_is_depthwise(s) && s->r == s->s && (s->r == 3 || s->r == 5) && s->stride >= 1 &&
+           in < ((int64_t)1 << 31) && out < ((int64_t)1 << 31);
+}
+
+depthwise_filter_plan depthwise_filter_plan_of(const conv_shape *s, bool nhwc, int sm_count)
+{
+    enum { CHANNELS_PER_BLOCK = 32, MIN_POSITIONS = 256, MAX_SLICES = 1024, BLOCKS_PER_SM = 4 };
+    depthwise_filter_plan p;
+    int64_t positions = (int64_t)s->n * s->out_h * s->out_w;
+    p.channel_groups = nhwc ? (s->c + CHANNELS_PER_BLOCK - 1) / CHANNELS_PER_BLOCK : s->c;
+    int64_t target = (int64_t)(sm_count > 0 ? sm_count : 1) * BLOCKS_PER_SM;
+    int64_t slices = (target + p.channel_groups - 1) / p.channel_groups;
+    int64_t most = positions / MIN_POSITIONS;
+    if (slices > most)
+        slices = most;
+    if (slices > MAX_SLICES)
+        slices = MAX_SLICES;
+    p.slices = slices > 0 ? (int)slices : 1;
+    p.partial_bytes = (int64_t)p.slices * s->c * s->r * s->s * (int64_t)sizeof(float);
+    return p;
+}
+
+depthwise_pick depthwise_choose(const depthwise_trial *t)
+{
+    if (t->own_ms < 0.0f)
+        return DW_PICK_CUDNN;
+    if (t->cudnn_ms < 0.0f)
+        return DW_PICK_OWN;
+    if (!t->verified || !t->matched)
+        return DW_PICK_CUDNN;
+    return t->own_ms < t->cudnn_ms ? DW_PICK_OWN : DW_PICK_CUDNN;
+}
+
+double depthwise_match_tolerance(const precision_plan *pp)
+{
+    switch (pp->elem) {
+    case ELEM_F16: return 1e-2;
+    case ELEM_BF16: return 4e-2;
+    case ELEM_F32: break;
+    }
+    return pp->tensor_cores ? 2e-2 : 1e-3;
+}

@@ -84,6 +84,46 @@ bool conv_shape_equal(const conv_shape *a, const conv_shape *b);
  * distinct shape. Returns the number of distinct shapes. */
 int conv_shape_groups(const network *net, int batch, precision prec, int *first_of_shape);
 
+/* Depthwise convolutions (one 1-channel filter per channel, groups =
+ * channels = output channels) may run on the backend's own kernels
+ * (cuda_depthwise.cu) instead of cuDNN's. The own kernels take square
+ * filters of side 3 or 5 and tensors of fewer than 2^31 elements. */
+bool conv_is_depthwise(const conv_shape *s);
+bool depthwise_own_fits(const conv_shape *s);
+
+/* The own backward-filter kernel sums each channel's taps over slices of the
+ * (n, oh, ow) positions, one thread block per slice and group of channels,
+ * into fp32 partial sums that a second kernel adds in a fixed order (no
+ * atomics: the same bits every step). Enough blocks for every SM several
+ * times over, at least 256 positions a slice. */
+typedef struct {
+    int slices;
+    int channel_groups;       /* NHWC: 32 channels a block; NCHW: one */
+    int64_t partial_bytes;    /* workspace: slices x channels x taps floats */
+} depthwise_filter_plan;
+
+depthwise_filter_plan depthwise_filter_plan_of(const conv_shape *s, bool nhwc, int sm_count);
+
+/* How a depthwise pass is chosen under --depthwise auto: the own kernel when
+ * it matched cuDNN's result on the same inputs and was faster, or when cuDNN
+ * has no algorithm for it (cudnn_ms < 0) and it fits. A mismatch is never
+ * chosen, however fast. */
+typedef enum { DW_PICK_CUDNN, DW_PICK_OWN } depthwise_pick;
+
+typedef struct {
+    float cudnn_ms;       /* < 0: cuDNN found no algorithm within the workspace */
+    float own_ms;         /* < 0: the own kernel does not fit this shape */
+    bool verified;        /* own's result was compared with cuDNN's */
+    bool matched;         /* ... and agreed within the precision's tolerance */
+} depthwise_trial;
+
+depthwise_pick depthwise_choose(const depthwise_trial *t);
+
+/* The largest |own - cuDNN| allowed, relative to the largest |cuDNN|: both sum
+ * in fp32; the outputs are rounded to the element type (and tf32 rounds
+ * cuDNN's inputs). An indexing error moves results by far more. */
+double depthwise_match_tolerance(const precision_plan *pp);
+
 /* The fp32 chunk through which host transfers of fp16/bf16 buffers go. */
 enum { CUDA_STAGING_ELEMS = 1 << 22 };
 

@@ -12,7 +12,10 @@
  *   fp16  5e-3 forward, 1e-2 gradients: activations stored in fp16 (11
  *         significant bits), sums in fp32; the reference computes with the
  *         weights rounded as the fp16 copy is
- *   bf16  3e-2 forward, 5e-2 gradients: 8 significant bits, likewise */
+ *   bf16  3e-2 forward, 5e-2 gradients: 8 significant bits, likewise
+ *
+ * The depthwise cases run three times: --depthwise auto, own (the suite's
+ * kernels, cuda_depthwise.cu) and cudnn, each against the reference. */
 #include <stdio.h>
 #include <string.h>
 
@@ -68,20 +71,31 @@ int main(void)
             continue;
         }
         for (int k = 0; k < n_cases; k++) {
-            run_ctx ctx = {&tally, name, cases[k].name};
-            layer_check_env env;
-            memset(&env, 0, sizeof env);
-            env.ops = &cuda_backend_ops;
-            env.cfg.batch = LAYER_CHECK_BATCH;
-            env.cfg.seed = 5;
-            env.cfg.prec = precisions[p].prec;
-            env.cfg.no_fusion = true;
-            env.cfg.initial_loss_scale = 1.0f; /* room for the test's gradients in fp16 */
-            env.tol = precisions[p].tol;
-            env.weight_bits = precisions[p].weight_bits;
-            env.expect = expect;
-            env.ctx = &ctx;
-            layer_check_case(&env, &cases[k]);
+            /* depthwise cases: also each side of --depthwise forced (auto may
+             * take either on these small shapes) */
+            bool depthwise = !strncmp(cases[k].name, "depthwise", 9);
+            static const char *const sides[] = {"", " [own kernels]", " [cuDNN]"};
+            for (int side = 0; side < (depthwise ? 3 : 1); side++) {
+                char label[160];
+                snprintf(label, sizeof label, "%s%s", cases[k].name, sides[side]);
+                run_ctx ctx = {&tally, name, label};
+                layer_check_env env;
+                memset(&env, 0, sizeof env);
+                env.ops = &cuda_backend_ops;
+                env.cfg.batch = LAYER_CHECK_BATCH;
+                env.cfg.seed = 5;
+                env.cfg.prec = precisions[p].prec;
+                env.cfg.no_fusion = true;
+                env.cfg.initial_loss_scale = 1.0f; /* room for the test's gradients in fp16 */
+                env.cfg.depthwise = side == 1   ? DEPTHWISE_OWN
+                                    : side == 2 ? DEPTHWISE_CUDNN
+                                                : DEPTHWISE_AUTO;
+                env.tol = precisions[p].tol;
+                env.weight_bits = precisions[p].weight_bits;
+                env.expect = expect;
+                env.ctx = &ctx;
+                layer_check_case(&env, &cases[k]);
+            }
         }
     }
     return gpu_test_finish(&tally);
