@@ -37,8 +37,9 @@ struct trainer {
     bool ok;
 };
 
-static bool trainer_open(trainer *t, const char *model, int res, int batch, precision prec,
-                         float lr, bool fuse, float initial_scale)
+static bool trainer_open_with(trainer *t, const char *model, int res, int batch,
+                              precision prec, float lr, bool fuse, float initial_scale,
+                              depthwise_choice depthwise)
 {
     memset(t, 0, sizeof *t);
     const model_info *m = zoo_find(model);
@@ -53,6 +54,7 @@ static bool trainer_open(trainer *t, const char *model, int res, int batch, prec
     cfg.prec = prec;
     cfg.no_fusion = !fuse;
     cfg.initial_loss_scale = initial_scale;
+    cfg.depthwise = depthwise;
     char err[640];
     t->b = cuda_backend_ops.create(&t->net, &cfg, err, sizeof err);
     if (!t->b) {
@@ -77,6 +79,13 @@ static bool trainer_open(trainer *t, const char *model, int res, int batch, prec
                 cuda_backend_ops.error(t->b));
     t->ok = ok;
     return ok;
+}
+
+static bool trainer_open(trainer *t, const char *model, int res, int batch, precision prec,
+                         float lr, bool fuse, float initial_scale)
+{
+    return trainer_open_with(t, model, res, batch, prec, lr, fuse, initial_scale,
+                             DEPTHWISE_AUTO);
 }
 
 static bool trainer_steps(trainer *t, int steps, float *losses)
@@ -189,6 +198,50 @@ static void check_fusion(void)
         expectf(worst <= 1e-4, "%s fp32: fused and unfused kernels, three losses within 1e-4 "
                                "(worst %.2e)", models[m], worst);
     }
+}
+
+/* ---- depthwise convolutions: own kernels against cuDNN's ---------------------- */
+
+/* Whole MobileNetV2 steps with every depthwise pass on the own kernels and
+ * then on cuDNN's: the same losses (fp32 within 1e-4 as fused/unfused; bf16
+ * within 2e-2, activations rounded to 8 bits either way). */
+static void check_depthwise_sides(precision prec, double tolerance)
+{
+    const char *model = "mobilenet_v2-cifar";
+    float own[3], dnn[3];
+    trainer a, b;
+    float lr = zoo_default_lr(zoo_find(model), 8);
+    bool ok = trainer_open_with(&a, model, 32, 8, prec, lr, true, 0.0f, DEPTHWISE_OWN) &&
+              trainer_steps(&a, 3, own);
+    trainer_close(&a);
+    ok = ok && trainer_open_with(&b, model, 32, 8, prec, lr, true, 0.0f, DEPTHWISE_CUDNN) &&
+         trainer_steps(&b, 3, dnn);
+    trainer_close(&b);
+    if (!ok)
+        return;
+    double worst = 0.0;
+    for (int s = 0; s < 3; s++)
+        worst = fmax(worst, fabs(own[s] - dnn[s]) / fabs(dnn[s]));
+    expectf(worst <= tolerance,
+            "%s %s: depthwise on own kernels and on cuDNN, three losses within %.0e (worst "
+            "%.2e; own %.6f %.6f %.6f, cuDNN %.6f %.6f %.6f)",
+            model, precision_name(prec), tolerance, worst, own[0], own[1], own[2], dnn[0],
+            dnn[1], dnn[2]);
+    /* the full-size layers under auto: the own kernels agree with cuDNN on every
+     * shape they were tried on (the backend's plan-time comparison) */
+    trainer c;
+    if (trainer_open_with(&c, "mobilenet_v2", 224, 32, prec, 0.01f, true, 0.0f,
+                          DEPTHWISE_AUTO)) {
+        backend_stats st;
+        if (cuda_backend_ops.stats(c.b, &st) == 0) {
+            printf("       %s\n", st.choices);
+            expectf(st.choices[0] && !strstr(st.choices, "DISAGREED"),
+                    "mobilenet_v2 224 batch 32 %s, --depthwise auto: own kernels agree with "
+                    "cuDNN on every depthwise shape and pass",
+                    precision_name(prec));
+        }
+    }
+    trainer_close(&c);
 }
 
 /* ---- low precision learns ------------------------------------------------------- */
@@ -323,6 +376,9 @@ int main(void)
     bool ampere = prop.major >= 8;
     check_against_cpu();
     check_fusion();
+    check_depthwise_sides(PREC_FP32, 1e-4);
+    if (ampere)
+        check_depthwise_sides(PREC_BF16, 2e-2);
     check_learns(PREC_FP16);
     if (ampere)
         check_learns(PREC_BF16);
