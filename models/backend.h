@@ -60,7 +60,7 @@ typedef struct {
     int64_t workspace_bytes;    /* of which convolution workspace */
     int64_t skipped_steps;      /* fp16: steps skipped for a non-finite gradient */
     float loss_scale;           /* fp16: the current dynamic loss scale (else 1) */
-    char choices[320];          /* what the backend chose at plan time, worth a line
+    char choices[640];          /* what the backend chose at plan time, worth a line
                                    ("" if nothing): cuda, the depthwise kernels */
 } backend_stats;
 

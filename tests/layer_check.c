@@ -326,6 +326,9 @@ CONV_CASE(conv1x1_stride2_wide, 32, 6, 64, 1, 2, 0, 1, false)
 CONV_CASE(depthwise3x3_stride2_wide, 32, 7, 32, 3, 2, 1, 32, false)
 CONV_CASE(conv7x7_stem_wide_output, 3, 12, 32, 7, 2, 3, 1, false)
 CONV_CASE(grouped_conv, 4, 5, 6, 3, 1, 1, 2, false)
+CONV_CASE(depthwise5x5_stride1, 6, 7, 6, 5, 1, 2, 6, false)
+CONV_CASE(depthwise5x5_stride2, 6, 9, 6, 5, 2, 2, 6, false)
+CONV_CASE(depthwise3x3_many_positions, 8, 24, 8, 3, 1, 1, 8, false)
 
 static int fully_connected_flattens(network *net)
 {
@@ -415,6 +418,12 @@ static const layer_case cases[] = {
     {"depthwise3x3_stride2_wide", -2, 2, false, depthwise3x3_stride2_wide},
     {"conv7x7_stem_wide_output", -2, 2, false, conv7x7_stem_wide_output},
     {"grouped_conv", -2, 2, false, grouped_conv},
+    /* the CUDA backend's own depthwise kernels take 5x5 filters too, and sum
+     * a filter gradient over slices of the positions: 2 x 24 x 24 positions
+     * make several slices */
+    {"depthwise5x5_stride1", -2, 2, false, depthwise5x5_stride1},
+    {"depthwise5x5_stride2", -2, 2, false, depthwise5x5_stride2},
+    {"depthwise3x3_many_positions", -2, 2, false, depthwise3x3_many_positions},
     {"fully_connected_flattens", -2, 2, false, fully_connected_flattens},
     {"fully_connected_bias_only", -2, 2, false, fully_connected_bias_only},
     {"batch_norm_training", -2, 2, false, batch_norm_training},

@@ -43,6 +43,9 @@ LAYER_TEST(conv1x1_stride2_wide)
 LAYER_TEST(depthwise3x3_stride2_wide)
 LAYER_TEST(conv7x7_stem_wide_output)
 LAYER_TEST(grouped_conv)
+LAYER_TEST(depthwise5x5_stride1)
+LAYER_TEST(depthwise5x5_stride2)
+LAYER_TEST(depthwise3x3_many_positions)
 LAYER_TEST(fully_connected_flattens)
 LAYER_TEST(fully_connected_bias_only)
 LAYER_TEST(batch_norm_training)
@@ -61,6 +64,6 @@ Test(layers, every_case_is_run)
 {
     int n;
     layer_cases(&n);
-    cr_expect_eq(n, 23, "add a LAYER_TEST for each new case");
+    cr_expect_eq(n, 26, "add a LAYER_TEST for each new case");
 }
 #endif /* HAVE_DNNL */

@@ -336,6 +336,8 @@ extern "C" backend *cuda_create(const network *net, const backend_config *cfg, c
     b->pp = precision_plan_of(cfg->prec);
     b->current_layer = CUDA_NO_LAYER;
     int rc = cuda_profile_setup(b);
+    if (rc == 0 && (unsigned)cfg->depthwise > DEPTHWISE_OWN)
+        rc = cuda_fail(b, "unknown depthwise choice %d", (int)cfg->depthwise);
     if (rc == 0)
         rc = check_device(b);
     memplan_rules rules = cuda_memplan_rules(!cfg->no_fusion);

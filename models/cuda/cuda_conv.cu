@@ -138,16 +138,17 @@ static int find_pass(backend *b, int i, cuda_conv *c, int p, bool quiet)
         }
     }
     if (st == CUDNN_STATUS_SUCCESS && k >= 0) {
+        /* the trial against the own kernel runs cuDNN as the step will */
+        CUDNN_TRY(b, cudnnSetConvolutionMathType(c->conv[p], math));
         c->math[p] = math;
         c->workspace[p] = memory;
         c->find_ms[p] = ms;
         return FOUND;
     }
-    if (quiet) {
-        /* the failed search leaves its error with the runtime: clear it */
-        cudaGetLastError();
+    /* nothing within the workspace, or a shape cuDNN does not take: the own
+     * kernel may run it; any other failure is one */
+    if (quiet && (st == CUDNN_STATUS_SUCCESS || st == CUDNN_STATUS_NOT_SUPPORTED))
         return NONE_FOUND;
-    }
     if (st != CUDNN_STATUS_SUCCESS)
         return cuda_fail_call(b, __FILE__, __LINE__, call, cudnnGetErrorString(st));
     return cuda_fail(b, "cuDNN found no %s algorithm for this shape within a %.0f MiB workspace "
@@ -156,8 +157,8 @@ static int find_pass(backend *b, int i, cuda_conv *c, int p, bool quiet)
                      pass_labels[p], b->workspace_bytes / 1048576.0, count);
 }
 
-/* One pass as the step runs it (without a conv bias: the same on both sides),
- * the input gradient overwritten. */
+/* One pass as the step runs it, without a conv bias (which is the same on
+ * both sides), the input gradient overwritten. */
 static int run_pass(backend *b, int i, int p, bool own);
 
 /* The pass's time on the GPU: the best of 3 runs after one to warm up. */
@@ -229,9 +230,20 @@ static int try_both(backend *b, int i, cuda_conv *c, int p, bool have_cudnn)
         if (compare_room)
             CUDA_TRY(b, cudaMemcpyAsync(ws + copy_at, io.out, out_bytes, cudaMemcpyDeviceToDevice,
                                         b->stream));
-        /* the own filter kernel sums its partials into the workspace's start */
-        if (time_pass(b, i, p, true, &t.own_ms))
-            return -1;
+        /* the own filter kernel sums its partials into the workspace's start.
+         * A launch that fails leaves cuDNN to the pass (and the error to the
+         * choices line), unless it broke the context for good. */
+        if (time_pass(b, i, p, true, &t.own_ms)) {
+            cudaGetLastError();
+            cudaError_t still = cudaStreamSynchronize(b->stream);
+            if (still != cudaSuccess || !have_cudnn)
+                return -1;
+            if (!b->own_failures++)
+                snprintf(b->own_failure, sizeof b->own_failure, "%s", b->err);
+            b->err[0] = '\0';
+            t.own_ms = -1.0f;
+            compare_room = false;
+        }
         if (compare_room) {
             double rel = 0.0;
             if (cuda_dw_compare(b, io.out, ws + copy_at, io.out_elems,
@@ -315,7 +327,7 @@ void cuda_conv_describe_choices(const backend *b, char *buf, size_t len)
 {
     static const char *const modes[] = {"auto", "cudnn", "own"};
     int layers = 0, own[CONV_PASSES] = {0, 0, 0}, passes[CONV_PASSES] = {0, 0, 0};
-    int mismatched = 0;
+    int mismatched = 0, compared = 0, total = 0;
     double cudnn_ms = 0.0, own_ms = 0.0, chosen_ms = 0.0, worst = 0.0;
     bool timed = true;
     buf[0] = '\0';
@@ -329,7 +341,9 @@ void cuda_conv_describe_choices(const backend *b, char *buf, size_t len)
             if (p == 1 && !l->computes_input_grad)
                 continue;
             passes[p]++;
+            total++;
             own[p] += c->own[p];
+            compared += c->verified[p];
             if (c->verified[p] && !c->matched[p]) {
                 mismatched++;
                 worst = c->own_difference[p] > worst ? c->own_difference[p] : worst;
@@ -343,22 +357,29 @@ void cuda_conv_describe_choices(const backend *b, char *buf, size_t len)
             }
         }
     }
-    if (!layers)
+    if (!layers || (unsigned)b->cfg.depthwise > DEPTHWISE_OWN)
         return;
     int n = snprintf(buf, len,
                      "depthwise convolutions (--depthwise %s, %d layers): own kernels in fwd "
                      "%d/%d, bwd_data %d/%d, bwd_filter %d/%d passes, cuDNN in the rest",
                      modes[b->cfg.depthwise], layers, own[0], passes[0], own[1], passes[1],
                      own[2], passes[2]);
+    if (n > 0 && (size_t)n < len && b->cfg.depthwise == DEPTHWISE_AUTO)
+        n += snprintf(buf + n, len - (size_t)n, "; own results compared with cuDNN's in %d/%d",
+                      compared, total);
     if (n > 0 && (size_t)n < len && b->cfg.depthwise == DEPTHWISE_AUTO && timed)
         n += snprintf(buf + n, len - (size_t)n,
                       "; timed at plan time, per step: cuDNN %.2f ms, own %.2f ms, chosen %.2f ms",
                       cudnn_ms, own_ms, chosen_ms);
     if (n > 0 && (size_t)n < len && mismatched)
+        n += snprintf(buf + n, len - (size_t)n,
+                      "; OWN KERNEL DISAGREED WITH cuDNN in %d passes (worst relative "
+                      "difference %.3g): not used there, a defect to report",
+                      mismatched, worst);
+    if (n > 0 && (size_t)n < len && b->own_failures)
         snprintf(buf + n, len - (size_t)n,
-                 "; OWN KERNEL DISAGREED WITH cuDNN in %d passes (worst relative difference "
-                 "%.3g): not used there, a defect to report",
-                 mismatched, worst);
+                 "; OWN KERNEL FAILED in %d passes (cuDNN used), the first: %s",
+                 b->own_failures, b->own_failure);
 }
 
 static const float one = 1.0f, zero = 0.0f;
@@ -422,12 +443,15 @@ int cuda_conv_backward_weights(backend *b, int i)
 {
     cuda_layer *cl = &b->layers[i];
     cuda_conv *c = cl->conv;
-    if (c->own[2])
-        return cuda_dw_backward_weights(b, i);
-    CUDNN_TRY(b, cudnnConvolutionBackwardFilter(b->dnn, &one, c->x, cuda_input(b, i, 0), c->y,
-                                                cl->grad, c->conv[2], c->bwd_filter_algo,
-                                                b->workspace, b->workspace_bytes, &zero, c->w,
-                                                cl->dw));
+    if (c->own[2]) {
+        if (cuda_dw_backward_weights(b, i))
+            return -1;
+    } else {
+        CUDNN_TRY(b, cudnnConvolutionBackwardFilter(b->dnn, &one, c->x, cuda_input(b, i, 0),
+                                                    c->y, cl->grad, c->conv[2],
+                                                    c->bwd_filter_algo, b->workspace,
+                                                    b->workspace_bytes, &zero, c->w, cl->dw));
+    }
     if (b->net->layers[i].has_bias)
         return cuda_bias_grad(b, i, cl->dbias, b->pp.elem);
     return 0;

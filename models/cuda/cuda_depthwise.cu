@@ -332,8 +332,6 @@ int cuda_dw_backward_weights(backend *b, int i)
         return 0;
     });
     LAUNCH_TRY(b);
-    if (l->has_bias)
-        return cuda_bias_grad(b, i, cl->dbias, b->pp.elem);
     return 0;
 }
 

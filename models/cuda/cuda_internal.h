@@ -129,7 +129,9 @@ struct backend {
     int current_layer;           /* for error messages: a layer, STEP_LOSS, STEP_ALL_LAYERS
                                     or CUDA_NO_LAYER */
     pass current_pass;
-    char choices[320];           /* backend_stats.choices: the depthwise kernels */
+    char choices[640];           /* backend_stats.choices: the depthwise kernels */
+    int own_failures;            /* own depthwise launches that failed at plan time */
+    char own_failure[CUDA_ERR_LEN]; /* the first one's error */
     char err[CUDA_ERR_LEN];
 };
 
@@ -211,7 +213,7 @@ void cuda_conv_name(const backend *b, int layer, pass phase, char *buf, size_t l
  * compares two results (maxima: 2 device words of scratch). */
 int cuda_dw_forward(backend *b, int layer);
 int cuda_dw_backward_data(backend *b, int layer, bool accumulate);
-int cuda_dw_backward_weights(backend *b, int layer);
+int cuda_dw_backward_weights(backend *b, int layer); /* no conv bias: the caller's */
 size_t cuda_dw_filter_workspace(const backend *b, int layer);
 int cuda_dw_fill_random(backend *b, void *p, int64_t n, uint32_t seed);
 int cuda_dw_compare(backend *b, const void *got, const void *want, int64_t n, unsigned *maxima,
