@@ -9,6 +9,7 @@
 #include "../models/backend.h"
 #include "../models/cost.h"
 #include "../models/cuda/cuda_plan.h"
+#include "../models/cuda/fast_divide.h"
 #include "../models/cuda/loss_scale.h"
 #include "helpers.h"
 
@@ -229,6 +230,46 @@ Test(cuda_plan, depthwise_choice)
     cr_expect(depthwise_match_tolerance(&fp16) < depthwise_match_tolerance(&bf16));
     cr_expect(depthwise_match_tolerance(&tf32) > depthwise_match_tolerance(&fp32));
     cr_expect(depthwise_match_tolerance(&bf16) < 0.1, "an indexing error moves results by more");
+}
+
+/* The own kernels' index splitting: multiply-and-shift division equals n / d
+ * for every divisor a layer has (and far beyond) at the numerators that
+ * break a wrong multiplier: around multiples of d, near 2^31 and at random. */
+Test(cuda_plan, fast_divide_matches_division)
+{
+    uint64_t state = 88172645463325252ull;
+    uint32_t divisors[5200];
+    int nd = 0;
+    for (uint32_t d = 1; d <= 5000; d++)
+        divisors[nd++] = d;
+    uint32_t big[] = {65535, 65536, 65537, 1u << 20, (1u << 20) + 1, 12544, 802816, 2147483647u,
+                      1u << 30, (1u << 30) + 3, 1000003, 3211264};
+    for (size_t k = 0; k < sizeof big / sizeof *big; k++)
+        divisors[nd++] = big[k];
+    long failures = 0;
+    for (int k = 0; k < nd; k++) {
+        uint32_t d = divisors[k];
+        fast_divisor f = fast_divisor_of(d);
+        uint32_t probes[64];
+        int np = 0;
+        uint32_t top = 2147483647u;
+        probes[np++] = 0, probes[np++] = 1, probes[np++] = top, probes[np++] = top - 1;
+        probes[np++] = top / d * d, probes[np++] = top / d * d - 1;
+        for (uint32_t m = 1; m <= 8 && (uint64_t)m * d <= top; m++)
+            probes[np++] = m * d, probes[np++] = m * d - 1;
+        while (np < 64) {
+            state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+            probes[np++] = (uint32_t)(state % 2147483648ull);
+        }
+        for (int j = 0; j < np; j++) {
+            uint32_t rem, q = fast_divmod(f, probes[j], &rem);
+            if (q != probes[j] / d || rem != probes[j] % d)
+                failures++;
+            if (failures == 1 && (q != probes[j] / d || rem != probes[j] % d))
+                cr_log_error("%u / %u: %u rem %u", probes[j], d, q, rem);
+        }
+    }
+    cr_expect_eq(failures, 0);
 }
 
 /* What the backend allocates tracks the analytic footprint: within 0.7x to

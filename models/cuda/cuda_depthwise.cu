@@ -12,40 +12,48 @@
 
 #include "cuda_device.cuh"
 #include "cuda_internal.h"
+#include "fast_divide.h"
 
 enum { DW_THREADS = 256, DW_FILTER_ROWS = 8, DW_CHANNELS_PER_BLOCK = 32 };
 
-/* Element counts below 2^31 (depthwise_own_fits): 32-bit index arithmetic. */
+/* Element counts below 2^31 (depthwise_own_fits): 32-bit index arithmetic,
+ * the dimensions' divisions by multiply and shift (fast_divide.h). */
 struct dw_geom {
     int n, c, h, w, oh, ow, stride, pad;
     bool nhwc;
+    fast_divisor c_div, h_div, w_div, oh_div, ow_div, stride_div;
 };
 
 static dw_geom geom_of(const backend *b, int i)
 {
     const layer *l = &b->net->layers[i];
-    return dw_geom{b->cfg.batch,  l->in_shape.c, l->in_shape.h, l->in_shape.w, l->out_shape.h,
-                   l->out_shape.w, l->stride,    l->pad,        b->pp.layout == LAYOUT_NHWC};
+    dw_geom g;
+    g.n = b->cfg.batch, g.c = l->in_shape.c, g.h = l->in_shape.h, g.w = l->in_shape.w;
+    g.oh = l->out_shape.h, g.ow = l->out_shape.w, g.stride = l->stride, g.pad = l->pad;
+    g.nhwc = b->pp.layout == LAYOUT_NHWC;
+    g.c_div = fast_divisor_of((uint32_t)g.c), g.h_div = fast_divisor_of((uint32_t)g.h);
+    g.w_div = fast_divisor_of((uint32_t)g.w), g.oh_div = fast_divisor_of((uint32_t)g.oh);
+    g.ow_div = fast_divisor_of((uint32_t)g.ow), g.stride_div = fast_divisor_of((uint32_t)g.stride);
+    return g;
 }
 
-/* (n, ch, y, x) of element e of an (n, c, h, w) tensor in its layout. */
-__device__ __forceinline__ void dw_split(uint32_t e, int c, int h, int w, bool nhwc, int &n,
-                                         int &ch, int &y, int &x)
+/* (n, ch, y, x) of element e of an (n, c, h, w) tensor in its layout, given
+ * the divisors c, h and w. */
+__device__ __forceinline__ void dw_split(uint32_t e, const fast_divisor &c, const fast_divisor &h,
+                                         const fast_divisor &w, bool nhwc, int &n, int &ch,
+                                         int &y, int &x)
 {
+    uint32_t r0, r1, r2, q;
     if (nhwc) {
-        ch = (int)(e % c);
-        e /= c;
-        x = (int)(e % w);
-        e /= w;
-        y = (int)(e % h);
-        n = (int)(e / h);
+        q = fast_divmod(c, e, &r0);
+        q = fast_divmod(w, q, &r1);
+        n = (int)fast_divmod(h, q, &r2);
+        ch = (int)r0, x = (int)r1, y = (int)r2;
     } else {
-        x = (int)(e % w);
-        e /= w;
-        y = (int)(e % h);
-        e /= h;
-        ch = (int)(e % c);
-        n = (int)(e / c);
+        q = fast_divmod(w, e, &r0);
+        q = fast_divmod(h, q, &r1);
+        n = (int)fast_divmod(c, q, &r2);
+        x = (int)r0, y = (int)r1, ch = (int)r2;
     }
 }
 
@@ -66,7 +74,7 @@ __global__ void dw_forward_kernel(const T *__restrict__ x, const T *__restrict__
     DW_STRIDE_LOOP(e, total)
     {
         int n, ch, oy, ox;
-        dw_split(e, g.c, g.oh, g.ow, g.nhwc, n, ch, oy, ox);
+        dw_split(e, g.c_div, g.oh_div, g.ow_div, g.nhwc, n, ch, oy, ox);
         int iy0 = oy * g.stride - g.pad, ix0 = ox * g.stride - g.pad;
         const T *wc = w + ch * K * K;
         float acc = 0.0f;
@@ -98,24 +106,25 @@ __global__ void dw_backward_data_kernel(const T *__restrict__ dy, const T *__res
     DW_STRIDE_LOOP(e, total)
     {
         int n, ch, iy, ix;
-        dw_split(e, g.c, g.h, g.w, g.nhwc, n, ch, iy, ix);
+        dw_split(e, g.c_div, g.h_div, g.w_div, g.nhwc, n, ch, iy, ix);
         const T *wc = w + ch * K * K;
         float acc = 0.0f;
 #pragma unroll
         for (int r = 0; r < K; r++) {
             int ty = iy + g.pad - r;
-            if (ty < 0 || ty % g.stride)
+            if (ty < 0)
                 continue;
-            int oy = ty / g.stride;
-            if (oy >= g.oh)
+            uint32_t off;
+            int oy = (int)fast_divmod(g.stride_div, (uint32_t)ty, &off);
+            if (off || oy >= g.oh)
                 continue;
 #pragma unroll
             for (int s = 0; s < K; s++) {
                 int tx = ix + g.pad - s;
-                if (tx < 0 || tx % g.stride)
+                if (tx < 0)
                     continue;
-                int ox = tx / g.stride;
-                if (ox >= g.ow)
+                int ox = (int)fast_divmod(g.stride_div, (uint32_t)tx, &off);
+                if (off || ox >= g.ow)
                     continue;
                 acc += to_float(dy[dw_at(n, ch, oy, ox, g.c, g.oh, g.ow, g.nhwc)]) *
                        to_float(wc[r * K + s]);
@@ -131,9 +140,10 @@ __device__ __forceinline__ void dw_filter_position(const T *__restrict__ x,
                                                    const T *__restrict__ dy, const dw_geom &g,
                                                    int ch, uint32_t p, float *acc)
 {
-    int ox = (int)(p % g.ow);
-    uint32_t t = p / g.ow;
-    int oy = (int)(t % g.oh), n = (int)(t / g.oh);
+    uint32_t ox_u, oy_u;
+    uint32_t t = fast_divmod(g.ow_div, p, &ox_u);
+    int n = (int)fast_divmod(g.oh_div, t, &oy_u);
+    int ox = (int)ox_u, oy = (int)oy_u;
     float d = to_float(dy[dw_at(n, ch, oy, ox, g.c, g.oh, g.ow, g.nhwc)]);
     int iy0 = oy * g.stride - g.pad, ix0 = ox * g.stride - g.pad;
 #pragma unroll
