@@ -63,6 +63,27 @@ __device__ __forceinline__ uint32_t dw_at(int n, int ch, int y, int x, int c, in
     return nhwc ? (((uint32_t)n * h + y) * w + x) * c + ch : (((uint32_t)n * c + ch) * h + y) * w + x;
 }
 
+/* f(tap, index) for each tap r * K + s of output (oy, ox)'s window that
+ * falls inside the input (padding reads nothing). */
+template <int K, typename F>
+__device__ __forceinline__ void dw_window(const dw_geom &g, int n, int ch, int oy, int ox, F f)
+{
+    int iy0 = oy * g.stride - g.pad, ix0 = ox * g.stride - g.pad;
+#pragma unroll
+    for (int r = 0; r < K; r++) {
+        int iy = iy0 + r;
+        if (iy < 0 || iy >= g.h)
+            continue;
+#pragma unroll
+        for (int s = 0; s < K; s++) {
+            int ix = ix0 + s;
+            if (ix < 0 || ix >= g.w)
+                continue;
+            f(r * K + s, dw_at(n, ch, iy, ix, g.c, g.h, g.w, g.nhwc));
+        }
+    }
+}
+
 #define DW_STRIDE_LOOP(e, total)                                                              \
     for (uint32_t e = blockIdx.x * blockDim.x + threadIdx.x; e < (total);                     \
          e += gridDim.x * blockDim.x)
@@ -75,23 +96,11 @@ __global__ void dw_forward_kernel(const T *__restrict__ x, const T *__restrict__
     {
         int n, ch, oy, ox;
         dw_split(e, g.c_div, g.oh_div, g.ow_div, g.nhwc, n, ch, oy, ox);
-        int iy0 = oy * g.stride - g.pad, ix0 = ox * g.stride - g.pad;
         const T *wc = w + ch * K * K;
         float acc = 0.0f;
-#pragma unroll
-        for (int r = 0; r < K; r++) {
-            int iy = iy0 + r;
-            if (iy < 0 || iy >= g.h)
-                continue;
-#pragma unroll
-            for (int s = 0; s < K; s++) {
-                int ix = ix0 + s;
-                if (ix < 0 || ix >= g.w)
-                    continue;
-                acc += to_float(x[dw_at(n, ch, iy, ix, g.c, g.h, g.w, g.nhwc)]) *
-                       to_float(wc[r * K + s]);
-            }
-        }
+        dw_window<K>(g, n, ch, oy, ox, [&](int tap, uint32_t at) {
+            acc += to_float(x[at]) * to_float(wc[tap]);
+        });
         y[e] = from_float<T>(acc);
     }
 }
@@ -145,20 +154,7 @@ __device__ __forceinline__ void dw_filter_position(const T *__restrict__ x,
     int n = (int)fast_divmod(g.oh_div, t, &oy_u);
     int ox = (int)ox_u, oy = (int)oy_u;
     float d = to_float(dy[dw_at(n, ch, oy, ox, g.c, g.oh, g.ow, g.nhwc)]);
-    int iy0 = oy * g.stride - g.pad, ix0 = ox * g.stride - g.pad;
-#pragma unroll
-    for (int r = 0; r < K; r++) {
-        int iy = iy0 + r;
-        if (iy < 0 || iy >= g.h)
-            continue;
-#pragma unroll
-        for (int s = 0; s < K; s++) {
-            int ix = ix0 + s;
-            if (ix < 0 || ix >= g.w)
-                continue;
-            acc[r * K + s] += d * to_float(x[dw_at(n, ch, iy, ix, g.c, g.h, g.w, g.nhwc)]);
-        }
-    }
+    dw_window<K>(g, n, ch, oy, ox, [&](int tap, uint32_t at) { acc[tap] += d * to_float(x[at]); });
 }
 
 /* NHWC: a block is 32 consecutive channels (threadIdx.x, coalesced) by
