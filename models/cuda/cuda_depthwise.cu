@@ -157,6 +157,25 @@ __device__ __forceinline__ void dw_filter_position(const T *__restrict__ x,
     dw_window<K>(g, n, ch, oy, ox, [&](int tap, uint32_t at) { acc[tap] += d * to_float(x[at]); });
 }
 
+/* acc = channel ch's tap sums over the positions of slice blockIdx.y that
+ * fall to `lane` of `lanes` (zero where the thread is not active). */
+template <typename T, int K>
+__device__ __forceinline__ void dw_slice_sums(const T *__restrict__ x, const T *__restrict__ dy,
+                                              const dw_geom &g, int ch, bool active,
+                                              uint32_t lane, uint32_t lanes, uint32_t positions,
+                                              uint32_t per_slice, float *acc)
+{
+#pragma unroll
+    for (int t = 0; t < K * K; t++)
+        acc[t] = 0.0f;
+    if (!active)
+        return;
+    uint32_t first = blockIdx.y * per_slice;
+    uint32_t end = first + per_slice < positions ? first + per_slice : positions;
+    for (uint32_t p = first + lane; p < end; p += lanes)
+        dw_filter_position<T, K>(x, dy, g, ch, p, acc);
+}
+
 /* NHWC: a block is 32 consecutive channels (threadIdx.x, coalesced) by
  * DW_FILTER_ROWS position lanes; blockIdx.x the channel group, blockIdx.y
  * the slice. */
@@ -166,15 +185,9 @@ __global__ void dw_filter_nhwc_kernel(const T *__restrict__ x, const T *__restri
                                       uint32_t per_slice)
 {
     int ch = blockIdx.x * DW_CHANNELS_PER_BLOCK + threadIdx.x;
-    uint32_t first = blockIdx.y * per_slice;
-    uint32_t end = first + per_slice < positions ? first + per_slice : positions;
     float acc[K * K];
-#pragma unroll
-    for (int t = 0; t < K * K; t++)
-        acc[t] = 0.0f;
-    if (ch < g.c)
-        for (uint32_t p = first + threadIdx.y; p < end; p += DW_FILTER_ROWS)
-            dw_filter_position<T, K>(x, dy, g, ch, p, acc);
+    dw_slice_sums<T, K>(x, dy, g, ch, ch < g.c, threadIdx.y, DW_FILTER_ROWS, positions,
+                        per_slice, acc);
     __shared__ float lanes[DW_FILTER_ROWS][K * K][DW_CHANNELS_PER_BLOCK];
 #pragma unroll
     for (int t = 0; t < K * K; t++)
@@ -197,14 +210,8 @@ __global__ void dw_filter_nchw_kernel(const T *__restrict__ x, const T *__restri
                                       uint32_t per_slice)
 {
     int ch = blockIdx.x;
-    uint32_t first = blockIdx.y * per_slice;
-    uint32_t end = first + per_slice < positions ? first + per_slice : positions;
     float acc[K * K];
-#pragma unroll
-    for (int t = 0; t < K * K; t++)
-        acc[t] = 0.0f;
-    for (uint32_t p = first + threadIdx.x; p < end; p += DW_THREADS)
-        dw_filter_position<T, K>(x, dy, g, ch, p, acc);
+    dw_slice_sums<T, K>(x, dy, g, ch, true, threadIdx.x, DW_THREADS, positions, per_slice, acc);
     __shared__ float warps[K * K][DW_THREADS / 32];
     int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 #pragma unroll

@@ -1,0 +1,356 @@
+/* Choosing each convolution's algorithms, once per distinct shape and
+ * precision, outside the timed steps (cuda_conv.cu runs them): cuDNN's own
+ * benchmark (cudnnFind*AlgorithmEx, on the layer's real buffers) within the
+ * workspace limit, then pinned. fp32 runs without tensor cores: only
+ * algorithms cuDNN reports as FMA math are taken (the default math type
+ * would allow TF32 on Ampere and newer). Depthwise layers under --depthwise
+ * auto also try the own kernels (cuda_depthwise.cu) on the same inputs and
+ * keep, per pass, whichever was faster once its result matched cuDNN's. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cuda_internal.h"
+
+/* fp32 must not reach tensor cores: FMA math only. Other precisions take
+ * what cuDNN found fastest, but never a down-conversion of their inputs. */
+static bool math_allowed(const backend *b, cudnnMathType_t m)
+{
+    if (m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
+        return false;
+    if (!b->pp.tensor_cores)
+        return m == CUDNN_FMA_MATH;
+    return true;
+}
+
+/* The first (fastest) result that succeeded within the workspace, or -1. */
+template <typename Perf>
+static int pick(const backend *b, const Perf *perf, int count)
+{
+    for (int k = 0; k < count; k++)
+        if (perf[k].status == CUDNN_STATUS_SUCCESS && perf[k].memory <= b->workspace_bytes &&
+            math_allowed(b, perf[k].mathType))
+            return k;
+    return -1;
+}
+
+enum { MAX_ALGOS = 16, CONV_PASSES = 3 };
+enum { FOUND = 0, NONE_FOUND = 1 };
+static const char *const pass_labels[CONV_PASSES] = {"forward", "backward-data",
+                                                    "backward-filter"};
+
+/* cuDNN's benchmark of one pass (0 fwd, 1 bwd_data, 2 bwd_filter) on the
+ * layer's buffers: FOUND with the choice recorded, NONE_FOUND where nothing
+ * fits and `quiet` (a depthwise layer with own kernels to fall back on),
+ * else -1 with the error. */
+static int find_pass(backend *b, int i, cuda_conv *c, int p, bool quiet)
+{
+    cuda_layer *cl = &b->layers[i];
+    int count = 0, k = -1;
+    cudnnStatus_t st = CUDNN_STATUS_SUCCESS;
+    const char *call = "";
+    float ms = 0.0f;
+    size_t memory = 0;
+    cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+    if (p == 0) {
+        cudnnConvolutionFwdAlgoPerf_t perf[MAX_ALGOS];
+        call = "cudnnFindConvolutionForwardAlgorithmEx";
+        st = cudnnFindConvolutionForwardAlgorithmEx(
+            b->dnn, c->x, cuda_input(b, i, 0), c->w, cl->w_copy, c->conv[0], c->y, cl->out,
+            MAX_ALGOS, &count, perf, b->workspace, b->workspace_bytes);
+        if (st == CUDNN_STATUS_SUCCESS && (k = pick(b, perf, count)) >= 0) {
+            c->fwd_algo = perf[k].algo;
+            ms = perf[k].time, memory = perf[k].memory, math = perf[k].mathType;
+        }
+    } else if (p == 1) {
+        cudnnConvolutionBwdDataAlgoPerf_t perf[MAX_ALGOS];
+        call = "cudnnFindConvolutionBackwardDataAlgorithmEx";
+        st = cudnnFindConvolutionBackwardDataAlgorithmEx(
+            b->dnn, c->w, cl->w_copy, c->y, cl->grad, c->conv[1], c->x,
+            cuda_input_grad(b, i, 0), MAX_ALGOS, &count, perf, b->workspace, b->workspace_bytes);
+        if (st == CUDNN_STATUS_SUCCESS && (k = pick(b, perf, count)) >= 0) {
+            c->bwd_data_algo = perf[k].algo;
+            ms = perf[k].time, memory = perf[k].memory, math = perf[k].mathType;
+        }
+    } else {
+        cudnnConvolutionBwdFilterAlgoPerf_t perf[MAX_ALGOS];
+        call = "cudnnFindConvolutionBackwardFilterAlgorithmEx";
+        st = cudnnFindConvolutionBackwardFilterAlgorithmEx(
+            b->dnn, c->x, cuda_input(b, i, 0), c->y, cl->grad, c->conv[2], c->w, cl->dw,
+            MAX_ALGOS, &count, perf, b->workspace, b->workspace_bytes);
+        if (st == CUDNN_STATUS_SUCCESS && (k = pick(b, perf, count)) >= 0) {
+            c->bwd_filter_algo = perf[k].algo;
+            ms = perf[k].time, memory = perf[k].memory, math = perf[k].mathType;
+        }
+    }
+    if (st == CUDNN_STATUS_SUCCESS && k >= 0) {
+        /* the trial against the own kernel runs cuDNN as the step will */
+        CUDNN_TRY(b, cudnnSetConvolutionMathType(c->conv[p], math));
+        c->math[p] = math;
+        c->workspace[p] = memory;
+        c->find_ms[p] = ms;
+        return FOUND;
+    }
+    /* nothing within the workspace, or a shape cuDNN does not take: the own
+     * kernel may run it; any other failure is one */
+    if (quiet && (st == CUDNN_STATUS_SUCCESS || st == CUDNN_STATUS_NOT_SUPPORTED))
+        return NONE_FOUND;
+    if (st != CUDNN_STATUS_SUCCESS)
+        return cuda_fail_call(b, __FILE__, __LINE__, call, cudnnGetErrorString(st));
+    return cuda_fail(b, "cuDNN found no %s algorithm for this shape within a %.0f MiB workspace "
+                        "(%d tried; raise --workspace-mb, or this precision is not supported "
+                        "here)",
+                     pass_labels[p], b->workspace_bytes / 1048576.0, count);
+}
+
+/* One pass as the step runs it, without a conv bias (which is the same on
+ * both sides), the input gradient overwritten. */
+static int run_pass(backend *b, int i, int p, bool own);
+
+/* The pass's time on the GPU: the best of 3 runs after one to warm up. */
+static int time_pass(backend *b, int i, int p, bool own, float *ms)
+{
+    float best = -1.0f;
+    for (int t = 0; t < 4; t++) {
+        CUDA_TRY(b, cudaEventRecord(b->timer[0], b->stream));
+        if (run_pass(b, i, p, own))
+            return -1;
+        CUDA_TRY(b, cudaEventRecord(b->timer[1], b->stream));
+        CUDA_TRY(b, cudaEventSynchronize(b->timer[1]));
+        float v = 0.0f;
+        CUDA_TRY(b, cudaEventElapsedTime(&v, b->timer[0], b->timer[1]));
+        if (t > 0 && (best < 0.0f || v < best))
+            best = v;
+    }
+    *ms = best;
+    return 0;
+}
+
+static size_t align_up(size_t v)
+{
+    return (v + 255) & ~(size_t)255;
+}
+
+/* What pass p reads and writes, and their element counts. */
+struct pass_tensors {
+    void *in[2];
+    int64_t in_elems[2];
+    void *out;
+    int64_t out_elems;
+};
+
+static pass_tensors tensors_of(backend *b, int i, int p)
+{
+    const layer *l = &b->net->layers[i];
+    cuda_layer *cl = &b->layers[i];
+    int64_t n = b->cfg.batch, x = n * shape_elems(l->in_shape), y = n * shape_elems(l->out_shape);
+    int64_t w = (int64_t)l->out_channels * (l->in_shape.c / l->groups) * l->kernel * l->kernel;
+    void *input = (void *)cuda_input(b, i, 0);
+    if (p == 0)
+        return pass_tensors{{input, cl->w_copy}, {x, w}, cl->out, y};
+    if (p == 1)
+        return pass_tensors{{cl->grad, cl->w_copy}, {y, w}, cuda_input_grad(b, i, 0), x};
+    return pass_tensors{{input, cl->grad}, {x, y}, cl->dw, w};
+}
+
+/* --depthwise auto, one pass of a depthwise layer: both implementations on
+ * the same inputs (values in [-1, 1]; nothing is live at plan time, and the
+ * weights are written after create), cuDNN's result kept in the search
+ * workspace beside the own kernel's partial sums, then compared. */
+static int try_both(backend *b, int i, cuda_conv *c, int p, bool have_cudnn)
+{
+    depthwise_trial t = {-1.0f, -1.0f, false, false};
+    pass_tensors io = tensors_of(b, i, p);
+    size_t own_ws = p == 2 ? cuda_dw_filter_workspace(b, i) : 0;
+    size_t out_bytes = (size_t)io.out_elems * b->pp.elem_bytes;
+    size_t copy_at = align_up(own_ws), maxima_at = align_up(copy_at + out_bytes);
+    bool own_room = own_ws <= b->workspace_bytes;
+    bool compare_room = have_cudnn && maxima_at + 2 * sizeof(unsigned) <= b->workspace_bytes;
+    char *ws = (char *)b->workspace;
+    for (int k = 0; k < 2; k++)
+        if (cuda_dw_fill_random(b, io.in[k], io.in_elems[k], 0x9e3779b9u * (uint32_t)(p * 2 + k + 1)))
+            return -1;
+    if (have_cudnn && time_pass(b, i, p, false, &t.cudnn_ms))
+        return -1;
+    if (own_room) {
+        if (compare_room)
+            CUDA_TRY(b, cudaMemcpyAsync(ws + copy_at, io.out, out_bytes, cudaMemcpyDeviceToDevice,
+                                        b->stream));
+        /* the own filter kernel sums its partials into the workspace's start.
+         * A launch that fails leaves cuDNN to the pass (and the error to the
+         * choices line), unless it broke the context for good. */
+        if (time_pass(b, i, p, true, &t.own_ms)) {
+            cudaGetLastError();
+            cudaError_t still = cudaStreamSynchronize(b->stream);
+            if (still != cudaSuccess || !have_cudnn)
+                return -1;
+            if (!b->own_failures++)
+                snprintf(b->own_failure, sizeof b->own_failure, "%s", b->err);
+            b->err[0] = '\0';
+            t.own_ms = -1.0f;
+            compare_room = false;
+        }
+        if (compare_room) {
+            double rel = 0.0;
+            if (cuda_dw_compare(b, io.out, ws + copy_at, io.out_elems,
+                                (unsigned *)(ws + maxima_at), &rel))
+                return -1;
+            t.verified = true;
+            t.matched = rel <= depthwise_match_tolerance(&b->pp);
+            c->own_difference[p] = rel;
+        }
+    }
+    c->cudnn_ms[p] = t.cudnn_ms;
+    c->own_ms[p] = t.own_ms;
+    c->verified[p] = t.verified;
+    c->matched[p] = t.matched;
+    c->own[p] = depthwise_choose(&t) == DW_PICK_OWN;
+    if (c->own[p]) {
+        c->workspace[p] = own_ws;
+    } else if (!have_cudnn) {
+        return cuda_fail(b, "neither cuDNN nor the own kernel can run this depthwise %s pass "
+                            "within a %.0f MiB workspace (raise --workspace-mb)",
+                         pass_labels[p], b->workspace_bytes / 1048576.0);
+    }
+    return 0;
+}
+
+static int choose_pass(backend *b, int i, cuda_conv *c, int p, depthwise_choice mode)
+{
+    c->cudnn_ms[p] = c->own_ms[p] = -1.0f;
+    if (mode == DEPTHWISE_OWN) {
+        c->own[p] = true;
+        c->workspace[p] = p == 2 ? cuda_dw_filter_workspace(b, i) : 0;
+        return 0;
+    }
+    int found = find_pass(b, i, c, p, mode == DEPTHWISE_AUTO);
+    if (found < 0)
+        return -1;
+    if (mode == DEPTHWISE_CUDNN)
+        return 0;
+    return try_both(b, i, c, p, found == FOUND);
+}
+
+int cuda_conv_choose(backend *b, int i, int same_as)
+{
+    b->current_layer = i;
+    cuda_conv *c = b->layers[i].conv;
+    const layer *l = &b->net->layers[i];
+    if (same_as != i) {
+        const cuda_conv *s = b->layers[same_as].conv;
+        c->fwd_algo = s->fwd_algo;
+        c->bwd_data_algo = s->bwd_data_algo;
+        c->bwd_filter_algo = s->bwd_filter_algo;
+        for (int p = 0; p < CONV_PASSES; p++) {
+            c->math[p] = s->math[p];
+            c->workspace[p] = s->workspace[p];
+            c->find_ms[p] = s->find_ms[p];
+            c->own[p] = s->own[p];
+            c->cudnn_ms[p] = s->cudnn_ms[p];
+            c->own_ms[p] = s->own_ms[p];
+            c->verified[p] = s->verified[p];
+            c->matched[p] = s->matched[p];
+            c->own_difference[p] = s->own_difference[p];
+        }
+    } else {
+        conv_shape shape = conv_shape_of(l, b->cfg.batch, b->pp.prec);
+        depthwise_choice mode =
+            depthwise_own_fits(&shape) ? b->cfg.depthwise : DEPTHWISE_CUDNN;
+        for (int p = 0; p < CONV_PASSES; p++) {
+            c->cudnn_ms[p] = c->own_ms[p] = -1.0f;
+            if (p == 1 && !l->computes_input_grad)
+                continue;
+            if (choose_pass(b, i, c, p, mode))
+                return -1;
+        }
+    }
+    for (int p = 0; p < CONV_PASSES; p++)
+        CUDNN_TRY(b, cudnnSetConvolutionMathType(c->conv[p], c->math[p]));
+    return 0;
+}
+
+void cuda_conv_describe_choices(const backend *b, char *buf, size_t len)
+{
+    static const char *const modes[] = {"auto", "cudnn", "own"};
+    int layers = 0, own[CONV_PASSES] = {0, 0, 0}, passes[CONV_PASSES] = {0, 0, 0};
+    int mismatched = 0, compared = 0, total = 0;
+    double cudnn_ms = 0.0, own_ms = 0.0, chosen_ms = 0.0, worst = 0.0;
+    bool timed = true;
+    buf[0] = '\0';
+    for (int i = 0; i < b->net->n_layers; i++) {
+        const layer *l = &b->net->layers[i];
+        const cuda_conv *c = b->layers[i].conv;
+        if (!c || l->groups <= 1 || l->groups != l->in_shape.c || l->out_channels != l->groups)
+            continue;
+        layers++;
+        for (int p = 0; p < CONV_PASSES; p++) {
+            if (p == 1 && !l->computes_input_grad)
+                continue;
+            passes[p]++;
+            total++;
+            own[p] += c->own[p];
+            compared += c->verified[p];
+            if (c->verified[p] && !c->matched[p]) {
+                mismatched++;
+                worst = c->own_difference[p] > worst ? c->own_difference[p] : worst;
+            }
+            if (c->cudnn_ms[p] >= 0.0f && c->own_ms[p] >= 0.0f) {
+                cudnn_ms += c->cudnn_ms[p];
+                own_ms += c->own_ms[p];
+                chosen_ms += c->own[p] ? c->own_ms[p] : c->cudnn_ms[p];
+            } else {
+                timed = false;
+            }
+        }
+    }
+    if (!layers || (unsigned)b->cfg.depthwise > DEPTHWISE_OWN)
+        return;
+    int n = snprintf(buf, len,
+                     "depthwise convolutions (--depthwise %s, %d layers): own kernels in fwd "
+                     "%d/%d, bwd_data %d/%d, bwd_filter %d/%d passes, cuDNN in the rest",
+                     modes[b->cfg.depthwise], layers, own[0], passes[0], own[1], passes[1],
+                     own[2], passes[2]);
+    if (n > 0 && (size_t)n < len && b->cfg.depthwise == DEPTHWISE_AUTO)
+        n += snprintf(buf + n, len - (size_t)n, "; own results compared with cuDNN's in %d/%d",
+                      compared, total);
+    if (n > 0 && (size_t)n < len && b->cfg.depthwise == DEPTHWISE_AUTO && timed)
+        n += snprintf(buf + n, len - (size_t)n,
+                      "; timed at plan time, per step: cuDNN %.2f ms, own %.2f ms, chosen %.2f ms",
+                      cudnn_ms, own_ms, chosen_ms);
+    if (n > 0 && (size_t)n < len && mismatched)
+        n += snprintf(buf + n, len - (size_t)n,
+                      "; OWN KERNEL DISAGREED WITH cuDNN in %d passes (worst relative "
+                      "difference %.3g): not used there, a defect to report",
+                      mismatched, worst);
+    if (n > 0 && (size_t)n < len && b->own_failures)
+        snprintf(buf + n, len - (size_t)n,
+                 "; OWN KERNEL FAILED in %d passes (cuDNN used), the first: %s",
+                 b->own_failures, b->own_failure);
+}
+
+static const float one = 1.0f, zero = 0.0f;
+
+static int run_pass(backend *b, int i, int p, bool own)
+{
+    cuda_layer *cl = &b->layers[i];
+    cuda_conv *c = cl->conv;
+    if (own)
+        return p == 0 ? cuda_dw_forward(b, i)
+               : p == 1 ? cuda_dw_backward_data(b, i, false)
+                        : cuda_dw_backward_weights(b, i);
+    if (p == 0)
+        CUDNN_TRY(b, cudnnConvolutionForward(b->dnn, &one, c->x, cuda_input(b, i, 0), c->w,
+                                             cl->w_copy, c->conv[0], c->fwd_algo, b->workspace,
+                                             b->workspace_bytes, &zero, c->y, cl->out));
+    else if (p == 1)
+        CUDNN_TRY(b, cudnnConvolutionBackwardData(
+                         b->dnn, &one, c->w, cl->w_copy, c->y, cl->grad, c->conv[1],
+                         c->bwd_data_algo, b->workspace, b->workspace_bytes, &zero, c->x,
+                         cuda_input_grad(b, i, 0)));
+    else
+        CUDNN_TRY(b, cudnnConvolutionBackwardFilter(
+                         b->dnn, &one, c->x, cuda_input(b, i, 0), c->y, cl->grad, c->conv[2],
+                         c->bwd_filter_algo, b->workspace, b->workspace_bytes, &zero, c->w,
+                         cl->dw));
+    return 0;
+}
+
