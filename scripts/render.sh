@@ -17,7 +17,8 @@ fi
 run=${1%/}
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${BIN:-$here/../bin}
-gp_dir=$here/gnuplot
+# shellcheck source=scripts/draw_figures.sh
+. "$here/draw_figures.sh"
 if [ ! -d "$run" ]; then
     echo "$prog: $run is not a folder (a run folder runs/<ENV>/<ID> was expected)" >&2
     exit 2
@@ -43,44 +44,10 @@ fi
 "$bin/plotdata" "$run" >/dev/null || { echo "$prog: bin/plotdata failed on $run" >&2; exit 1; }
 
 gnuplot=${GNUPLOT:-$(command -v gnuplot || true)}
-figs=$run/figures
-# a text inside a gnuplot single-quoted string: a quote is doubled, nothing else
-# is special
-gp_quote() {
-    printf '%s' "${1//\'/\'\'}"
-}
 if [ -z "$gnuplot" ]; then
     echo "$prog: gnuplot not found (apt-get install gnuplot-nox); the report has no figures" >&2
 else
-    # what is drawn now replaces what an earlier render drew
-    rm -f "$figs"/*.png "$figs"/*.svg
-    log=$figs/gnuplot.log
-    rm -f "$log"
-    : >"$log"
-    drawn=0 failed=0
-    while IFS=$'\t' read -r script stem title; do
-        [ -n "$script" ] || continue
-        # figures.tsv names a script of scripts/gnuplot and a plain file name
-        # (bin/plotdata writes it so; anything else is not drawn)
-        if [[ ! $script =~ ^[a-z_]+\.gp$ || ! -f $gp_dir/$script || ! $stem =~ ^[A-Za-z0-9_-][A-Za-z0-9._-]*$ ]]; then
-            failed=$((failed + 1))
-            echo "$prog: $figs/figures.tsv: '$script' '$stem' is not a script of scripts/gnuplot and a file name; not drawn" >&2
-            continue
-        fi
-        tmp=$figs/$stem.tmp
-        rm -f "$tmp.png" "$tmp.svg"
-        if "$gnuplot" -e "datafile='$(gp_quote "$figs/data/$stem")'; outfile='$(gp_quote "$tmp.png")'; title='$(gp_quote "$title")'" \
-            "$gp_dir/$script" >>"$log" 2>&1 && [ -s "$tmp.png" ] &&
-            mv -f -T "$tmp.png" "$figs/$stem.png" &&
-            { [ ! -e "$tmp.svg" ] || mv -f -T "$tmp.svg" "$figs/$stem.svg"; }; then
-            drawn=$((drawn + 1))
-        else
-            rm -f "$tmp.png" "$tmp.svg"
-            failed=$((failed + 1))
-            echo "$prog: gnuplot could not draw $stem ($script); see $log" >&2
-        fi
-    done <"$figs/figures.tsv"
-    echo "$prog: $drawn figure(s) drawn in $figs${failed:+, $failed failed}" | sed 's/, 0 failed//'
+    draw_figures "$run/figures" "$gnuplot"
 fi
 
 "$bin/report" "$run" || { echo "$prog: bin/report failed on $run" >&2; exit 1; }
