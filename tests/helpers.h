@@ -2,7 +2,9 @@
 #ifndef ROOFLINE_TEST_HELPERS_H
 #define ROOFLINE_TEST_HELPERS_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../models/cost.h"
 #include "../models/zoo.h"
@@ -49,5 +51,12 @@ void write_text(const char *dir, const char *name, const char *text);
 
 /* Conv and FC training FLOPs (fwd + bwd_data + bwd_weights) per image. */
 double gemm_train_gflop_per_image(const char *model);
+
+/* Whether gnuplot is on the PATH (figure tests skip without it). */
+bool have_gnuplot(void);
+
+/* Width and height from a PNG's IHDR chunk (big-endian at bytes 16 and 20);
+ * fails the test when the file is missing or not a PNG. */
+void png_size(const char *path, uint32_t *w, uint32_t *h);
 
 #endif

@@ -513,24 +513,6 @@ Test(gpu_report, sections_figures_and_findings, .timeout = 60)
     remove_temp_dir(dir);
 }
 
-static bool have_gnuplot(void)
-{
-    return sh("command -v gnuplot >/dev/null 2>&1") == 0;
-}
-
-/* Width and height from a PNG's IHDR chunk. */
-static void png_size(const char *path, uint32_t *w, uint32_t *h)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "%s was not drawn", path);
-    unsigned char b[24];
-    cr_assert_eq(fread(b, 1, sizeof b, f), sizeof b, "%s is shorter than a PNG header", path);
-    fclose(f);
-    cr_assert(memcmp(b, "\x89PNG\r\n\x1a\n", 8) == 0, "%s is not a PNG", path);
-    *w = (uint32_t)b[16] << 24 | (uint32_t)b[17] << 16 | (uint32_t)b[18] << 8 | b[19];
-    *h = (uint32_t)b[20] << 24 | (uint32_t)b[21] << 16 | (uint32_t)b[22] << 8 | b[23];
-}
-
 Test(gpu_figures, gnuplot_draws_the_gpu_figures, .timeout = 120)
 {
     if (!have_gnuplot())
