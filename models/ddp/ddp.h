@@ -97,8 +97,7 @@ int ddp_step_end(ddp *d, ddp_step_stats *out);
  * cost that overlap hides). */
 int ddp_comm_alone(ddp *d, int reps, double *ms);
 /* The same for the last bucket alone, the one launched after the whole
- * backward, which nothing is left to hide; NaN where the transport does not
- * time it. */
+ * backward, which nothing is left to hide. */
 int ddp_comm_alone_last(ddp *d, int reps, double *ms);
 
 /* A digest of every parameter (fp32 master weights, read through

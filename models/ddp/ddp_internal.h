@@ -18,9 +18,9 @@ typedef struct {
     int (*finish)(ddp *d);
     /* after the step's sync: fill the transport's part of the stats */
     int (*step_end)(ddp *d, ddp_step_stats *s);
-    int (*comm_alone)(ddp *d, int reps, double *ms);
-    /* optional: buckets [first, n_buckets) alone, back to back */
-    int (*comm_alone_from)(ddp *d, int first, int reps, double *ms);
+    /* buckets [first, n_buckets) reduced back to back with nothing else
+     * running, once (the ranks aligned just before): the wall time in ms */
+    int (*time_buckets)(ddp *d, int first, double *ms);
     void (*destroy)(ddp *d);
 } ddp_transport;
 

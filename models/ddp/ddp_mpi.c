@@ -218,32 +218,16 @@ static int mpi_step_end(ddp *d, ddp_step_stats *st)
     return 0;
 }
 
-/* Buckets [first, n) reduced back to back with nothing else running. */
-static int mpi_comm_alone_from(ddp *d, int first, int reps, double *ms)
+static int mpi_time_buckets(ddp *d, int first, double *ms)
 {
-    double *t = calloc((size_t)reps, sizeof *t);
-    if (!t)
-        return ddp_fail(d, "out of memory");
     int rc = 0;
-    for (int r = 0; r < reps && rc == 0; r++) {
-        /* aligned starts: a rank arriving late would count as communication */
-        rc = ddp_barrier(d->world, 0, "timing the reductions alone", d->err, sizeof d->err);
-        double t0 = ddp_now();
-        for (int k = first; k < d->plan.n_buckets && rc == 0; k++)
-            rc = start(d, k);
-        for (int k = first; k < d->plan.n_buckets && rc == 0; k++)
-            rc = wait_bucket(d, k);
-        t[r] = (ddp_now() - t0) * 1e3;
-    }
-    if (rc == 0)
-        *ms = ddp_median(t, reps);
-    free(t);
+    double t0 = ddp_now();
+    for (int k = first; k < d->plan.n_buckets && rc == 0; k++)
+        rc = start(d, k);
+    for (int k = first; k < d->plan.n_buckets && rc == 0; k++)
+        rc = wait_bucket(d, k);
+    *ms = (ddp_now() - t0) * 1e3;
     return rc;
-}
-
-static int mpi_comm_alone(ddp *d, int reps, double *ms)
-{
-    return mpi_comm_alone_from(d, 0, reps, ms);
 }
 
 #else /* no MPI: ddp_create is never reached (--ddp is refused) */
@@ -280,16 +264,10 @@ static int mpi_step_end(ddp *d, ddp_step_stats *st)
     return mpi_setup(d);
 }
 
-static int mpi_comm_alone(ddp *d, int reps, double *ms)
+static int mpi_time_buckets(ddp *d, int first, double *ms)
 {
-    (void)reps, (void)ms;
+    (void)first, (void)ms;
     return mpi_setup(d);
-}
-
-static int mpi_comm_alone_from(ddp *d, int first, int reps, double *ms)
-{
-    (void)first;
-    return mpi_comm_alone(d, reps, ms);
 }
 
 #endif
@@ -301,7 +279,6 @@ const ddp_transport ddp_mpi_transport = {
     .progress = mpi_progress,
     .finish = mpi_finish,
     .step_end = mpi_step_end,
-    .comm_alone = mpi_comm_alone,
-    .comm_alone_from = mpi_comm_alone_from,
+    .time_buckets = mpi_time_buckets,
     .destroy = mpi_destroy,
 };

@@ -327,41 +327,32 @@ static int nccl_step_end(ddp *d, ddp_step_stats *st)
     return 0;
 }
 
-static int nccl_comm_alone(ddp *d, int reps, double *ms)
+static int nccl_time_buckets(ddp *d, int first, double *ms)
 {
     nccl_state *s = d->state;
-    double *t = calloc((size_t)reps, sizeof *t);
-    if (!t)
-        return ddp_fail(d, "out of memory");
     int rc = 0;
-    for (int r = 0; r < reps && rc == 0; r++) {
-        rc = ddp_barrier(d->world, 0, "timing the reductions alone", d->err, sizeof d->err);
-        if (rc == 0 && cudaEventRecord(s->alone[0], s->stream) != cudaSuccess)
-            rc = ddp_fail(d, "cudaEventRecord failed");
-        for (int k = 0; k < d->plan.n_buckets && rc == 0; k++) {
-            ncclResult_t nr = ncclAllReduce(s->buckets[k].buf, s->buckets[k].buf,
-                                            (size_t)d->plan.buckets[k].elems, s->type, ncclAvg,
-                                            s->comm, s->stream);
-            if (nr != ncclSuccess)
-                rc = nccl_failed(d, __FILE__, __LINE__, "ncclAllReduce", nr);
-        }
-        if (rc == 0 && cudaEventRecord(s->alone[1], s->stream) != cudaSuccess)
-            rc = ddp_fail(d, "cudaEventRecord failed");
-        if (rc == 0) {
-            arm(s, s->alone[1], d->world->timeout_s, "timing the reductions alone");
-            cudaError_t e = cudaEventSynchronize(s->alone[1]);
-            disarm(s);
-            float el = 0.0f;
-            if (e == cudaSuccess)
-                e = cudaEventElapsedTime(&el, s->alone[0], s->alone[1]);
-            if (e != cudaSuccess)
-                rc = ddp_fail(d, "timing the reductions alone: %s", cudaGetErrorString(e));
-            t[r] = el;
-        }
+    if (cudaEventRecord(s->alone[0], s->stream) != cudaSuccess)
+        rc = ddp_fail(d, "cudaEventRecord failed");
+    for (int k = first; k < d->plan.n_buckets && rc == 0; k++) {
+        ncclResult_t nr = ncclAllReduce(s->buckets[k].buf, s->buckets[k].buf,
+                                        (size_t)d->plan.buckets[k].elems, s->type, ncclAvg,
+                                        s->comm, s->stream);
+        if (nr != ncclSuccess)
+            rc = nccl_failed(d, __FILE__, __LINE__, "ncclAllReduce", nr);
     }
-    if (rc == 0)
-        *ms = ddp_median(t, reps);
-    free(t);
+    if (rc == 0 && cudaEventRecord(s->alone[1], s->stream) != cudaSuccess)
+        rc = ddp_fail(d, "cudaEventRecord failed");
+    if (rc == 0) {
+        arm(s, s->alone[1], d->world->timeout_s, "timing the reductions alone");
+        cudaError_t e = cudaEventSynchronize(s->alone[1]);
+        disarm(s);
+        float el = 0.0f;
+        if (e == cudaSuccess)
+            e = cudaEventElapsedTime(&el, s->alone[0], s->alone[1]);
+        if (e != cudaSuccess)
+            rc = ddp_fail(d, "timing the reductions alone: %s", cudaGetErrorString(e));
+        *ms = el;
+    }
     return rc;
 }
 
@@ -372,7 +363,7 @@ const ddp_transport ddp_nccl_transport = {
     .progress = nccl_progress,
     .finish = nccl_finish,
     .step_end = nccl_step_end,
-    .comm_alone = nccl_comm_alone,
+    .time_buckets = nccl_time_buckets,
     .destroy = nccl_destroy,
 };
 
