@@ -210,6 +210,27 @@ test-asan:
 	$(ASAN_ENV) $(ASAN_BUILD)/tests/unit --jobs 2 --filter '!(scaling_stage)/*'
 # ---- end of fuzzing and sanitizers -------------------------------------------
 
+# ---- the own CUDA kernels on the host (tests/emu/) ------------------------------
+# g++ and the CUDA headers, no nvcc and no GPU: tests/emu/cuda_emu.h runs each
+# kernel header of models/cuda/ on fibers, under ASan and UBSan, against direct
+# loops; `make test` runs the program (tests/test_cuda_emu.c). Built wherever
+# the CUDA toolkit's headers are.
+EMU_DIR := $(BUILD)/tests/emu
+EMU_PROG := $(EMU_DIR)/kernel_emu
+EMU_OBJS := $(patsubst tests/emu/%.cpp,$(EMU_DIR)/%.o,$(wildcard tests/emu/*.cpp))
+EMU_CXXFLAGS := -std=c++17 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer \
+                -fsanitize=address,undefined -fno-sanitize-recover=all \
+                -Wall -Wextra -Wno-unknown-pragmas -I$(CUDA_INC) -MMD -MP
+$(EMU_DIR)/%.o: tests/emu/%.cpp
+	@mkdir -p $(@D)
+	$(CXX) $(EMU_CXXFLAGS) -c $< -o $@
+$(EMU_PROG): $(EMU_OBJS) $(LIB)
+	$(CXX) $(EMU_CXXFLAGS) $^ -o $@ $(LDLIBS)
+ifneq ($(NVCC),)
+$(TEST_BIN): | $(EMU_PROG)
+$(BUILD)/tests/test_cuda_emu.o: ALL_CFLAGS += -DROOFLINE_CUDA_EMU='"$(CURDIR)/$(EMU_PROG)"'
+endif
+
 # The GPU tests share the direct-loop reference and the layer checks of the
 # unit tests (plain C: no Criterion on a GPU node).
 GPU_TEST_OBJS := $(BUILD)/tests/layer_check.o $(BUILD)/tests/reference.o

@@ -1,0 +1,350 @@
+/* The suite's own CUDA kernels run on the host, so that make test checks
+ * their arithmetic and indexing on a machine without a GPU. Each CUDA thread
+ * of a block is a fiber (ucontext) on one OS thread; a block runs its fibers
+ * until every live one waits at the same barrier, then releases them, so
+ * __syncthreads and the warp shuffles keep their meaning. Blocks run one
+ * after another, which lets __shared__ arrays be function statics. A fiber
+ * is started once with makecontext and then switched with GCC's
+ * __builtin_setjmp and __builtin_longjmp, which save no signal mask
+ * (swapcontext makes a system call on every switch) and which the
+ * sanitizers do not intercept (their longjmp cleans the stack it leaves,
+ * which a fiber comes back to); fibers outlive launches, running one thread
+ * after another.
+ *
+ * What it catches: wrong indices and sums (against direct loops), reads and
+ * writes outside the buffers (the emulator's programs build under
+ * AddressSanitizer, told about every stack switch), a __syncthreads that not
+ * every live thread reaches, a full-mask shuffle with lanes gone, and
+ * results that depend on the order threads run between barriers (a launch
+ * can run its threads forwards, backwards or shuffled: set_schedule).
+ * What it cannot: timing, memory ordering between blocks, the device's own
+ * rounding of fp16/bf16 intrinsics beyond what cuda_fp16.h's host versions
+ * give, and anything cuDNN, cuBLAS or the launch wrappers do.
+ *
+ * Include this before any kernel header. */
+#ifndef ROOFLINE_CUDA_EMU_H
+#define ROOFLINE_CUDA_EMU_H
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <ucontext.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#define EMU_ASAN 1
+#else
+#define EMU_ASAN 0
+#endif
+
+namespace emu {
+
+enum fiber_state { RUNNABLE, AT_BLOCK_BARRIER, AT_WARP_BARRIER, DONE };
+enum schedule { FORWARD, BACKWARD, SHUFFLED };
+
+struct fiber {
+    void *env[5];   /* __builtin_setjmp's buffer */
+    ucontext_t boot; /* the first switch: fiber_entry on its stack */
+    char *stack = nullptr;
+    bool started = false;
+    uint3 thread{0, 0, 0};
+    int state = DONE;
+    void *fake_stack = nullptr; /* AddressSanitizer's, while switched away */
+};
+
+/* The one machine a kernel sees through threadIdx and friends: the hardware
+ * registers of a GPU have no other home on the host. */
+struct machine {
+    static constexpr size_t stack_bytes = 256 * 1024;
+    dim3 grid{1, 1, 1}, block{1, 1, 1};
+    uint3 block_idx{0, 0, 0};
+    std::vector<fiber> fibers;
+    std::vector<uint64_t> exchange; /* a warp's shuffle values, by linear thread id */
+    int running = -1;
+    void *scheduler[5];
+    void *scheduler_fake = nullptr;
+    const void *scheduler_bottom = nullptr;
+    size_t scheduler_size = 0;
+    std::function<void()> body;
+    schedule order = FORWARD;
+    uint32_t shuffle_seed = 1;
+    const char *kernel = "";
+
+    /* never reallocated: a ucontext_t points into itself */
+    machine() { fibers.reserve(1024); }
+    ~machine()
+    {
+        for (fiber &f : fibers)
+            free(f.stack);
+    }
+};
+
+inline machine *current = nullptr;
+
+[[noreturn]] inline void fail(const char *what)
+{
+    fprintf(stderr, "cuda_emu: %s in %s (block %u,%u,%u thread %u,%u,%u)\n", what,
+            current ? current->kernel : "?", current ? current->block_idx.x : 0,
+            current ? current->block_idx.y : 0, current ? current->block_idx.z : 0,
+            current && current->running >= 0 ? current->fibers[current->running].thread.x : 0,
+            current && current->running >= 0 ? current->fibers[current->running].thread.y : 0,
+            current && current->running >= 0 ? current->fibers[current->running].thread.z : 0);
+    exit(3);
+}
+
+inline machine &the_machine()
+{
+    if (!current)
+        current = new machine; /* lives until exit: kernels may run at any time */
+    return *current;
+}
+
+/* How the next launches order the threads they run between barriers. */
+inline void set_schedule(schedule s, uint32_t seed = 1)
+{
+    the_machine().order = s;
+    the_machine().shuffle_seed = seed ? seed : 1;
+}
+
+/* Apart from the functions that set jump buffers, as GCC asks. Neither it
+ * nor its callers may look noreturn to the sanitizer (the null test keeps
+ * GCC from deducing it): AddressSanitizer would clean the whole stack before
+ * every switch (a system call and a memset), where the fiber annotations
+ * already say which stack is left and which is entered. */
+__attribute__((noinline, no_sanitize_address)) inline void jump_to(void **buffer)
+{
+    if (buffer)
+        __builtin_longjmp(buffer, 1);
+}
+
+inline const uint3 &thread_idx() { return current->fibers[current->running].thread; }
+
+/* From the running fiber back to the scheduler; returns when the scheduler
+ * switches to it again. A finished thread's fiber comes back as the next
+ * thread it is given. */
+inline void yield_to_scheduler(int state)
+{
+    machine &m = *current;
+    fiber &f = m.fibers[(size_t)m.running];
+    f.state = state;
+    if (__builtin_setjmp(f.env) == 0) {
+#if EMU_ASAN
+        __sanitizer_start_switch_fiber(&f.fake_stack, m.scheduler_bottom, m.scheduler_size);
+#endif
+        jump_to(m.scheduler);
+    }
+#if EMU_ASAN
+    __sanitizer_finish_switch_fiber(m.fibers[(size_t)m.running].fake_stack, nullptr, nullptr);
+#endif
+}
+
+[[noreturn]] inline void fiber_entry()
+{
+    machine &m = *current;
+#if EMU_ASAN
+    __sanitizer_finish_switch_fiber(nullptr, &m.scheduler_bottom, &m.scheduler_size);
+#endif
+    for (;;) {
+        m.body();
+        yield_to_scheduler(DONE);
+    }
+}
+
+/* Runs fiber i until it yields. */
+inline void switch_to(machine &m, int i)
+{
+    m.running = i;
+    if (__builtin_setjmp(m.scheduler) == 0) {
+        fiber &f = m.fibers[(size_t)i];
+#if EMU_ASAN
+        __sanitizer_start_switch_fiber(&m.scheduler_fake, f.stack, machine::stack_bytes);
+#endif
+        if (f.started)
+            jump_to(f.env);
+        /* the first time: onto its own stack, leaving no frame behind here */
+        f.started = true;
+        setcontext(&f.boot);
+        fail("a thread's fiber did not start");
+    }
+#if EMU_ASAN
+    __sanitizer_finish_switch_fiber(m.scheduler_fake, nullptr, nullptr);
+#endif
+    m.running = -1;
+}
+
+inline int threads_per_block(const machine &m) { return (int)(m.block.x * m.block.y * m.block.z); }
+
+/* The order the scheduler visits threads in this pass. */
+inline void visit_order(machine &m, std::vector<int> &order)
+{
+    int n = threads_per_block(m);
+    order.resize((size_t)n);
+    for (int i = 0; i < n; i++)
+        order[(size_t)i] = m.order == BACKWARD ? n - 1 - i : i;
+    if (m.order == SHUFFLED)
+        for (int i = n - 1; i > 0; i--) {
+            m.shuffle_seed = m.shuffle_seed * 1664525u + 1013904223u;
+            int j = (int)((m.shuffle_seed >> 8) % (uint32_t)(i + 1));
+            int t = order[(size_t)i];
+            order[(size_t)i] = order[(size_t)j];
+            order[(size_t)j] = t;
+        }
+}
+
+/* Runs one block's fibers until all are done, releasing barriers. */
+inline void run_block(machine &m)
+{
+    int n = threads_per_block(m);
+    std::vector<int> order;
+    for (int i = 0; i < n; i++) {
+        fiber &f = m.fibers[(size_t)i];
+        f.thread = uint3{(unsigned)(i % (int)m.block.x), (unsigned)(i / (int)m.block.x % (int)m.block.y),
+                         (unsigned)(i / (int)(m.block.x * m.block.y))};
+        f.state = RUNNABLE;
+    }
+    for (;;) {
+        visit_order(m, order);
+        for (int i : order)
+            if (m.fibers[(size_t)i].state == RUNNABLE)
+                switch_to(m, i);
+        int live = 0, at_block = 0;
+        for (int i = 0; i < n; i++) {
+            int s = m.fibers[(size_t)i].state;
+            live += s != DONE;
+            at_block += s == AT_BLOCK_BARRIER;
+        }
+        if (live == 0)
+            return;
+        bool released = false;
+        if (at_block == live) {
+            for (int i = 0; i < n; i++)
+                m.fibers[(size_t)i].state = m.fibers[(size_t)i].state == DONE ? DONE : RUNNABLE;
+            released = true;
+        }
+        /* a warp barrier opens when every thread of the warp waits at it */
+        for (int w = 0; !released && w * 32 < n; w++) {
+            int end = w * 32 + 32 < n ? w * 32 + 32 : n, waiting = 0;
+            for (int i = w * 32; i < end; i++)
+                waiting += m.fibers[(size_t)i].state == AT_WARP_BARRIER;
+            if (waiting == 0)
+                continue;
+            if (waiting != 32)
+                fail("a full-mask warp shuffle that not all 32 lanes of the warp reach");
+            for (int i = w * 32; i < end; i++)
+                m.fibers[(size_t)i].state = RUNNABLE;
+            released = true;
+        }
+        if (!released)
+            fail("a __syncthreads that not every live thread of the block reaches");
+    }
+}
+
+/* kernel<<<grid, block>>>(args...) on the host; returns when it is done. */
+template <typename K, typename... A> void launch(const char *name, dim3 grid, dim3 block, K kernel, A... args)
+{
+    machine &m = the_machine();
+    int n = (int)(block.x * block.y * block.z);
+    if (n <= 0 || n > 1024 || grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535 ||
+        grid.z > 65535)
+        fail("a launch configuration no GPU accepts");
+    m.kernel = name;
+    m.grid = grid;
+    m.block = block;
+    while ((int)m.fibers.size() < n) {
+        m.fibers.emplace_back();
+        fiber &f = m.fibers.back();
+        f.stack = (char *)malloc(machine::stack_bytes);
+        if (!f.stack)
+            fail("out of host memory for thread stacks");
+        getcontext(&f.boot);
+        f.boot.uc_stack.ss_sp = f.stack;
+        f.boot.uc_stack.ss_size = machine::stack_bytes;
+        f.boot.uc_link = nullptr;
+        makecontext(&f.boot, fiber_entry, 0);
+    }
+    m.exchange.assign((size_t)n, 0);
+    m.body = [=]() { kernel(args...); };
+    for (unsigned z = 0; z < grid.z; z++)
+        for (unsigned y = 0; y < grid.y; y++)
+            for (unsigned x = 0; x < grid.x; x++) {
+                m.block_idx = uint3{x, y, z};
+                run_block(m);
+            }
+    m.body = nullptr;
+}
+
+inline int linear_thread()
+{
+    const machine &m = *current;
+    const uint3 &t = m.fibers[m.running].thread;
+    return (int)(t.x + m.block.x * (t.y + m.block.y * t.z));
+}
+
+/* __shfl_down_sync over a full warp: every lane posts its value, all wait,
+ * each reads lane + delta (its own beyond the warp's end), all wait again
+ * before the slots can be reused. */
+template <typename T> T shfl_down(unsigned mask, T value, unsigned delta)
+{
+    static_assert(sizeof(T) <= sizeof(uint64_t), "shuffle of a wide type");
+    if (mask != 0xffffffffu)
+        fail("a warp shuffle with a partial mask (not emulated)");
+    machine &m = *current;
+    int me = linear_thread(), lane = me % 32;
+    uint64_t bits = 0;
+    memcpy(&bits, &value, sizeof value);
+    m.exchange[(size_t)me] = bits;
+    yield_to_scheduler(AT_WARP_BARRIER);
+    T got = value;
+    if (lane + (int)delta < 32)
+        memcpy(&got, &m.exchange[(size_t)(me + (int)delta)], sizeof got);
+    yield_to_scheduler(AT_WARP_BARRIER);
+    return got;
+}
+
+} // namespace emu
+
+#define threadIdx (::emu::thread_idx())
+#define blockIdx (::emu::current->block_idx)
+#define blockDim (::emu::current->block)
+#define gridDim (::emu::current->grid)
+#undef __shared__
+#define __shared__ static
+#define __syncthreads() ::emu::yield_to_scheduler(::emu::AT_BLOCK_BARRIER)
+#define __shfl_down_sync(mask, v, delta) ::emu::shfl_down((mask), (v), (delta))
+
+/* One OS thread runs everything: an atomic is a plain read-modify-write. */
+inline unsigned atomicMax(unsigned *p, unsigned v)
+{
+    unsigned old = *p;
+    *p = old > v ? old : v;
+    return old;
+}
+inline float atomicAdd(float *p, float v)
+{
+    float old = *p;
+    *p = old + v;
+    return old;
+}
+inline unsigned __float_as_uint(float v)
+{
+    unsigned u;
+    memcpy(&u, &v, sizeof u);
+    return u;
+}
+inline float __uint_as_float(unsigned u)
+{
+    float v;
+    memcpy(&v, &u, sizeof v);
+    return v;
+}
+
+#define EMU_LAUNCH(kernel, grid, block, ...) ::emu::launch(#kernel, (grid), (block), kernel, __VA_ARGS__)
+
+#endif

@@ -1,0 +1,93 @@
+/* What the emulated kernel checks share: a tally of expectations, element
+ * conversions, layout indexing and the agreement of a result with a direct
+ * loop in double. */
+#ifndef ROOFLINE_EMU_CHECK_H
+#define ROOFLINE_EMU_CHECK_H
+
+#include "cuda_emu.h"
+
+#include <cstdarg>
+#include <cstdint>
+#include <vector>
+
+struct checker {
+    const char *family = "";
+    int checks = 0, failures = 0;
+
+    void expect(bool ok, const char *format, ...) __attribute__((format(printf, 3, 4)))
+    {
+        checks++;
+        if (ok)
+            return;
+        failures++;
+        va_list ap;
+        va_start(ap, format);
+        fprintf(stderr, "FAIL %s: ", family);
+        vfprintf(stderr, format, ap);
+        fputc('\n', stderr);
+        va_end(ap);
+    }
+};
+
+inline float host_float(float v) { return v; }
+inline float host_float(__half v) { return __half2float(v); }
+inline float host_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <typename T> T host_elem(float v);
+template <> inline float host_elem<float>(float v) { return v; }
+template <> inline __half host_elem<__half>(float v) { return __float2half_rn(v); }
+template <> inline __nv_bfloat16 host_elem<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+template <typename T> const char *elem_name();
+template <> inline const char *elem_name<float>() { return "fp32"; }
+template <> inline const char *elem_name<__half>() { return "fp16"; }
+template <> inline const char *elem_name<__nv_bfloat16>() { return "bf16"; }
+
+/* The largest error of a result rounded to T, relative to the largest
+ * reference value: fp32 sums of up to a few thousand terms, or one rounding
+ * of the result to fp16 (2^-11) or bf16 (2^-8) and then some. */
+template <typename T> double elem_tolerance();
+template <> inline double elem_tolerance<float>() { return 2e-5; }
+template <> inline double elem_tolerance<__half>() { return 2e-3; }
+template <> inline double elem_tolerance<__nv_bfloat16>() { return 1.2e-2; }
+
+/* Element (n, c, y, x) of an (N, C, H, W) tensor in either layout. */
+inline int64_t at_nchw_or_nhwc(int n, int c, int y, int x, int C, int H, int W, bool nhwc)
+{
+    return nhwc ? (((int64_t)n * H + y) * W + x) * C + c : (((int64_t)n * C + c) * H + y) * W + x;
+}
+
+/* Pseudo-random values in [lo, hi), representable in T. */
+template <typename T> std::vector<T> random_values(size_t n, uint32_t seed, float lo, float hi)
+{
+    std::vector<T> v(n);
+    uint32_t s = seed * 2654435761u + 12345u;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        v[i] = host_elem<T>(lo + (hi - lo) * (float)(s >> 8) / 16777216.0f);
+    }
+    return v;
+}
+
+/* max |got - want| / max(max |want|, floor): NaN in got counts as infinite. */
+template <typename T>
+double relative_error(const std::vector<T> &got, const std::vector<double> &want, double floor = 1e-30)
+{
+    double diff = 0.0, scale = floor;
+    for (size_t i = 0; i < got.size(); i++) {
+        double g = host_float(got[i]), d = fabs(g - want[i]);
+        diff = d != d ? INFINITY : (d > diff ? d : diff);
+        scale = fabs(want[i]) > scale ? fabs(want[i]) : scale;
+    }
+    return diff / scale;
+}
+
+template <typename T> bool same_bits(const std::vector<T> &a, const std::vector<T> &b)
+{
+    return a.size() == b.size() && memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+/* The kernel families; each returns through the checker. */
+void check_depthwise_kernels(checker &ck);
+
+#endif

@@ -1,0 +1,240 @@
+/* The own depthwise convolution kernels (models/cuda/cuda_depthwise_kernels.cuh)
+ * against direct loops in double, in both layouts and the three element
+ * types, with the filter gradient split into several slices and channel
+ * groups; each result must not depend on the order threads run in. */
+#include "emu_check.h"
+
+#include "../../models/cuda/cuda_depthwise_kernels.cuh"
+
+namespace {
+
+struct dw_case {
+    int n, c, h, w, stride;
+    bool nhwc;
+};
+
+/* Launches run with DW_THREADS threads a block and few blocks, so that the
+ * grid-stride loops go round more than once. */
+const dim3 few_blocks(3), dw_block(DW_THREADS);
+
+template <typename T, int K> struct dw_run {
+    dw_case cs;
+    int pad = K / 2, oh = 0, ow = 0;
+    dw_geom g;
+    std::vector<T> x, w, dy;
+
+    explicit dw_run(const dw_case &c) : cs(c)
+    {
+        oh = (c.h + 2 * pad - K) / c.stride + 1;
+        ow = (c.w + 2 * pad - K) / c.stride + 1;
+        g = dw_geom_make(c.n, c.c, c.h, c.w, oh, ow, c.stride, pad, c.nhwc);
+        x = random_values<T>(in_elems(), 1, -1.0f, 1.0f);
+        w = random_values<T>((size_t)c.c * K * K, 2, -1.0f, 1.0f);
+        dy = random_values<T>(out_elems(), 3, -1.0f, 1.0f);
+    }
+    size_t in_elems() const { return (size_t)cs.n * cs.c * cs.h * cs.w; }
+    size_t out_elems() const { return (size_t)cs.n * cs.c * oh * ow; }
+    int64_t in_at(int n, int c, int y, int x_) const
+    {
+        return at_nchw_or_nhwc(n, c, y, x_, cs.c, cs.h, cs.w, cs.nhwc);
+    }
+    int64_t out_at(int n, int c, int y, int x_) const
+    {
+        return at_nchw_or_nhwc(n, c, y, x_, cs.c, oh, ow, cs.nhwc);
+    }
+
+    /* f(n, c, oy, ox, iy, ix, tap) over every tap inside the input */
+    template <typename F> void each_tap(F f) const
+    {
+        for (int n = 0; n < cs.n; n++)
+            for (int c = 0; c < cs.c; c++)
+                for (int oy = 0; oy < oh; oy++)
+                    for (int ox = 0; ox < ow; ox++)
+                        for (int r = 0; r < K; r++)
+                            for (int s = 0; s < K; s++) {
+                                int iy = oy * cs.stride - pad + r, ix = ox * cs.stride - pad + s;
+                                if (iy >= 0 && iy < cs.h && ix >= 0 && ix < cs.w)
+                                    f(n, c, oy, ox, iy, ix, r * K + s);
+                            }
+    }
+
+    std::vector<T> forward() const
+    {
+        std::vector<T> y(out_elems(), host_elem<T>(NAN));
+        emu::launch("dw_forward_kernel", few_blocks, dw_block, dw_forward_kernel<T, K>, x.data(),
+                    w.data(), y.data(), g, (uint32_t)y.size());
+        return y;
+    }
+    std::vector<double> forward_ref() const
+    {
+        std::vector<double> y(out_elems(), 0.0);
+        each_tap([&](int n, int c, int oy, int ox, int iy, int ix, int tap) {
+            y[(size_t)out_at(n, c, oy, ox)] +=
+                (double)host_float(x[(size_t)in_at(n, c, iy, ix)]) * host_float(w[(size_t)c * K * K + tap]);
+        });
+        return y;
+    }
+
+    std::vector<T> backward_data(const std::vector<T> &base, bool accumulate) const
+    {
+        std::vector<T> dx = base;
+        emu::launch("dw_backward_data_kernel", few_blocks, dw_block, dw_backward_data_kernel<T, K>,
+                    dy.data(), w.data(), dx.data(), g, (uint32_t)dx.size(), accumulate);
+        return dx;
+    }
+    std::vector<double> backward_data_ref(const std::vector<T> &base, bool accumulate) const
+    {
+        std::vector<double> dx(in_elems(), 0.0);
+        if (accumulate)
+            for (size_t i = 0; i < dx.size(); i++)
+                dx[i] = host_float(base[i]);
+        each_tap([&](int n, int c, int oy, int ox, int iy, int ix, int tap) {
+            dx[(size_t)in_at(n, c, iy, ix)] +=
+                (double)host_float(dy[(size_t)out_at(n, c, oy, ox)]) * host_float(w[(size_t)c * K * K + tap]);
+        });
+        return dx;
+    }
+
+    /* The filter gradient as the backend runs it: the slice plan of
+     * cuda_plan.c for sm_count SMs, partial sums, then their ordered sum.
+     * The partial sums start as NaN so that a slot no block writes shows. */
+    std::vector<T> backward_filter(int sm_count, int *slices) const
+    {
+        conv_shape s = {cs.n, cs.c, cs.h, cs.w, cs.c, K, K, pad, cs.stride, cs.c, oh, ow, true,
+                        PREC_FP32};
+        depthwise_filter_plan plan = depthwise_filter_plan_of(&s, cs.nhwc, sm_count);
+        uint32_t positions = (uint32_t)cs.n * oh * ow;
+        uint32_t per_slice = (positions + plan.slices - 1) / plan.slices;
+        std::vector<float> partial((size_t)plan.partial_bytes / sizeof(float), NAN);
+        dim3 grid((unsigned)plan.channel_groups, (unsigned)plan.slices);
+        if (cs.nhwc)
+            emu::launch("dw_filter_nhwc_kernel", grid, dim3(DW_CHANNELS_PER_BLOCK, DW_FILTER_ROWS),
+                        dw_filter_nhwc_kernel<T, K>, x.data(), dy.data(), partial.data(), g,
+                        positions, per_slice);
+        else
+            emu::launch("dw_filter_nchw_kernel", grid, dw_block, dw_filter_nchw_kernel<T, K>,
+                        x.data(), dy.data(), partial.data(), g, positions, per_slice);
+        std::vector<T> dw((size_t)cs.c * K * K, host_elem<T>(NAN));
+        emu::launch("dw_filter_sum_kernel", few_blocks, dw_block, dw_filter_sum_kernel<T>,
+                    partial.data(), dw.data(), plan.slices, (uint32_t)dw.size());
+        *slices = plan.slices;
+        return dw;
+    }
+    std::vector<double> backward_filter_ref() const
+    {
+        std::vector<double> dw((size_t)cs.c * K * K, 0.0);
+        each_tap([&](int n, int c, int oy, int ox, int iy, int ix, int tap) {
+            dw[(size_t)c * K * K + tap] += (double)host_float(dy[(size_t)out_at(n, c, oy, ox)]) *
+                                          host_float(x[(size_t)in_at(n, c, iy, ix)]);
+        });
+        return dw;
+    }
+};
+
+/* Runs f under the three schedules; every result must have the same bits
+ * as the forward schedule's. */
+template <typename T, typename F>
+void under_every_schedule(checker &ck, const char *what, F f, std::vector<T> *first)
+{
+    emu::set_schedule(emu::FORWARD);
+    *first = f();
+    const emu::schedule others[] = {emu::BACKWARD, emu::SHUFFLED};
+    for (emu::schedule s : others) {
+        emu::set_schedule(s, 7);
+        std::vector<T> again = f();
+        ck.expect(same_bits(*first, again), "%s: the result depends on the order threads run in",
+                  what);
+    }
+    emu::set_schedule(emu::FORWARD);
+}
+
+template <typename T, int K> void check_case(checker &ck, const dw_case &c, int sm_count)
+{
+    dw_run<T, K> run(c);
+    char what[160];
+    snprintf(what, sizeof what, "%s %dx%d n%d c%d %dx%d stride %d %s", elem_name<T>(), K, K, c.n,
+             c.c, c.h, c.w, c.stride, c.nhwc ? "NHWC" : "NCHW");
+    double tol = elem_tolerance<T>();
+
+    std::vector<T> y;
+    under_every_schedule<T>(ck, what, [&] { return run.forward(); }, &y);
+    double e = relative_error(y, run.forward_ref());
+    ck.expect(e <= tol, "%s forward: relative error %.3g > %.3g", what, e, tol);
+
+    std::vector<T> base = random_values<T>(run.in_elems(), 4, -2.0f, 2.0f);
+    for (int accumulate = 0; accumulate < 2; accumulate++) {
+        std::vector<T> dx = run.backward_data(base, accumulate);
+        e = relative_error(dx, run.backward_data_ref(base, accumulate));
+        ck.expect(e <= tol, "%s backward data%s: relative error %.3g > %.3g", what,
+                  accumulate ? " (accumulating)" : "", e, tol);
+    }
+
+    int slices = 0;
+    std::vector<T> dw;
+    under_every_schedule<T>(ck, what, [&] { return run.backward_filter(sm_count, &slices); }, &dw);
+    e = relative_error(dw, run.backward_filter_ref());
+    ck.expect(e <= tol, "%s backward filter (%d slices): relative error %.3g > %.3g", what, slices,
+              e, tol);
+}
+
+/* The plan-time helpers: values in [-1, 1) from the fill kernel, and the
+ * comparison's largest difference and reference. */
+template <typename T> void check_fill_and_compare(checker &ck)
+{
+    const uint32_t n = 3000;
+    std::vector<T> a(n), b(n);
+    emu::launch("dw_fill_kernel", few_blocks, dw_block, dw_fill_kernel<T>, a.data(), n, 11u);
+    emu::launch("dw_fill_kernel", few_blocks, dw_block, dw_fill_kernel<T>, b.data(), n, 12u);
+    float lo = 1.0f, hi = -1.0f, largest = 0.0f;
+    for (T v : a) {
+        lo = host_float(v) < lo ? host_float(v) : lo;
+        hi = host_float(v) > hi ? host_float(v) : hi;
+        largest = fabsf(host_float(v)) > largest ? fabsf(host_float(v)) : largest;
+    }
+    ck.expect(lo >= -1.0f && hi <= 1.0f && lo < -0.9f && hi > 0.9f,
+              "%s fill: values span [%g, %g], not most of [-1, 1]", elem_name<T>(), lo, hi);
+    ck.expect(!same_bits(a, b), "%s fill: two seeds gave the same values", elem_name<T>());
+
+    std::vector<T> got = a;
+    got[1234] = host_elem<T>(host_float(a[1234]) + 0.5f);
+    unsigned maxima[2] = {0, 0};
+    emu::launch("dw_compare_kernel", few_blocks, dw_block, dw_compare_kernel<T>, got.data(),
+                a.data(), n, maxima);
+    float diff = __uint_as_float(maxima[0]), ref = __uint_as_float(maxima[1]);
+    float want_diff = fabsf(host_float(got[1234]) - host_float(a[1234]));
+    ck.expect(diff == want_diff && ref == largest,
+              "%s compare: max difference %g (want %g), max reference %g", elem_name<T>(), diff,
+              want_diff, ref);
+    got[77] = host_elem<T>(NAN);
+    maxima[0] = maxima[1] = 0;
+    emu::launch("dw_compare_kernel", few_blocks, dw_block, dw_compare_kernel<T>, got.data(),
+                a.data(), n, maxima);
+    ck.expect(std::isinf(__uint_as_float(maxima[0])), "%s compare: a NaN is not infinitely far",
+              elem_name<T>());
+}
+
+} // namespace
+
+void check_depthwise_kernels(checker &ck)
+{
+    ck.family = "depthwise";
+    /* 2 x 24 x 24 positions: 4 slices of the filter gradient; 40 channels:
+     * two NHWC channel groups, the second partly empty; odd sizes and both
+     * strides of MobileNetV2 */
+    const dw_case many_positions[] = {{2, 5, 24, 24, 1, false}, {2, 5, 24, 24, 1, true}};
+    const dw_case odd_shapes[] = {{2, 40, 9, 11, 2, true}, {2, 40, 9, 11, 2, false},
+                                  {3, 7, 12, 10, 1, true}, {1, 3, 5, 7, 2, false}};
+    for (const dw_case &c : many_positions) {
+        check_case<float, 3>(ck, c, 132);
+        check_case<__nv_bfloat16, 3>(ck, c, 132);
+    }
+    for (const dw_case &c : odd_shapes) {
+        check_case<float, 3>(ck, c, 8);
+        check_case<float, 5>(ck, c, 8);
+        check_case<__half, 5>(ck, c, 1);
+        check_case<__nv_bfloat16, 3>(ck, c, 132);
+    }
+    check_fill_and_compare<float>(ck);
+    check_fill_and_compare<__half>(ck);
+    check_fill_and_compare<__nv_bfloat16>(ck);
+}

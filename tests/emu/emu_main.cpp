@@ -1,0 +1,20 @@
+/* The host emulator's checks of the CUDA backend's own kernels (cuda_emu.h
+ * says what the emulation can and cannot catch). Exit 0 when every check
+ * passed, 1 when one failed, 3 when the emulator caught a kernel doing what
+ * no GPU allows. */
+#include "emu_check.h"
+
+int main(void)
+{
+    void (*families[])(checker &) = {check_depthwise_kernels};
+    int checks = 0, failures = 0;
+    for (auto run : families) {
+        checker ck;
+        run(ck);
+        printf("%-12s %d checks, %d failed\n", ck.family, ck.checks, ck.failures);
+        checks += ck.checks;
+        failures += ck.failures;
+    }
+    printf("cuda_emu: %d of %d kernel checks passed\n", checks - failures, checks);
+    return failures ? 1 : 0;
+}
