@@ -21,3 +21,35 @@ Test(cuda_emu, own_kernels_match_direct_loops, .timeout = 600)
     cr_expect(strstr(out, "kernel checks passed") != NULL, "%s", out);
 #endif
 }
+
+/* The emulator stops a kernel that no GPU would run as written: exit 3 and
+ * one line naming what and where. */
+static void expect_misuse_caught(const char *which, const char *message)
+{
+#ifndef ROOFLINE_CUDA_EMU
+    (void)which, (void)message;
+    cr_skip_test("no CUDA headers: the kernel emulator is not built");
+#else
+    static char out[1 << 14];
+    char cmd[1024];
+    format_or_fail(cmd, sizeof cmd, "'%s' --misuse %s 2>&1", ROOFLINE_CUDA_EMU, which);
+    int status = run_capture(cmd, out, sizeof out);
+    cr_expect_eq(status, 3, "%s: exit %d:\n%s", which, status, out);
+    cr_expect(strstr(out, message) != NULL, "%s: %s", which, out);
+#endif
+}
+
+Test(cuda_emu, divergent_barrier_is_caught)
+{
+    expect_misuse_caught("divergent-barrier", "wait at different __syncthreads");
+}
+
+Test(cuda_emu, shuffle_with_an_exited_lane_is_caught)
+{
+    expect_misuse_caught("exited-lane-shuffle", "not all 32 lanes");
+}
+
+Test(cuda_emu, impossible_launch_is_caught)
+{
+    expect_misuse_caught("bad-launch", "launch configuration no GPU accepts");
+}

@@ -56,6 +56,7 @@ struct fiber {
     bool started = false;
     uint3 thread{0, 0, 0};
     int state = DONE;
+    int barrier_line = 0; /* where it waits at a __syncthreads */
     void *fake_stack = nullptr; /* AddressSanitizer's, while switched away */
 };
 
@@ -224,6 +225,15 @@ inline void run_block(machine &m)
             return;
         bool released = false;
         if (at_block == live) {
+            int line = -1;
+            for (int i = 0; i < n; i++) {
+                const fiber &f = m.fibers[(size_t)i];
+                if (f.state != AT_BLOCK_BARRIER)
+                    continue;
+                if (line >= 0 && f.barrier_line != line)
+                    fail("threads of a block wait at different __syncthreads");
+                line = f.barrier_line;
+            }
             for (int i = 0; i < n; i++)
                 m.fibers[(size_t)i].state = m.fibers[(size_t)i].state == DONE ? DONE : RUNNABLE;
             released = true;
@@ -250,11 +260,11 @@ inline void run_block(machine &m)
 template <typename K, typename... A> void launch(const char *name, dim3 grid, dim3 block, K kernel, A... args)
 {
     machine &m = the_machine();
+    m.kernel = name;
     int n = (int)(block.x * block.y * block.z);
     if (n <= 0 || n > 1024 || grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535 ||
         grid.z > 65535)
         fail("a launch configuration no GPU accepts");
-    m.kernel = name;
     m.grid = grid;
     m.block = block;
     while ((int)m.fibers.size() < n) {
@@ -278,6 +288,14 @@ template <typename K, typename... A> void launch(const char *name, dim3 grid, di
                 run_block(m);
             }
     m.body = nullptr;
+}
+
+/* __syncthreads: every live thread of the block must wait at the same one
+ * (threads that have returned are not waited for, as on Volta and later). */
+inline void block_barrier(int line)
+{
+    current->fibers[(size_t)current->running].barrier_line = line;
+    yield_to_scheduler(AT_BLOCK_BARRIER);
 }
 
 inline int linear_thread()
@@ -316,7 +334,7 @@ template <typename T> T shfl_down(unsigned mask, T value, unsigned delta)
 #define gridDim (::emu::current->grid)
 #undef __shared__
 #define __shared__ static
-#define __syncthreads() ::emu::yield_to_scheduler(::emu::AT_BLOCK_BARRIER)
+#define __syncthreads() ::emu::block_barrier(__LINE__)
 #define __shfl_down_sync(mask, v, delta) ::emu::shfl_down((mask), (v), (delta))
 
 /* One OS thread runs everything: an atomic is a plain read-modify-write. */

@@ -88,6 +88,11 @@ template <typename T> bool same_bits(const std::vector<T> &a, const std::vector<
 }
 
 /* The kernel families; each returns through the checker. */
+void check_emulator(checker &ck);
 void check_depthwise_kernels(checker &ck);
+
+/* Runs a kernel no GPU allows (emu_self.cpp); returns only if the emulator
+ * let it pass. */
+int emu_misuse(const char *which);
 
 #endif

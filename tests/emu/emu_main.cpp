@@ -1,12 +1,18 @@
 /* The host emulator's checks of the CUDA backend's own kernels (cuda_emu.h
  * says what the emulation can and cannot catch). Exit 0 when every check
  * passed, 1 when one failed, 3 when the emulator caught a kernel doing what
- * no GPU allows. */
+ * no GPU allows (which --misuse NAME does on purpose). */
 #include "emu_check.h"
 
-int main(void)
+int main(int argc, char **argv)
 {
-    void (*families[])(checker &) = {check_depthwise_kernels};
+    if (argc == 3 && strcmp(argv[1], "--misuse") == 0)
+        return emu_misuse(argv[2]);
+    if (argc != 1) {
+        fprintf(stderr, "usage: kernel_emu [--misuse divergent-barrier|exited-lane-shuffle|bad-launch]\n");
+        return 2;
+    }
+    void (*families[])(checker &) = {check_emulator, check_depthwise_kernels};
     int checks = 0, failures = 0;
     for (auto run : families) {
         checker ck;
