@@ -1,0 +1,118 @@
+/* The elementwise kernels of cuda_elementwise.cu (which says what they do),
+ * apart from their launches: the backend's .cu and the host emulator's tests
+ * (tests/emu/) include the same code. */
+#ifndef ROOFLINE_CUDA_ELEMENTWISE_KERNELS_CUH
+#define ROOFLINE_CUDA_ELEMENTWISE_KERNELS_CUH
+
+#include "cuda_device.cuh"
+
+extern "C" {
+#include "../rng.h"
+}
+
+enum { EW_THREADS = 256 };
+
+template <typename D, typename S>
+__global__ void convert_kernel(D *dst, const S *src, int64_t n)
+{
+    GRID_STRIDE(j, n) dst[j] = from_float<D>(to_float(src[j]));
+}
+
+template <typename T> __global__ void fill_kernel(T *dst, float value, int64_t n)
+{
+    GRID_STRIDE(j, n) dst[j] = from_float<T>(value);
+}
+
+/* ---- activations, add, dropout: forward ---------------------------------------- */
+
+template <typename T> __global__ void activate_kernel(T *y, const T *x, int act, int64_t n)
+{
+    GRID_STRIDE(j, n) y[j] = from_float<T>(activate(to_float(x[j]), act));
+}
+
+template <typename T>
+__global__ void add_kernel(T *y, const T *x0, const T *x1, int act, int64_t n)
+{
+    GRID_STRIDE(j, n) y[j] = from_float<T>(activate(to_float(x0[j]) + to_float(x1[j]), act));
+}
+
+/* The mask of the CPU backend, bit for bit: keep where uniform(seed, stream,
+ * j) >= p, j the element's NCHW index, stream = step x layers + layer. */
+template <typename T>
+__global__ void dropout_kernel(T *y, uint8_t *keep, const T *x, float p, uint64_t seed,
+                               const uint64_t *forward_count, uint64_t n_layers, uint64_t layer,
+                               int channels, int64_t plane, int layout, int64_t n)
+{
+    uint64_t stream = *forward_count * n_layers + layer;
+    float scale = 1.0f / (1.0f - p);
+    GRID_STRIDE(j, n) {
+        int64_t nchw = j;
+        if (layout == LAYOUT_NHWC && plane > 1) {
+            int64_t image = j / (plane * channels), rest = j % (plane * channels);
+            nchw = (image * channels + rest % channels) * plane + rest / channels;
+        }
+        bool k = rng_uniform(seed, stream, (uint64_t)nchw) >= (double)p;
+        keep[j] = k;
+        y[j] = from_float<T>(k ? to_float(x[j]) * scale : 0.0f);
+    }
+}
+
+__global__ void step_counter_kernel(uint64_t *count)
+{
+    *count += 1;
+}
+
+/* ---- backward ------------------------------------------------------------------ */
+
+/* dx = dy masked by the activation's output (dx may be dy itself). */
+template <typename T>
+__global__ void activate_backward_kernel(T *dx, const T *dy, const T *y, int act, bool acc,
+                                         int64_t n)
+{
+    GRID_STRIDE(j, n) {
+        float g = passes(to_float(y[j]), act) ? to_float(dy[j]) : 0.0f;
+        dx[j] = from_float<T>(acc ? to_float(dx[j]) + g : g);
+    }
+}
+
+/* The add's gradient g (masked by a fused activation) to both inputs; an
+ * input gradient that is dy's own buffer (in place) receives g in place. */
+template <typename T>
+__global__ void add_backward_kernel(T *dy, const T *y, T *dx0, T *dx1, int act, bool acc0,
+                                    bool acc1, int64_t n)
+{
+    GRID_STRIDE(j, n) {
+        float g = to_float(dy[j]);
+        if (act != ACT_NONE && !passes(to_float(y[j]), act))
+            g = 0.0f;
+        if (dx0)
+            dx0[j] = from_float<T>(acc0 && dx0 != dy ? to_float(dx0[j]) + g : g);
+        if (dx1)
+            dx1[j] = from_float<T>(acc1 && dx1 != dy ? to_float(dx1[j]) + g : g);
+    }
+}
+
+template <typename T>
+__global__ void dropout_backward_kernel(T *dx, const T *dy, const uint8_t *keep, float p,
+                                        bool acc, int64_t n)
+{
+    float scale = 1.0f / (1.0f - p);
+    GRID_STRIDE(j, n) {
+        float g = keep[j] ? to_float(dy[j]) * scale : 0.0f;
+        dx[j] = from_float<T>(acc ? to_float(dx[j]) + g : g);
+    }
+}
+
+/* ---- conv and fc bias ------------------------------------------------------------ */
+
+template <typename T>
+__global__ void bias_act_kernel(T *y, const T *bias, int act, int channels, int64_t plane,
+                                int layout, int64_t n)
+{
+    GRID_STRIDE(j, n) {
+        int c = channel_of(j, channels, plane, layout);
+        y[j] = from_float<T>(activate(to_float(y[j]) + to_float(bias[c]), act));
+    }
+}
+
+#endif
