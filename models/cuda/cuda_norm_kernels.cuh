@@ -1,0 +1,242 @@
+/* The batch norm kernels of cuda_norm.cu (which says what they do and why:
+ * chunked channel sums around a shift, the fused activation, add and second
+ * batch norm), apart from their launches: the backend's .cu and the host
+ * emulator's tests (tests/emu/) include the same code. */
+#ifndef ROOFLINE_CUDA_NORM_KERNELS_CUH
+#define ROOFLINE_CUDA_NORM_KERNELS_CUH
+
+#include <math.h>
+#include <stdint.h>
+
+#include "cuda_device.cuh"
+
+static const float bn_eps = 1e-5f, bn_momentum = 0.1f;
+
+enum { SUM_STATS, SUM_GRAD, SUM_PLAIN };
+enum { TILE = 32, ROWS = 8, NCHW_THREADS = 256, APPLY_THREADS = 256 };
+
+/* The view of a tensor as [outer][C][inner]: NCHW is [N][C][HW], NHWC is
+ * [NHW][C][1]. */
+struct channel_view {
+    int channels;
+    int64_t outer, inner;
+    int layout;
+};
+
+/* The view of a (batch, c, h, w) tensor stored in `layout`. */
+static inline channel_view channel_view_of(int batch, int c, int h, int w, int layout)
+{
+    channel_view v;
+    v.channels = c;
+    int64_t plane = (int64_t)h * w;
+    if (layout == LAYOUT_NHWC) {
+        v.outer = (int64_t)batch * plane;
+        v.inner = 1;
+    } else {
+        v.outer = batch;
+        v.inner = plane;
+    }
+    v.layout = layout;
+    return v;
+}
+
+/* Chunks of `outer` each channel's sum is split into: enough blocks to fill
+ * sm_count SMs, no chunk under 64 rows. */
+static inline int chunks_for(const channel_view *v, int sm_count)
+{
+    int64_t tiles = v->layout == LAYOUT_NHWC ? (v->channels + TILE - 1) / TILE : v->channels;
+    int64_t want = 4 * (int64_t)sm_count / (tiles > 0 ? tiles : 1);
+    int64_t most = v->layout == LAYOUT_NHWC ? v->outer / 64 : v->outer;
+    if (want > most)
+        want = most;
+    if (want > 1024)
+        want = 1024;
+    return want > 1 ? (int)want : 1;
+}
+
+/* The normalised value of element j (channel c) as the forward computed it:
+ * a fused activation's mask is taken from it, so backward does not need the
+ * activation's output (which then need not be kept for it). */
+__device__ __forceinline__ float normalised(float x, int c, const float *gamma,
+                                            const float *beta, const float *mean,
+                                            const float *rstd)
+{
+    return gamma[c] * (x - mean[c]) * rstd[c] + beta[c];
+}
+
+/* What one element adds to the two sums of its channel c. */
+template <typename T> struct summand {
+    int mode, act;
+    const T *x, *dy;
+    const float *mean, *rstd, *gamma, *beta;
+
+    __device__ __forceinline__ void add(int64_t at, int c, float shift, float &s1,
+                                        float &s2) const
+    {
+        if (mode == SUM_STATS) {
+            float d = to_float(x[at]) - shift;
+            s1 += d;
+            s2 += d * d;
+            return;
+        }
+        float g = to_float(dy[at]);
+        if (act != ACT_NONE &&
+            !passes(normalised(to_float(x[at]), c, gamma, beta, mean, rstd), act))
+            g = 0.0f;
+        s1 += g;
+        if (mode == SUM_GRAD)
+            s2 += g * (to_float(x[at]) - mean[c]);
+    }
+};
+
+/* NHWC: a block is TILE channels x ROWS rows of one chunk. */
+template <typename T>
+__global__ void partial_sums_nhwc(summand<T> f, int channels, int64_t outer, int64_t per_chunk,
+                                  float *partials)
+{
+    __shared__ float s1s[ROWS][TILE], s2s[ROWS][TILE];
+    int c = blockIdx.x * TILE + threadIdx.x;
+    int64_t first = blockIdx.y * per_chunk, last = first + per_chunk;
+    last = last < outer ? last : outer;
+    float s1 = 0.0f, s2 = 0.0f;
+    if (c < channels) {
+        float shift = f.mode == SUM_STATS ? to_float(f.x[c]) : 0.0f;
+        for (int64_t r = first + threadIdx.y; r < last; r += ROWS)
+            f.add(r * channels + c, c, shift, s1, s2);
+    }
+    s1s[threadIdx.y][threadIdx.x] = s1;
+    s2s[threadIdx.y][threadIdx.x] = s2;
+    __syncthreads();
+    if (threadIdx.y == 0 && c < channels) {
+        for (int k = 1; k < ROWS; k++) {
+            s1 += s1s[k][threadIdx.x];
+            s2 += s2s[k][threadIdx.x];
+        }
+        float *p = partials + ((int64_t)blockIdx.y * channels + c) * 2;
+        p[0] = s1;
+        p[1] = s2;
+    }
+}
+
+/* NCHW: a block is one channel over a chunk of images, threads along HW. */
+template <typename T>
+__global__ void partial_sums_nchw(summand<T> f, int channels, int64_t outer, int64_t inner,
+                                  int64_t per_chunk, float *partials)
+{
+    __shared__ float s1s[NCHW_THREADS], s2s[NCHW_THREADS];
+    int c = blockIdx.x;
+    int64_t first = blockIdx.y * per_chunk, last = first + per_chunk;
+    last = last < outer ? last : outer;
+    float shift = f.mode == SUM_STATS ? to_float(f.x[(int64_t)c * inner]) : 0.0f;
+    float s1 = 0.0f, s2 = 0.0f;
+    for (int64_t img = first; img < last; img++) {
+        int64_t base = (img * channels + c) * inner;
+        for (int64_t p = threadIdx.x; p < inner; p += NCHW_THREADS)
+            f.add(base + p, c, shift, s1, s2);
+    }
+    s1s[threadIdx.x] = s1;
+    s2s[threadIdx.x] = s2;
+    __syncthreads();
+    for (unsigned half = NCHW_THREADS / 2; half > 0; half /= 2) {
+        if (threadIdx.x < half) {
+            s1s[threadIdx.x] += s1s[threadIdx.x + half];
+            s2s[threadIdx.x] += s2s[threadIdx.x + half];
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        float *p = partials + ((int64_t)blockIdx.y * channels + c) * 2;
+        p[0] = s1s[0];
+        p[1] = s2s[0];
+    }
+}
+
+/* Per channel, the chunks in double and in order, then what the sums are for. */
+template <typename T>
+__global__ void finish_sums(int mode, const float *partials, int chunks, int channels,
+                            int64_t count, const T *x, int64_t shift_stride, float *mean,
+                            float *rstd, float *run_mean, float *run_var, float *out1,
+                            float *out2, void *bias_grad, int bias_elem)
+{
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= channels)
+        return;
+    double s1 = 0.0, s2 = 0.0;
+    for (int k = 0; k < chunks; k++) {
+        s1 += partials[((int64_t)k * channels + c) * 2];
+        s2 += partials[((int64_t)k * channels + c) * 2 + 1];
+    }
+    if (mode == SUM_STATS) {
+        double m = (double)count, d = s1 / m;
+        double var = s2 / m - d * d;
+        var = var > 0.0 ? var : 0.0;
+        double mu = (double)to_float(x[(int64_t)c * shift_stride]) + d;
+        mean[c] = (float)mu;
+        rstd[c] = (float)(1.0 / sqrt(var + (double)bn_eps));
+        double unbiased = count > 1 ? var * m / (m - 1.0) : var;
+        run_mean[c] = (float)((1.0 - bn_momentum) * run_mean[c] + bn_momentum * mu);
+        run_var[c] = (float)((1.0 - bn_momentum) * run_var[c] + bn_momentum * unbiased);
+    } else if (mode == SUM_GRAD) {
+        out1[c] = (float)s1;               /* d-beta = sum(g) */
+        out2[c] = (float)(s2 * rstd[c]);   /* d-gamma = sum(g * x-hat) */
+    } else if (bias_elem == ELEM_F32) {
+        ((float *)bias_grad)[c] = (float)s1;
+    } else if (bias_elem == ELEM_F16) {
+        ((__half *)bias_grad)[c] = __float2half_rn((float)s1);
+    } else {
+        ((__nv_bfloat16 *)bias_grad)[c] = __float2bfloat16_rn((float)s1);
+    }
+}
+
+/* ---- forward -------------------------------------------------------------------- */
+
+/* A batch norm's normalisation of its input, as a kernel argument. */
+template <typename T> struct bn_norm {
+    const T *x;
+    const float *gamma, *beta, *mean, *rstd;
+
+    __device__ __forceinline__ float at(int64_t j, int c) const
+    {
+        return normalised(to_float(x[j]), c, gamma, beta, mean, rstd);
+    }
+};
+
+/* y = act(bn(x) [+ other | + bn2(x2)]) */
+template <typename T>
+__global__ void bn_apply_kernel(T *y, bn_norm<T> bn, const T *other, bn_norm<T> bn2,
+                                bool second, int act, int channels, int64_t plane, int layout,
+                                int64_t n)
+{
+    GRID_STRIDE(j, n) {
+        int c = channel_of(j, channels, plane, layout);
+        float v = bn.at(j, c);
+        if (second)
+            v += bn2.at(j, c);
+        else if (other)
+            v += to_float(other[j]);
+        y[j] = from_float<T>(activate(v, act));
+    }
+}
+
+/* ---- backward ------------------------------------------------------------------- */
+
+/* dx = gamma rstd (g - d-beta / M - x-hat d-gamma / M), g the masked dy. */
+template <typename T>
+__global__ void bn_backward_data_kernel(T *dx, const T *dy, const T *x, const float *gamma,
+                                        const float *beta, const float *mean, const float *rstd,
+                                        const float *dbeta, const float *dgamma, int act,
+                                        float inv_count, bool acc, int channels, int64_t plane,
+                                        int layout, int64_t n)
+{
+    GRID_STRIDE(j, n) {
+        int c = channel_of(j, channels, plane, layout);
+        float g = to_float(dy[j]), xv = to_float(x[j]);
+        if (act != ACT_NONE && !passes(normalised(xv, c, gamma, beta, mean, rstd), act))
+            g = 0.0f;
+        float xhat = (xv - mean[c]) * rstd[c];
+        float d = gamma[c] * rstd[c] * (g - dbeta[c] * inv_count - xhat * dgamma[c] * inv_count);
+        dx[j] = from_float<T>(acc ? to_float(dx[j]) + d : d);
+    }
+}
+
+#endif
