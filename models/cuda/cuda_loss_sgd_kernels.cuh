@@ -2,8 +2,7 @@
  * and why), apart from their launches: the backend's .cu and the host
  * emulator's tests (tests/emu/) include the same code. The update's tables
  * (sgd_tensor, sgd_chunk) and the loss scale's state are the backend's
- * (cuda_internal.h, loss_scale.h): a host test includes cuda_internal.h,
- * and with it the CUDA runtime's headers, before tests/emu/cuda_emu.h. */
+ * (cuda_internal.h, loss_scale.h). */
 #ifndef ROOFLINE_CUDA_LOSS_SGD_KERNELS_CUH
 #define ROOFLINE_CUDA_LOSS_SGD_KERNELS_CUH
 

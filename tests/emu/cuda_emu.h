@@ -25,8 +25,11 @@
 #ifndef ROOFLINE_CUDA_EMU_H
 #define ROOFLINE_CUDA_EMU_H
 
+/* the runtime's declarations name parameters gridDim and blockDim: they
+ * come before the macros below */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_runtime.h>
 #include <ucontext.h>
 
 #include <cmath>
@@ -298,6 +301,21 @@ inline void block_barrier(int line)
     yield_to_scheduler(AT_BLOCK_BARRIER);
 }
 
+/* __syncthreads_or: every live thread ORs its predicate in and waits; all
+ * read the result and wait again; one clears it for the next call before a
+ * third barrier lets anyone reach that. */
+inline int block_barrier_or(int predicate, int line)
+{
+    static int any = 0; /* one block runs at a time */
+    any |= predicate != 0;
+    block_barrier(line);
+    int result = any;
+    block_barrier(line + 1000000);
+    any = 0;
+    block_barrier(line + 2000000);
+    return result;
+}
+
 inline int linear_thread()
 {
     const machine &m = *current;
@@ -335,6 +353,7 @@ template <typename T> T shfl_down(unsigned mask, T value, unsigned delta)
 #undef __shared__
 #define __shared__ static
 #define __syncthreads() ::emu::block_barrier(__LINE__)
+#define __syncthreads_or(predicate) ::emu::block_barrier_or((predicate), __LINE__)
 #define __shfl_down_sync(mask, v, delta) ::emu::shfl_down((mask), (v), (delta))
 
 /* One OS thread runs everything: an atomic is a plain read-modify-write. */

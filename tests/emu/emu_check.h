@@ -84,12 +84,47 @@ double relative_error(const std::vector<T> &got, const std::vector<double> &want
 
 template <typename T> bool same_bits(const std::vector<T> &a, const std::vector<T> &b)
 {
-    return a.size() == b.size() && memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+    return a.size() == b.size() &&
+           (a.empty() || memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
+/* Whether two runs gave the same result: vectors bit for bit, a struct by
+ * its own same(). */
+template <typename T> bool same_result(const std::vector<T> &a, const std::vector<T> &b)
+{
+    return same_bits(a, b);
+}
+template <typename R> auto same_result(const R &a, const R &b) -> decltype(a.same(b))
+{
+    return a.same(b);
+}
+
+/* Runs f under the forward schedule and returns its result; with every,
+ * also backwards and shuffled, which must give the same result (else the
+ * kernel races, or its sums depend on timing). */
+template <typename F>
+auto under_every_schedule(checker &ck, const char *what, F f, bool every = true) -> decltype(f())
+{
+    emu::set_schedule(emu::FORWARD);
+    auto first = f();
+    const emu::schedule others[] = {emu::BACKWARD, emu::SHUFFLED};
+    for (int k = 0; every && k < 2; k++) {
+        emu::set_schedule(others[k], 7);
+        auto again = f();
+        ck.expect(same_result(first, again), "%s: the result depends on the order threads run in",
+                  what);
+    }
+    emu::set_schedule(emu::FORWARD);
+    return first;
 }
 
 /* The kernel families; each returns through the checker. */
 void check_emulator(checker &ck);
 void check_depthwise_kernels(checker &ck);
+void check_norm_kernels(checker &ck);
+void check_elementwise_kernels(checker &ck);
+void check_pool_kernels(checker &ck);
+void check_loss_sgd_kernels(checker &ck);
 
 /* Runs a kernel no GPU allows (emu_self.cpp); returns only if the emulator
  * let it pass. */

@@ -8,28 +8,7 @@
  * written on a skipped step) and the loss scale's moves. Kernels with
  * barriers must not depend on the order threads run in. */
 
-/* The update's tables are the backend's: its header, and with it the CUDA
- * runtime's, before the emulator's macros (threadIdx, gridDim) exist. */
-#include "../../models/cuda/cuda_internal.h"
-
 #include "emu_check.h"
-
-/* __syncthreads_or, which cuda_emu.h lacks: every live thread ORs its
- * predicate in and waits; all read the result, wait again, and clear it
- * for the next call before a third barrier lets anyone reach it. One block
- * runs at a time, so one word serves every block. */
-inline int emu_syncthreads_or(int predicate)
-{
-    static int any = 0;
-    any |= predicate != 0;
-    __syncthreads();
-    int result = any;
-    __syncthreads();
-    any = 0;
-    __syncthreads();
-    return result;
-}
-#define __syncthreads_or(predicate) emu_syncthreads_or(predicate)
 
 #include "../../models/cuda/cuda_loss_sgd_kernels.cuh"
 
@@ -40,21 +19,6 @@ template <> int elem_of<float>() { return ELEM_F32; }
 template <> int elem_of<__half>() { return ELEM_F16; }
 template <> int elem_of<__nv_bfloat16>() { return ELEM_BF16; }
 
-/* Runs f under the three schedules; every result must be the forward
- * schedule's, bit for bit (R::same). */
-template <typename R, typename F> R under_every_schedule(checker &ck, const char *what, F f)
-{
-    emu::set_schedule(emu::FORWARD);
-    R first = f();
-    const emu::schedule others[] = {emu::BACKWARD, emu::SHUFFLED};
-    for (emu::schedule s : others) {
-        emu::set_schedule(s, 7);
-        R again = f();
-        ck.expect(first.same(again), "%s: the result depends on the order threads run in", what);
-    }
-    emu::set_schedule(emu::FORWARD);
-    return first;
-}
 
 /* ---- loss -------------------------------------------------------------------- */
 
@@ -102,7 +66,7 @@ template <typename T> void check_loss(checker &ck, int batch, int classes, float
         int big = i == 0 ? labels[0] : (i * 104729 + 5) % classes;
         logits[(size_t)i * classes + big] = host_elem<T>(80.0f);
     }
-    loss_result<T> got = under_every_schedule<loss_result<T>>(
+    loss_result<T> got = under_every_schedule(
         ck, what, [&] { return run_loss(logits, labels, classes, scale); });
 
     std::vector<double> dz((size_t)batch * classes), each((size_t)batch);
@@ -142,7 +106,7 @@ void check_mean(checker &ck)
     };
     const int batch = 600;
     std::vector<float> each = random_values<float>(batch, 42, 0.0f, 9.0f);
-    mean_result got = under_every_schedule<mean_result>(ck, "mean over 600 images", [&] {
+    mean_result got = under_every_schedule(ck, "mean over 600 images", [&] {
         mean_result r;
         emu::launch("mean_kernel", dim3(1), dim3(LOSS_THREADS), mean_kernel,
                     (const float *)each.data(), batch, &r.mean);
@@ -234,7 +198,7 @@ struct flag_result {
 
 template <typename T> int32_t find_non_finite(checker &ck, param_set<T> &set, const char *what)
 {
-    flag_result r = under_every_schedule<flag_result>(ck, what, [&] {
+    flag_result r = under_every_schedule(ck, what, [&] {
         set.scale.found_inf = 0;
         emu::launch("find_non_finite_kernel", set.grid(), dim3(SGD_THREADS), find_non_finite_kernel,
                     (const sgd_tensor *)set.tensors.data(), (const sgd_chunk *)set.chunks.data(),

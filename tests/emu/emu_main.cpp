@@ -12,7 +12,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: kernel_emu [--misuse divergent-barrier|exited-lane-shuffle|bad-launch]\n");
         return 2;
     }
-    void (*families[])(checker &) = {check_emulator, check_depthwise_kernels};
+    void (*families[])(checker &) = {check_emulator,         check_depthwise_kernels,   check_norm_kernels,
+                                            check_elementwise_kernels, check_pool_kernels,
+                                            check_loss_sgd_kernels};
     int checks = 0, failures = 0;
     for (auto run : families) {
         checker ck;

@@ -264,23 +264,6 @@ template <typename T> struct bn_run {
     }
 };
 
-/* Runs f under the three schedules; every result must have the same bits
- * as the forward schedule's. */
-template <typename T, typename F>
-void under_every_schedule(checker &ck, const char *what, F f, std::vector<T> *first)
-{
-    emu::set_schedule(emu::FORWARD);
-    *first = f();
-    const emu::schedule others[] = {emu::BACKWARD, emu::SHUFFLED};
-    for (emu::schedule s : others) {
-        emu::set_schedule(s, 7);
-        std::vector<T> again = f();
-        ck.expect(same_bits(*first, again), "%s: the result depends on the order threads run in",
-                  what);
-    }
-    emu::set_schedule(emu::FORWARD);
-}
-
 const char *const act_names[] = {"", " relu", " relu6"};
 
 /* The statistics are fp32 sums of values exact in T, added in double and
@@ -288,9 +271,7 @@ const char *const act_names[] = {"", " relu", " relu6"};
 template <typename T> bn_stats check_stats(checker &ck, const bn_run<T> &run, const char *what)
 {
     bn_stats s;
-    std::vector<float> bits;
-    under_every_schedule<float>(
-        ck, what, [&] { return (s = run.forward_stats()).joined(); }, &bits);
+    under_every_schedule(ck, what, [&] { return (s = run.forward_stats()).joined(); });
     std::vector<std::vector<double>> ref = run.forward_stats_ref();
     const std::vector<float> *got[] = {&s.mean, &s.rstd, &s.run_mean, &s.run_var};
     const char *names[] = {"mean", "rstd", "running mean", "running variance"};
@@ -372,9 +353,7 @@ void check_backward(checker &ck, const bn_run<T> &run, const bn_stats &s, const 
     for (int act = ACT_NONE; act <= ACT_RELU6; act++) {
         snprintf(label, sizeof label, "%s backward%s", what, act_names[act]);
         bn_grads g;
-        std::vector<float> bits;
-        under_every_schedule<float>(
-            ck, label, [&] { return (g = run.backward_weights(s, act)).joined(); }, &bits);
+        under_every_schedule(ck, label, [&] { return (g = run.backward_weights(s, act)).joined(); });
         std::vector<std::vector<double>> ref = run.backward_weights_ref(s, act);
         double e = relative_error(g.dbeta, ref[0]);
         ck.expect(e <= tol, "%s d-beta: relative error %.3g > %.3g", label, e, tol);
@@ -391,8 +370,7 @@ void check_backward(checker &ck, const bn_run<T> &run, const bn_stats &s, const 
 
 template <typename T> void check_bias_grad(checker &ck, const bn_run<T> &run, const char *what)
 {
-    std::vector<T> db;
-    under_every_schedule<T>(ck, what, [&] { return run.bias_grad(); }, &db);
+    std::vector<T> db = under_every_schedule(ck, what, [&] { return run.bias_grad(); });
     double e = relative_error(db, run.bias_grad_ref()), tol = elem_tolerance<T>();
     ck.expect(e <= tol, "%s bias gradient: relative error %.3g > %.3g", what, e, tol);
 }
