@@ -88,9 +88,19 @@ static int bn_apply(backend *b, int bn, T *y, const T *other, int bn2, int act)
     const layer *l = &b->net->layers[bn];
     int64_t n = cuda_elems(b, bn);
     bn_norm<T> first = norm_of<T>(b, bn), second = bn2 >= 0 ? norm_of<T>(b, bn2) : first;
-    bn_apply_kernel<T><<<cuda_blocks(b, n, APPLY_THREADS), APPLY_THREADS, 0, b->stream>>>(
-        y, first, other, second, bn2 >= 0, act, l->out_shape.c,
-        (int64_t)l->out_shape.h * l->out_shape.w, b->pp.layout, n);
+    int channels = l->out_shape.c;
+    const void *pointers[] = {y, first.x, other, second.x};
+    if (bn_vec_fits<T>(b->pp.layout, channels, n, pointers, 4)) {
+        uint32_t vectors = (uint32_t)(n / vec16<T>::width);
+        fast_divisor per_row = fast_divisor_of((uint32_t)(channels / vec16<T>::width));
+        bn_apply_vec_kernel<T><<<cuda_blocks(b, vectors, APPLY_THREADS), APPLY_THREADS, 0,
+                                 b->stream>>>(y, first, other, second, bn2 >= 0, act, per_row,
+                                              vectors);
+    } else {
+        bn_apply_kernel<T><<<cuda_blocks(b, n, APPLY_THREADS), APPLY_THREADS, 0, b->stream>>>(
+            y, first, other, second, bn2 >= 0, act, channels,
+            (int64_t)l->out_shape.h * l->out_shape.w, b->pp.layout, n);
+    }
     LAUNCH_TRY(b);
     return 0;
 }
@@ -147,12 +157,24 @@ int cuda_bn_backward_data(backend *b, int i, bool accumulate)
     float inv_count = (float)(1.0 / ((double)b->cfg.batch * plane));
     with_elem(b->pp.elem, [&](auto tag) {
         using T = decltype(tag);
-        bn_backward_data_kernel<T><<<cuda_blocks(b, n, APPLY_THREADS), APPLY_THREADS, 0,
-                                     b->stream>>>(
-            (T *)cuda_input_grad(b, i, 0), (const T *)cl->grad, (const T *)cuda_input(b, i, 0),
-            cl->w, cl->bias, cl->mean, cl->rstd, (const float *)cl->dbias,
-            (const float *)cl->dw, b->fusion[i].act, inv_count, accumulate, l->out_shape.c, plane,
-            b->pp.layout, n);
+        T *dx = (T *)cuda_input_grad(b, i, 0);
+        const T *dy = (const T *)cl->grad, *x = (const T *)cuda_input(b, i, 0);
+        int channels = l->out_shape.c;
+        const void *pointers[] = {dx, dy, x};
+        if (bn_vec_fits<T>(b->pp.layout, channels, n, pointers, 3)) {
+            uint32_t vectors = (uint32_t)(n / vec16<T>::width);
+            fast_divisor per_row = fast_divisor_of((uint32_t)(channels / vec16<T>::width));
+            bn_backward_data_vec_kernel<T><<<cuda_blocks(b, vectors, APPLY_THREADS),
+                                             APPLY_THREADS, 0, b->stream>>>(
+                dx, dy, x, cl->w, cl->bias, cl->mean, cl->rstd, (const float *)cl->dbias,
+                (const float *)cl->dw, b->fusion[i].act, inv_count, accumulate, per_row, vectors);
+        } else {
+            bn_backward_data_kernel<T><<<cuda_blocks(b, n, APPLY_THREADS), APPLY_THREADS, 0,
+                                         b->stream>>>(
+                dx, dy, x, cl->w, cl->bias, cl->mean, cl->rstd, (const float *)cl->dbias,
+                (const float *)cl->dw, b->fusion[i].act, inv_count, accumulate, channels, plane,
+                b->pp.layout, n);
+        }
         return 0;
     });
     LAUNCH_TRY(b);

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "cuda_device.cuh"
+#include "fast_divide.h"
 
 static const float bn_eps = 1e-5f, bn_momentum = 0.1f;
 
@@ -237,6 +238,108 @@ __global__ void bn_backward_data_kernel(T *dx, const T *dy, const T *x, const fl
         float d = gamma[c] * rstd[c] * (g - dbeta[c] * inv_count - xhat * dgamma[c] * inv_count);
         dx[j] = from_float<T>(acc ? to_float(dx[j]) + d : d);
     }
+}
+
+/* ---- NHWC in 16-byte vectors ----------------------------------------------------- */
+/* The kernels above take one element a thread and its channel by a 64-bit
+ * division: in fp16/bf16 that is 2 bytes a load, too few in flight per SM
+ * to fill HBM, and the division costs more than the arithmetic. In NHWC with
+ * the channels a multiple of the vector width, a thread moves 16 bytes at a
+ * time, and the channel of its first element comes from a multiply-shift
+ * division of the vector's index (bn_vec_fits says when). The arithmetic
+ * per element is the scalar kernels'. */
+template <typename T> struct alignas(16) vec16 {
+    static constexpr int width = 16 / (int)sizeof(T);
+    T v[width];
+};
+
+/* Vector v of a tensor, and of its channels: c0 = the first channel. */
+template <typename T> __device__ __forceinline__ vec16<T> load_vec(const T *p, uint32_t v)
+{
+    return ((const vec16<T> *)p)[v];
+}
+
+#define VEC_STRIDE_LOOP(v, total)                                                             \
+    for (uint32_t v = blockIdx.x * blockDim.x + threadIdx.x; v < (total);                     \
+         v += gridDim.x * blockDim.x)
+
+/* bn_apply_kernel on whole vectors; vectors_per_row = channels / width. */
+template <typename T>
+__global__ void bn_apply_vec_kernel(T *y, bn_norm<T> bn, const T *other, bn_norm<T> bn2,
+                                    bool second, int act, fast_divisor vectors_per_row,
+                                    uint32_t vectors)
+{
+    constexpr int W = vec16<T>::width;
+    VEC_STRIDE_LOOP(v, vectors)
+    {
+        uint32_t cv;
+        fast_divmod(vectors_per_row, v, &cv);
+        int c0 = (int)cv * W;
+        vec16<T> xa = load_vec(bn.x, v), xb = xa, out;
+        if (second)
+            xb = load_vec(bn2.x, v);
+        else if (other)
+            xb = load_vec(other, v);
+#pragma unroll
+        for (int k = 0; k < W; k++) {
+            int c = c0 + k;
+            float s = normalised(to_float(xa.v[k]), c, bn.gamma, bn.beta, bn.mean, bn.rstd);
+            if (second)
+                s += normalised(to_float(xb.v[k]), c, bn2.gamma, bn2.beta, bn2.mean, bn2.rstd);
+            else if (other)
+                s += to_float(xb.v[k]);
+            out.v[k] = from_float<T>(activate(s, act));
+        }
+        ((vec16<T> *)y)[v] = out;
+    }
+}
+
+/* bn_backward_data_kernel on whole vectors. */
+template <typename T>
+__global__ void bn_backward_data_vec_kernel(T *dx, const T *dy, const T *x, const float *gamma,
+                                            const float *beta, const float *mean,
+                                            const float *rstd, const float *dbeta,
+                                            const float *dgamma, int act, float inv_count,
+                                            bool acc, fast_divisor vectors_per_row,
+                                            uint32_t vectors)
+{
+    constexpr int W = vec16<T>::width;
+    VEC_STRIDE_LOOP(v, vectors)
+    {
+        uint32_t cv;
+        fast_divmod(vectors_per_row, v, &cv);
+        int c0 = (int)cv * W;
+        vec16<T> gv = load_vec(dy, v), xv = load_vec(x, v), before = gv, out;
+        if (acc)
+            before = load_vec((const T *)dx, v);
+#pragma unroll
+        for (int k = 0; k < W; k++) {
+            int c = c0 + k;
+            float g = to_float(gv.v[k]), xk = to_float(xv.v[k]);
+            if (act != ACT_NONE && !passes(normalised(xk, c, gamma, beta, mean, rstd), act))
+                g = 0.0f;
+            float xhat = (xk - mean[c]) * rstd[c];
+            float d = gamma[c] * rstd[c] * (g - dbeta[c] * inv_count - xhat * dgamma[c] * inv_count);
+            out.v[k] = from_float<T>(acc ? to_float(before.v[k]) + d : d);
+        }
+        ((vec16<T> *)dx)[v] = out;
+    }
+}
+
+/* Whether a pass over n elements of `channels` channels in `layout` may run
+ * on vectors of T: NHWC, whole vectors within a channel row, an index that
+ * fits the fast division, and every pointer on a 16-byte boundary. */
+template <typename T>
+static inline bool bn_vec_fits(int layout, int channels, int64_t n, const void *const *pointers,
+                               int count)
+{
+    const int W = vec16<T>::width;
+    if (layout != LAYOUT_NHWC || channels % W != 0 || n % W != 0 || n / W >= ((int64_t)1 << 31))
+        return false;
+    for (int i = 0; i < count; i++)
+        if ((uintptr_t)pointers[i] % 16 != 0)
+            return false;
+    return true;
 }
 
 #endif

@@ -186,6 +186,25 @@ template <typename T> struct bn_run {
         return y;
     }
 
+    /* apply and backward data on 16-byte vectors (bn_apply_vec_kernel, as
+     * bn_apply launches it where bn_vec_fits); empty where they may not run */
+    std::vector<T> apply_vec(const bn_norm<T> &first, const T *other, const bn_norm<T> *second,
+                             int act) const
+    {
+        std::vector<T> y(elems(), host_elem<T>(NAN));
+        int64_t n = (int64_t)elems();
+        const bn_norm<T> &bn2 = second ? *second : first;
+        const void *pointers[] = {y.data(), first.x, other, bn2.x};
+        if (!bn_vec_fits<T>(v.layout, cs.c, n, pointers, 4))
+            return {};
+        uint32_t vectors = (uint32_t)(n / vec16<T>::width);
+        emu::launch("bn_apply_vec_kernel", dim3(blocks_for(vectors, APPLY_THREADS, sm_count)),
+                    dim3(APPLY_THREADS), bn_apply_vec_kernel<T>, y.data(), first, other, bn2,
+                    second != nullptr, act,
+                    fast_divisor_of((uint32_t)(cs.c / vec16<T>::width)), vectors);
+        return y;
+    }
+
     /* dy where the fused activation lets it through, the mask taken from
      * the forward's normalised value (clear_mask_edges keeps float and
      * double from disagreeing on it) */
@@ -231,6 +250,27 @@ template <typename T> struct bn_run {
                     inv_count, accumulate, cs.c, plane(), v.layout, n);
         return dx;
     }
+    std::vector<T> backward_data_vec(const bn_stats &s, const bn_grads &g, int act,
+                                     const std::vector<T> &base, bool accumulate) const
+    {
+        std::vector<T> dx = base;
+        int64_t n = (int64_t)elems();
+        const void *pointers[] = {dx.data(), dy.data(), x.data()};
+        if (!bn_vec_fits<T>(v.layout, cs.c, n, pointers, 3))
+            return {};
+        float inv_count = (float)(1.0 / ((double)cs.n * plane()));
+        uint32_t vectors = (uint32_t)(n / vec16<T>::width);
+        emu::launch("bn_backward_data_vec_kernel",
+                    dim3(blocks_for(vectors, APPLY_THREADS, sm_count)), dim3(APPLY_THREADS),
+                    bn_backward_data_vec_kernel<T>, dx.data(), (const T *)dy.data(),
+                    (const T *)x.data(), gamma.data(), beta.data(), s.mean.data(), s.rstd.data(),
+                    g.dbeta.data(), g.dgamma.data(), act, inv_count, accumulate,
+                    fast_divisor_of((uint32_t)(cs.c / vec16<T>::width)), vectors);
+        return dx;
+    }
+    /* NHWC with whole vectors in a row must take the vector kernels */
+    bool vectors_expected() const { return cs.nhwc && cs.c % vec16<T>::width == 0; }
+
     /* gamma rstd (g - d-beta / M - x-hat d-gamma / M), from the d-beta and
      * d-gamma the kernels gave */
     std::vector<double> backward_data_ref(const bn_stats &s, const bn_grads &g, int act,
@@ -326,6 +366,14 @@ void check_apply(checker &ck, const bn_run<T> &run, const bn_stats &s, const cha
             double e = relative_error(y, want);
             ck.expect(e <= tol, "%s apply%s%s: relative error %.3g > %.3g", what, fusions[fusion],
                       act_names[act], e, tol);
+            std::vector<T> yv = run.apply_vec(first, fusion == 1 ? other.data() : nullptr,
+                                              fusion == 2 ? &second : nullptr, act);
+            ck.expect(yv.empty() != run.vectors_expected(), "%s apply%s%s: the vector kernel %s",
+                      what, fusions[fusion], act_names[act],
+                      yv.empty() ? "was not taken" : "ran where it may not");
+            ck.expect(yv.empty() || same_bits(y, yv),
+                      "%s apply%s%s: the vector kernel differs from the per-element one", what,
+                      fusions[fusion], act_names[act]);
         }
 }
 
@@ -364,6 +412,13 @@ void check_backward(checker &ck, const bn_run<T> &run, const bn_stats &s, const 
             e = relative_error(dx, run.backward_data_ref(s, g, act, base, accumulate));
             ck.expect(e <= tol_dx, "%s data%s: relative error %.3g > %.3g", label,
                       accumulate ? " (accumulating)" : "", e, tol_dx);
+            std::vector<T> dxv = run.backward_data_vec(s, g, act, base, accumulate);
+            ck.expect(dxv.empty() != run.vectors_expected(), "%s data%s: the vector kernel %s",
+                      label, accumulate ? " (accumulating)" : "",
+                      dxv.empty() ? "was not taken" : "ran where it may not");
+            ck.expect(dxv.empty() || same_bits(dx, dxv),
+                      "%s data%s: the vector kernel differs from the per-element one", label,
+                      accumulate ? " (accumulating)" : "");
         }
     }
 }
@@ -408,6 +463,9 @@ void check_norm_kernels(checker &ck)
     const bn_case nchw_far = {5, 5, 17, 17, false, 100.0f, 101.0f};
     const bn_case nchw_wide = {3, 40, 5, 7, false, -1.0f, 1.0f};
     const bn_case tiny = {2, 5, 1, 3, true, -1.0f, 2.0f};
+    /* 12 channels: three fp32 vectors a row, but not whole bf16 vectors
+     * (the element count still is a multiple of 8) */
+    const bn_case nhwc_part_vectors = {2, 12, 2, 3, true, -1.0f, 1.0f};
     check_case<float>(ck, nhwc, 1);
     check_case<float>(ck, nhwc_far, 132);
     check_case<float>(ck, nhwc_one_chunk, 132);
@@ -418,6 +476,8 @@ void check_norm_kernels(checker &ck)
     check_case<__nv_bfloat16>(ck, nhwc, 132);
     check_case<__nv_bfloat16>(ck, nhwc_far, 8);
     check_case<__nv_bfloat16>(ck, nhwc_wide, 8);
+    check_case<__nv_bfloat16>(ck, nhwc_part_vectors, 8);
+    check_case<float>(ck, nhwc_part_vectors, 8);
     check_case<__nv_bfloat16>(ck, nchw, 1);
     check_case<__nv_bfloat16>(ck, nchw_far, 5);
     check_case<__half>(ck, nhwc, 8);
