@@ -52,7 +52,14 @@ static int channel_sums(backend *b, tensor_shape s, summand<T> f, float *mean, f
     if ((int64_t)chunks * v.channels * 2 > b->bn_partials_elems)
         return cuda_fail(b, "batch norm sums need more scratch than planned");
     int64_t per_chunk = (v.outer + chunks - 1) / chunks;
-    if (v.layout == LAYOUT_NHWC) {
+    const void *pointers[] = {f.x, f.dy};
+    if (v.layout == LAYOUT_NHWC &&
+        bn_vec_fits<T>(v.layout, v.channels, v.outer * v.channels, pointers, 2)) {
+        dim3 grid((unsigned)((v.channels + TILE - 1) / TILE), (unsigned)chunks);
+        dim3 block(sum_vec_shape<T>::cols, sum_vec_shape<T>::lanes);
+        partial_sums_nhwc_vec<T><<<grid, block, 0, b->stream>>>(f, v.channels, v.outer,
+                                                                per_chunk, b->bn_partials);
+    } else if (v.layout == LAYOUT_NHWC) {
         dim3 grid((unsigned)((v.channels + TILE - 1) / TILE), (unsigned)chunks), block(TILE, ROWS);
         partial_sums_nhwc<T><<<grid, block, 0, b->stream>>>(f, v.channels, v.outer, per_chunk,
                                                             b->bn_partials);

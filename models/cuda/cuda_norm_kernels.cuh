@@ -65,6 +65,23 @@ __device__ __forceinline__ float normalised(float x, int c, const float *gamma,
     return gamma[c] * (x - mean[c]) * rstd[c] + beta[c];
 }
 
+/* W = 16 / sizeof(T) elements of T moved as one 16-byte load or store (the
+ * vector kernels below say why). */
+template <typename T> struct alignas(16) vec16 {
+    static constexpr int width = 16 / (int)sizeof(T);
+    T v[width];
+};
+
+/* Vector v of a tensor, and of its channels: c0 = the first channel. */
+template <typename T> __device__ __forceinline__ vec16<T> load_vec(const T *p, uint32_t v)
+{
+    return ((const vec16<T> *)p)[v];
+}
+
+#define VEC_STRIDE_LOOP(v, total)                                                             \
+    for (uint32_t v = blockIdx.x * blockDim.x + threadIdx.x; v < (total);                     \
+         v += gridDim.x * blockDim.x)
+
 /* What one element adds to the two sums of its channel c. */
 template <typename T> struct summand {
     int mode, act;
@@ -87,6 +104,37 @@ template <typename T> struct summand {
         s1 += g;
         if (mode == SUM_GRAD)
             s2 += g * (to_float(x[at]) - mean[c]);
+    }
+
+    /* add() for the W elements of vector v, channels c0 .. c0 + W - 1 */
+    __device__ __forceinline__ void add_vec(int64_t v, int c0, const float *shift, float *s1,
+                                            float *s2) const
+    {
+        constexpr int W = vec16<T>::width;
+        if (mode == SUM_STATS) {
+            vec16<T> xv = ((const vec16<T> *)x)[v];
+#pragma unroll
+            for (int k = 0; k < W; k++) {
+                float d = to_float(xv.v[k]) - shift[k];
+                s1[k] += d;
+                s2[k] += d * d;
+            }
+            return;
+        }
+        vec16<T> gv = ((const vec16<T> *)dy)[v], xv = gv;
+        if (act != ACT_NONE || mode == SUM_GRAD)
+            xv = ((const vec16<T> *)x)[v];
+#pragma unroll
+        for (int k = 0; k < W; k++) {
+            int c = c0 + k;
+            float g = to_float(gv.v[k]);
+            if (act != ACT_NONE &&
+                !passes(normalised(to_float(xv.v[k]), c, gamma, beta, mean, rstd), act))
+                g = 0.0f;
+            s1[k] += g;
+            if (mode == SUM_GRAD)
+                s2[k] += g * (to_float(xv.v[k]) - mean[c]);
+        }
     }
 };
 
@@ -116,6 +164,61 @@ __global__ void partial_sums_nhwc(summand<T> f, int channels, int64_t outer, int
         float *p = partials + ((int64_t)blockIdx.y * channels + c) * 2;
         p[0] = s1;
         p[1] = s2;
+    }
+}
+
+/* partial_sums_nhwc on 16-byte vectors (the vector kernels below say why):
+ * a block still covers TILE channels of one chunk, as TILE / W threads of W
+ * channels each by SUM_VEC_THREADS / (TILE / W) row lanes; the lanes are
+ * then added per channel in lane order. Where channels are whole vectors
+ * and the tensors 16-byte aligned (sum_vec_fits). */
+enum { SUM_VEC_THREADS = 256 };
+
+template <typename T> struct sum_vec_shape {
+    static constexpr int width = vec16<T>::width, cols = TILE / width,
+                         lanes = SUM_VEC_THREADS / cols;
+};
+
+template <typename T>
+__global__ void partial_sums_nhwc_vec(summand<T> f, int channels, int64_t outer,
+                                      int64_t per_chunk, float *partials)
+{
+    constexpr int W = sum_vec_shape<T>::width, LANES = sum_vec_shape<T>::lanes;
+    __shared__ float s1s[LANES][TILE], s2s[LANES][TILE];
+    int c0 = blockIdx.x * TILE + threadIdx.x * W;
+    int64_t first = blockIdx.y * per_chunk, last = first + per_chunk;
+    last = last < outer ? last : outer;
+    float s1[W], s2[W], shift[W];
+#pragma unroll
+    for (int k = 0; k < W; k++)
+        s1[k] = s2[k] = shift[k] = 0.0f;
+    if (c0 < channels) {
+        int64_t per_row = channels / W;
+        if (f.mode == SUM_STATS) {
+            vec16<T> first_row = ((const vec16<T> *)f.x)[c0 / W];
+#pragma unroll
+            for (int k = 0; k < W; k++)
+                shift[k] = to_float(first_row.v[k]);
+        }
+        for (int64_t r = first + threadIdx.y; r < last; r += LANES)
+            f.add_vec(r * per_row + c0 / W, c0, shift, s1, s2);
+    }
+#pragma unroll
+    for (int k = 0; k < W; k++) {
+        s1s[threadIdx.y][threadIdx.x * W + k] = s1[k];
+        s2s[threadIdx.y][threadIdx.x * W + k] = s2[k];
+    }
+    __syncthreads();
+    int t = threadIdx.y * blockDim.x + threadIdx.x, c = blockIdx.x * TILE + t;
+    if (t < TILE && c < channels) {
+        float a = 0.0f, b = 0.0f;
+        for (int k = 0; k < LANES; k++) {
+            a += s1s[k][t];
+            b += s2s[k][t];
+        }
+        float *p = partials + ((int64_t)blockIdx.y * channels + c) * 2;
+        p[0] = a;
+        p[1] = b;
     }
 }
 
@@ -248,21 +351,6 @@ __global__ void bn_backward_data_kernel(T *dx, const T *dy, const T *x, const fl
  * time, and the channel of its first element comes from a multiply-shift
  * division of the vector's index (bn_vec_fits says when). The arithmetic
  * per element is the scalar kernels'. */
-template <typename T> struct alignas(16) vec16 {
-    static constexpr int width = 16 / (int)sizeof(T);
-    T v[width];
-};
-
-/* Vector v of a tensor, and of its channels: c0 = the first channel. */
-template <typename T> __device__ __forceinline__ vec16<T> load_vec(const T *p, uint32_t v)
-{
-    return ((const vec16<T> *)p)[v];
-}
-
-#define VEC_STRIDE_LOOP(v, total)                                                             \
-    for (uint32_t v = blockIdx.x * blockDim.x + threadIdx.x; v < (total);                     \
-         v += gridDim.x * blockDim.x)
-
 /* bn_apply_kernel on whole vectors; vectors_per_row = channels / width. */
 template <typename T>
 __global__ void bn_apply_vec_kernel(T *y, bn_norm<T> bn, const T *other, bn_norm<T> bn2,

@@ -82,6 +82,8 @@ template <typename T> struct bn_run {
     bn_case cs;
     channel_view v;
     int sm_count;
+    /* NHWC sums on the per-element kernel even where the vector one fits */
+    bool scalar_sums = false;
     std::vector<T> x, dy;
     std::vector<float> gamma, beta, run_mean0, run_var0;
 
@@ -127,7 +129,14 @@ template <typename T> struct bn_run {
         int64_t per_chunk = (v.outer + k - 1) / k;
         std::vector<float> partials((size_t)k * v.channels * 2, NAN);
         unsigned tiles = (unsigned)((v.channels + TILE - 1) / TILE);
-        if (cs.nhwc)
+        const void *pointers[] = {f.x, f.dy};
+        if (cs.nhwc && !scalar_sums &&
+            bn_vec_fits<T>(v.layout, v.channels, v.outer * v.channels, pointers, 2))
+            emu::launch("partial_sums_nhwc_vec", dim3(tiles, (unsigned)k),
+                        dim3(sum_vec_shape<T>::cols, sum_vec_shape<T>::lanes),
+                        partial_sums_nhwc_vec<T>, f, v.channels, v.outer, per_chunk,
+                        partials.data());
+        else if (cs.nhwc)
             emu::launch("partial_sums_nhwc", dim3(tiles, (unsigned)k), dim3(TILE, ROWS),
                         partial_sums_nhwc<T>, f, v.channels, v.outer, per_chunk, partials.data());
         else
@@ -441,6 +450,14 @@ template <typename T> void check_case(checker &ck, const bn_case &c, int sm_coun
     clear_mask_edges(run, s);
     check_backward(ck, run, s, what);
     check_bias_grad(ck, run, what);
+    if (run.vectors_expected()) {
+        /* the sums once more on the per-element kernel the vector one replaced */
+        run.scalar_sums = true;
+        snprintf(what + strlen(what), sizeof what - strlen(what), ", per-element sums");
+        check_stats(ck, run, what);
+        check_backward(ck, run, s, what);
+        check_bias_grad(ck, run, what);
+    }
 }
 
 } // namespace
