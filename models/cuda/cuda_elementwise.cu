@@ -90,11 +90,20 @@ int cuda_pointwise_backward(backend *b, int i, const bool accumulate[LAYER_MAX_I
         using T = decltype(tag);
         switch (l->type) {
         case LAYER_RELU:
-        case LAYER_RELU6:
-            activate_backward_kernel<T><<<blocks, EW_THREADS, 0, b->stream>>>(
-                (T *)dx0, (const T *)cl->grad, (const T *)cl->out,
-                l->type == LAYER_RELU ? ACT_RELU : ACT_RELU6, accumulate[0], n);
+        case LAYER_RELU6: {
+            int act = l->type == LAYER_RELU ? ACT_RELU : ACT_RELU6;
+            const void *pointers[] = {dx0, cl->grad, cl->out};
+            if (vec_fits<T>(n, pointers, 3)) {
+                uint32_t vectors = (uint32_t)(n / vec16<T>::width);
+                activate_backward_vec_kernel<T><<<cuda_blocks(b, vectors, EW_THREADS), EW_THREADS,
+                                                  0, b->stream>>>(
+                    (T *)dx0, (const T *)cl->grad, (const T *)cl->out, act, accumulate[0], vectors);
+            } else {
+                activate_backward_kernel<T><<<blocks, EW_THREADS, 0, b->stream>>>(
+                    (T *)dx0, (const T *)cl->grad, (const T *)cl->out, act, accumulate[0], n);
+            }
             break;
+        }
         case LAYER_ADD:
             add_backward_kernel<T><<<blocks, EW_THREADS, 0, b->stream>>>(
                 (T *)cl->grad, (const T *)cl->out, (T *)dx0, (T *)cuda_input_grad(b, i, 1),
@@ -122,9 +131,19 @@ int cuda_bias_act(backend *b, int i, act_kind act)
     unsigned blocks = cuda_blocks(b, n, EW_THREADS);
     with_elem(b->pp.elem, [&](auto tag) {
         using T = decltype(tag);
-        bias_act_kernel<T><<<blocks, EW_THREADS, 0, b->stream>>>(
-            (T *)cl->out, (const T *)cl->bias_copy, act, l->out_shape.c,
-            (int64_t)l->out_shape.h * l->out_shape.w, b->pp.layout, n);
+        int channels = l->out_shape.c;
+        const void *pointers[] = {cl->out, cl->bias_copy};
+        if (vec_fits_nhwc<T>(b->pp.layout, channels, n, pointers, 2)) {
+            uint32_t vectors = (uint32_t)(n / vec16<T>::width);
+            fast_divisor per_row = fast_divisor_of((uint32_t)(channels / vec16<T>::width));
+            bias_act_vec_kernel<T><<<cuda_blocks(b, vectors, EW_THREADS), EW_THREADS, 0,
+                                     b->stream>>>((T *)cl->out, (const T *)cl->bias_copy, act,
+                                                  per_row, vectors);
+        } else {
+            bias_act_kernel<T><<<blocks, EW_THREADS, 0, b->stream>>>(
+                (T *)cl->out, (const T *)cl->bias_copy, act, channels,
+                (int64_t)l->out_shape.h * l->out_shape.w, b->pp.layout, n);
+        }
         return 0;
     });
     LAUNCH_TRY(b);

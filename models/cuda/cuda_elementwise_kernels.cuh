@@ -5,6 +5,7 @@
 #define ROOFLINE_CUDA_ELEMENTWISE_KERNELS_CUH
 
 #include "cuda_device.cuh"
+#include "fast_divide.h"
 
 extern "C" {
 #include "../rng.h"
@@ -112,6 +113,47 @@ __global__ void bias_act_kernel(T *y, const T *bias, int act, int channels, int6
     GRID_STRIDE(j, n) {
         int c = channel_of(j, channels, plane, layout);
         y[j] = from_float<T>(activate(to_float(y[j]) + to_float(bias[c]), act));
+    }
+}
+
+/* ---- 16-byte vectors (cuda_device.cuh says why) --------------------------------- */
+
+/* activate_backward_kernel on whole vectors (vec_fits) */
+template <typename T>
+__global__ void activate_backward_vec_kernel(T *dx, const T *dy, const T *y, int act, bool acc,
+                                             uint32_t vectors)
+{
+    constexpr int W = vec16<T>::width;
+    VEC_STRIDE_LOOP(v, vectors)
+    {
+        vec16<T> g = load_vec(dy, v), out = load_vec(y, v), before = g;
+        if (acc)
+            before = load_vec((const T *)dx, v);
+#pragma unroll
+        for (int k = 0; k < W; k++) {
+            float d = passes(to_float(out.v[k]), act) ? to_float(g.v[k]) : 0.0f;
+            out.v[k] = from_float<T>(acc ? to_float(before.v[k]) + d : d);
+        }
+        store_vec(dx, v, out);
+    }
+}
+
+/* bias_act_kernel on whole vectors in NHWC (vec_fits_nhwc); vectors_per_row
+ * = channels / W, so the bias of vector v starts at its remainder. */
+template <typename T>
+__global__ void bias_act_vec_kernel(T *y, const T *bias, int act, fast_divisor vectors_per_row,
+                                    uint32_t vectors)
+{
+    constexpr int W = vec16<T>::width;
+    VEC_STRIDE_LOOP(v, vectors)
+    {
+        uint32_t cv;
+        fast_divmod(vectors_per_row, v, &cv);
+        vec16<T> x = load_vec((const T *)y, v), b = load_vec(bias, cv);
+#pragma unroll
+        for (int k = 0; k < W; k++)
+            x.v[k] = from_float<T>(activate(to_float(x.v[k]) + to_float(b.v[k]), act));
+        store_vec(y, v, x);
     }
 }
 

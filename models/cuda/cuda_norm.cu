@@ -54,7 +54,7 @@ static int channel_sums(backend *b, tensor_shape s, summand<T> f, float *mean, f
     int64_t per_chunk = (v.outer + chunks - 1) / chunks;
     const void *pointers[] = {f.x, f.dy};
     if (v.layout == LAYOUT_NHWC &&
-        bn_vec_fits<T>(v.layout, v.channels, v.outer * v.channels, pointers, 2)) {
+        vec_fits_nhwc<T>(v.layout, v.channels, v.outer * v.channels, pointers, 2)) {
         dim3 grid((unsigned)((v.channels + TILE - 1) / TILE), (unsigned)chunks);
         dim3 block(sum_vec_shape<T>::cols, sum_vec_shape<T>::lanes);
         partial_sums_nhwc_vec<T><<<grid, block, 0, b->stream>>>(f, v.channels, v.outer,
@@ -97,7 +97,7 @@ static int bn_apply(backend *b, int bn, T *y, const T *other, int bn2, int act)
     bn_norm<T> first = norm_of<T>(b, bn), second = bn2 >= 0 ? norm_of<T>(b, bn2) : first;
     int channels = l->out_shape.c;
     const void *pointers[] = {y, first.x, other, second.x};
-    if (bn_vec_fits<T>(b->pp.layout, channels, n, pointers, 4)) {
+    if (vec_fits_nhwc<T>(b->pp.layout, channels, n, pointers, 4)) {
         uint32_t vectors = (uint32_t)(n / vec16<T>::width);
         fast_divisor per_row = fast_divisor_of((uint32_t)(channels / vec16<T>::width));
         bn_apply_vec_kernel<T><<<cuda_blocks(b, vectors, APPLY_THREADS), APPLY_THREADS, 0,
@@ -168,7 +168,7 @@ int cuda_bn_backward_data(backend *b, int i, bool accumulate)
         const T *dy = (const T *)cl->grad, *x = (const T *)cuda_input(b, i, 0);
         int channels = l->out_shape.c;
         const void *pointers[] = {dx, dy, x};
-        if (bn_vec_fits<T>(b->pp.layout, channels, n, pointers, 3)) {
+        if (vec_fits_nhwc<T>(b->pp.layout, channels, n, pointers, 3)) {
             uint32_t vectors = (uint32_t)(n / vec16<T>::width);
             fast_divisor per_row = fast_divisor_of((uint32_t)(channels / vec16<T>::width));
             bn_backward_data_vec_kernel<T><<<cuda_blocks(b, vectors, APPLY_THREADS),

@@ -65,23 +65,6 @@ __device__ __forceinline__ float normalised(float x, int c, const float *gamma,
     return gamma[c] * (x - mean[c]) * rstd[c] + beta[c];
 }
 
-/* W = 16 / sizeof(T) elements of T moved as one 16-byte load or store (the
- * vector kernels below say why). */
-template <typename T> struct alignas(16) vec16 {
-    static constexpr int width = 16 / (int)sizeof(T);
-    T v[width];
-};
-
-/* Vector v of a tensor, and of its channels: c0 = the first channel. */
-template <typename T> __device__ __forceinline__ vec16<T> load_vec(const T *p, uint32_t v)
-{
-    return ((const vec16<T> *)p)[v];
-}
-
-#define VEC_STRIDE_LOOP(v, total)                                                             \
-    for (uint32_t v = blockIdx.x * blockDim.x + threadIdx.x; v < (total);                     \
-         v += gridDim.x * blockDim.x)
-
 /* What one element adds to the two sums of its channel c. */
 template <typename T> struct summand {
     int mode, act;
@@ -112,7 +95,7 @@ template <typename T> struct summand {
     {
         constexpr int W = vec16<T>::width;
         if (mode == SUM_STATS) {
-            vec16<T> xv = ((const vec16<T> *)x)[v];
+            vec16<T> xv = load_vec(x, v);
 #pragma unroll
             for (int k = 0; k < W; k++) {
                 float d = to_float(xv.v[k]) - shift[k];
@@ -121,9 +104,9 @@ template <typename T> struct summand {
             }
             return;
         }
-        vec16<T> gv = ((const vec16<T> *)dy)[v], xv = gv;
+        vec16<T> gv = load_vec(dy, v), xv = gv;
         if (act != ACT_NONE || mode == SUM_GRAD)
-            xv = ((const vec16<T> *)x)[v];
+            xv = load_vec(x, v);
 #pragma unroll
         for (int k = 0; k < W; k++) {
             int c = c0 + k;
@@ -167,11 +150,11 @@ __global__ void partial_sums_nhwc(summand<T> f, int channels, int64_t outer, int
     }
 }
 
-/* partial_sums_nhwc on 16-byte vectors (the vector kernels below say why):
+/* partial_sums_nhwc on 16-byte vectors (cuda_device.cuh says why):
  * a block still covers TILE channels of one chunk, as TILE / W threads of W
  * channels each by SUM_VEC_THREADS / (TILE / W) row lanes; the lanes are
  * then added per channel in lane order. Where channels are whole vectors
- * and the tensors 16-byte aligned (sum_vec_fits). */
+ * and the tensors 16-byte aligned (vec_fits_nhwc). */
 enum { SUM_VEC_THREADS = 256 };
 
 template <typename T> struct sum_vec_shape {
@@ -195,7 +178,7 @@ __global__ void partial_sums_nhwc_vec(summand<T> f, int channels, int64_t outer,
     if (c0 < channels) {
         int64_t per_row = channels / W;
         if (f.mode == SUM_STATS) {
-            vec16<T> first_row = ((const vec16<T> *)f.x)[c0 / W];
+            vec16<T> first_row = load_vec(f.x, c0 / W);
 #pragma unroll
             for (int k = 0; k < W; k++)
                 shift[k] = to_float(first_row.v[k]);
@@ -344,13 +327,9 @@ __global__ void bn_backward_data_kernel(T *dx, const T *dy, const T *x, const fl
 }
 
 /* ---- NHWC in 16-byte vectors ----------------------------------------------------- */
-/* The kernels above take one element a thread and its channel by a 64-bit
- * division: in fp16/bf16 that is 2 bytes a load, too few in flight per SM
- * to fill HBM, and the division costs more than the arithmetic. In NHWC with
- * the channels a multiple of the vector width, a thread moves 16 bytes at a
- * time, and the channel of its first element comes from a multiply-shift
- * division of the vector's index (bn_vec_fits says when). The arithmetic
- * per element is the scalar kernels'. */
+/* Where vec_fits_nhwc allows (cuda_device.cuh says why): the channel of a
+ * vector's first element by a multiply-shift division of its index, then
+ * the per-element kernels' own arithmetic. */
 /* bn_apply_kernel on whole vectors; vectors_per_row = channels / width. */
 template <typename T>
 __global__ void bn_apply_vec_kernel(T *y, bn_norm<T> bn, const T *other, bn_norm<T> bn2,
@@ -378,7 +357,7 @@ __global__ void bn_apply_vec_kernel(T *y, bn_norm<T> bn, const T *other, bn_norm
                 s += to_float(xb.v[k]);
             out.v[k] = from_float<T>(activate(s, act));
         }
-        ((vec16<T> *)y)[v] = out;
+        store_vec(y, v, out);
     }
 }
 
@@ -410,24 +389,9 @@ __global__ void bn_backward_data_vec_kernel(T *dx, const T *dy, const T *x, cons
             float d = gamma[c] * rstd[c] * (g - dbeta[c] * inv_count - xhat * dgamma[c] * inv_count);
             out.v[k] = from_float<T>(acc ? to_float(before.v[k]) + d : d);
         }
-        ((vec16<T> *)dx)[v] = out;
+        store_vec(dx, v, out);
     }
 }
 
-/* Whether a pass over n elements of `channels` channels in `layout` may run
- * on vectors of T: NHWC, whole vectors within a channel row, an index that
- * fits the fast division, and every pointer on a 16-byte boundary. */
-template <typename T>
-static inline bool bn_vec_fits(int layout, int channels, int64_t n, const void *const *pointers,
-                               int count)
-{
-    const int W = vec16<T>::width;
-    if (layout != LAYOUT_NHWC || channels % W != 0 || n % W != 0 || n / W >= ((int64_t)1 << 31))
-        return false;
-    for (int i = 0; i < count; i++)
-        if ((uintptr_t)pointers[i] % 16 != 0)
-            return false;
-    return true;
-}
 
 #endif

@@ -121,6 +121,16 @@ template <typename T> void check_activate(checker &ck, int act)
                       (passes_ref(host_float(y[i]), act) ? host_float(dy[i]) : 0.0);
         snprintf(what, sizeof what, "%s backward%s", act_name(act), acc ? " (accumulating)" : "");
         expect_close(ck, dx, want, what);
+        /* the same on 16-byte vectors, as the backend launches it where vec_fits */
+        std::vector<T> dxv = base;
+        const void *pointers[] = {dxv.data(), dy.data(), y.data()};
+        ck.expect(vec_fits<T>((int64_t)ELEMS, pointers, 3), "%s: vectors do not fit", what);
+        uint32_t vectors = (uint32_t)(ELEMS / vec16<T>::width);
+        emu::launch("activate_backward_vec_kernel", few_blocks, ew_block,
+                    activate_backward_vec_kernel<T>, dxv.data(), (const T *)dy.data(),
+                    (const T *)y.data(), act, (bool)acc, vectors);
+        ck.expect(same_bits(dx, dxv), "%s: the vector kernel differs from the per-element one",
+                  what);
     }
     /* in place: the gradient of the input is the gradient of the output */
     std::vector<T> g = dy;
@@ -274,9 +284,23 @@ template <typename T> void check_bias_act(checker &ck, int act, bool nhwc, int c
 {
     size_t n = (size_t)N * c * h * w;
     std::vector<T> y = random_values<T>(n, 14, -7.0f, 9.0f);
-    std::vector<T> bias = random_values<T>((size_t)c, 15, -3.0f, 3.0f), before = y;
+    std::vector<T> bias = random_values<T>((size_t)c, 15, -3.0f, 3.0f), before = y, yv = y;
+    int layout = nhwc ? LAYOUT_NHWC : LAYOUT_NCHW;
     emu::launch("bias_act_kernel", few_blocks, ew_block, bias_act_kernel<T>, y.data(), bias.data(),
-                act, c, (int64_t)h * w, nhwc ? LAYOUT_NHWC : LAYOUT_NCHW, (int64_t)n);
+                act, c, (int64_t)h * w, layout, (int64_t)n);
+    /* on 16-byte vectors exactly where the backend would take them */
+    const void *pointers[] = {yv.data(), bias.data()};
+    bool vectors = vec_fits_nhwc<T>(layout, c, (int64_t)n, pointers, 2);
+    ck.expect(vectors == (nhwc && c % vec16<T>::width == 0), "bias c%d: vec_fits_nhwc says %d", c,
+              (int)vectors);
+    if (vectors) {
+        emu::launch("bias_act_vec_kernel", few_blocks, ew_block, bias_act_vec_kernel<T>, yv.data(),
+                    (const T *)bias.data(), act,
+                    fast_divisor_of((uint32_t)(c / vec16<T>::width)),
+                    (uint32_t)(n / vec16<T>::width));
+        ck.expect(same_bits(y, yv), "bias and activation c%d: the vector kernel differs from the "
+                  "per-element one", c);
+    }
     std::vector<double> want(n);
     for (int i = 0; i < N; i++)
         for (int ch = 0; ch < c; ch++)
@@ -302,6 +326,7 @@ template <typename T> void check_all(checker &ck)
         for (int nhwc = 0; nhwc < 2; nhwc++) {
             check_bias_act<T>(ck, act, nhwc, C, H, W);
             check_bias_act<T>(ck, act, nhwc, 300, 1, 1); /* a fully connected layer's */
+            check_bias_act<T>(ck, act, nhwc, 24, 3, 5);  /* whole vectors in every type */
         }
     }
     const dropout_case drops[] = {{C, H, W, false, 0.3f}, {C, H, W, true, 0.3f},

@@ -131,7 +131,7 @@ template <typename T> struct bn_run {
         unsigned tiles = (unsigned)((v.channels + TILE - 1) / TILE);
         const void *pointers[] = {f.x, f.dy};
         if (cs.nhwc && !scalar_sums &&
-            bn_vec_fits<T>(v.layout, v.channels, v.outer * v.channels, pointers, 2))
+            vec_fits_nhwc<T>(v.layout, v.channels, v.outer * v.channels, pointers, 2))
             emu::launch("partial_sums_nhwc_vec", dim3(tiles, (unsigned)k),
                         dim3(sum_vec_shape<T>::cols, sum_vec_shape<T>::lanes),
                         partial_sums_nhwc_vec<T>, f, v.channels, v.outer, per_chunk,
@@ -196,7 +196,7 @@ template <typename T> struct bn_run {
     }
 
     /* apply and backward data on 16-byte vectors (bn_apply_vec_kernel, as
-     * bn_apply launches it where bn_vec_fits); empty where they may not run */
+     * bn_apply launches it where vec_fits_nhwc); empty where they may not run */
     std::vector<T> apply_vec(const bn_norm<T> &first, const T *other, const bn_norm<T> *second,
                              int act) const
     {
@@ -204,7 +204,7 @@ template <typename T> struct bn_run {
         int64_t n = (int64_t)elems();
         const bn_norm<T> &bn2 = second ? *second : first;
         const void *pointers[] = {y.data(), first.x, other, bn2.x};
-        if (!bn_vec_fits<T>(v.layout, cs.c, n, pointers, 4))
+        if (!vec_fits_nhwc<T>(v.layout, cs.c, n, pointers, 4))
             return {};
         uint32_t vectors = (uint32_t)(n / vec16<T>::width);
         emu::launch("bn_apply_vec_kernel", dim3(blocks_for(vectors, APPLY_THREADS, sm_count)),
@@ -265,7 +265,7 @@ template <typename T> struct bn_run {
         std::vector<T> dx = base;
         int64_t n = (int64_t)elems();
         const void *pointers[] = {dx.data(), dy.data(), x.data()};
-        if (!bn_vec_fits<T>(v.layout, cs.c, n, pointers, 3))
+        if (!vec_fits_nhwc<T>(v.layout, cs.c, n, pointers, 3))
             return {};
         float inv_count = (float)(1.0 / ((double)cs.n * plane()));
         uint32_t vectors = (uint32_t)(n / vec16<T>::width);
