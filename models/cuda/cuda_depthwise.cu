@@ -34,6 +34,18 @@ int cuda_dw_forward(backend *b, int i)
     const void *x = cuda_input(b, i, 0);
     with_elem(b->pp.elem, [&](auto tag) {
         using T = decltype(tag);
+        const void *pointers[] = {x, cl->out}; /* the weights are read as scalars */
+        if (vec_fits_nhwc<T>(b->pp.layout, g.c, total, pointers, 2)) {
+            uint32_t vectors = total / vec16<T>::width;
+            fast_divisor per_row = fast_divisor_of((uint32_t)(g.c / vec16<T>::width));
+            if (l->kernel == 3)
+                dw_forward_vec_kernel<T, 3><<<dw_blocks(b, vectors), DW_THREADS, 0, b->stream>>>(
+                    (const T *)x, (const T *)cl->w_copy, (T *)cl->out, g, per_row, vectors);
+            else
+                dw_forward_vec_kernel<T, 5><<<dw_blocks(b, vectors), DW_THREADS, 0, b->stream>>>(
+                    (const T *)x, (const T *)cl->w_copy, (T *)cl->out, g, per_row, vectors);
+            return 0;
+        }
         if (l->kernel == 3)
             dw_forward_kernel<T, 3><<<dw_blocks(b, total), DW_THREADS, 0, b->stream>>>(
                 (const T *)x, (const T *)cl->w_copy, (T *)cl->out, g, total);
@@ -55,6 +67,22 @@ int cuda_dw_backward_data(backend *b, int i, bool accumulate)
     void *dx = cuda_input_grad(b, i, 0);
     with_elem(b->pp.elem, [&](auto tag) {
         using T = decltype(tag);
+        const void *pointers[] = {cl->grad, dx};
+        if (vec_fits_nhwc<T>(b->pp.layout, g.c, total, pointers, 2)) {
+            uint32_t vectors = total / vec16<T>::width;
+            fast_divisor per_row = fast_divisor_of((uint32_t)(g.c / vec16<T>::width));
+            if (l->kernel == 3)
+                dw_backward_data_vec_kernel<T, 3><<<dw_blocks(b, vectors), DW_THREADS, 0,
+                                                    b->stream>>>(
+                    (const T *)cl->grad, (const T *)cl->w_copy, (T *)dx, g, per_row, vectors,
+                    accumulate);
+            else
+                dw_backward_data_vec_kernel<T, 5><<<dw_blocks(b, vectors), DW_THREADS, 0,
+                                                    b->stream>>>(
+                    (const T *)cl->grad, (const T *)cl->w_copy, (T *)dx, g, per_row, vectors,
+                    accumulate);
+            return 0;
+        }
         if (l->kernel == 3)
             dw_backward_data_kernel<T, 3><<<dw_blocks(b, total), DW_THREADS, 0, b->stream>>>(
                 (const T *)cl->grad, (const T *)cl->w_copy, (T *)dx, g, total, accumulate);

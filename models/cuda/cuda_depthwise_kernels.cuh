@@ -138,6 +138,95 @@ __global__ void dw_backward_data_kernel(const T *__restrict__ dy, const T *__res
     }
 }
 
+/* The forward and backward-data passes on 16-byte vectors in NHWC where the
+ * channels are whole vectors (cuda_device.cuh says why; vec_fits_nhwc says
+ * where): a thread takes W neighbouring channels of one position, splits
+ * its index once, and loads each tap's inputs as one vector; the weights,
+ * (C, K, K) with each channel's taps together, stay scalar loads served by
+ * the cache. Each element sums its taps in the order the per-element
+ * kernels do. vectors_per_row = c / W. */
+template <typename T, int K>
+__global__ void dw_forward_vec_kernel(const T *__restrict__ x, const T *__restrict__ w,
+                                      T *__restrict__ y, dw_geom g, fast_divisor vectors_per_row,
+                                      uint32_t vectors)
+{
+    constexpr int W = vec16<T>::width;
+    VEC_STRIDE_LOOP(v, vectors)
+    {
+        uint32_t cv, ox, oy;
+        uint32_t q = fast_divmod(vectors_per_row, v, &cv);
+        q = fast_divmod(g.ow_div, q, &ox);
+        int n = (int)fast_divmod(g.oh_div, q, &oy);
+        int c0 = (int)cv * W;
+        float acc[W];
+#pragma unroll
+        for (int k = 0; k < W; k++)
+            acc[k] = 0.0f;
+        dw_window<K>(g, n, c0, (int)oy, (int)ox, [&](int tap, uint32_t at) {
+            vec16<T> xv = load_vec(x, at / W);
+#pragma unroll
+            for (int k = 0; k < W; k++)
+                acc[k] += to_float(xv.v[k]) * to_float(w[(c0 + k) * K * K + tap]);
+        });
+        vec16<T> out;
+#pragma unroll
+        for (int k = 0; k < W; k++)
+            out.v[k] = from_float<T>(acc[k]);
+        store_vec(y, v, out);
+    }
+}
+
+template <typename T, int K>
+__global__ void dw_backward_data_vec_kernel(const T *__restrict__ dy, const T *__restrict__ w,
+                                            T *__restrict__ dx, dw_geom g,
+                                            fast_divisor vectors_per_row, uint32_t vectors,
+                                            bool accumulate)
+{
+    constexpr int W = vec16<T>::width;
+    VEC_STRIDE_LOOP(v, vectors)
+    {
+        uint32_t cv, ix, iy;
+        uint32_t q = fast_divmod(vectors_per_row, v, &cv);
+        q = fast_divmod(g.w_div, q, &ix);
+        int n = (int)fast_divmod(g.h_div, q, &iy);
+        int c0 = (int)cv * W;
+        float acc[W];
+#pragma unroll
+        for (int k = 0; k < W; k++)
+            acc[k] = 0.0f;
+#pragma unroll
+        for (int r = 0; r < K; r++) {
+            int ty = (int)iy + g.pad - r;
+            if (ty < 0)
+                continue;
+            uint32_t off;
+            int oy = (int)fast_divmod(g.stride_div, (uint32_t)ty, &off);
+            if (off || oy >= g.oh)
+                continue;
+#pragma unroll
+            for (int s = 0; s < K; s++) {
+                int tx = (int)ix + g.pad - s;
+                if (tx < 0)
+                    continue;
+                int ox = (int)fast_divmod(g.stride_div, (uint32_t)tx, &off);
+                if (off || ox >= g.ow)
+                    continue;
+                vec16<T> d = load_vec(dy, dw_at(n, c0, oy, ox, g.c, g.oh, g.ow, true) / W);
+#pragma unroll
+                for (int k = 0; k < W; k++)
+                    acc[k] += to_float(d.v[k]) * to_float(w[(c0 + k) * K * K + r * K + s]);
+            }
+        }
+        vec16<T> out;
+        if (accumulate)
+            out = load_vec((const T *)dx, v);
+#pragma unroll
+        for (int k = 0; k < W; k++)
+            out.v[k] = from_float<T>(accumulate ? to_float(out.v[k]) + acc[k] : acc[k]);
+        store_vec(dx, v, out);
+    }
+}
+
 /* One channel's K x K tap sums over positions p (n, oy, ox) of a slice. */
 template <typename T, int K>
 __device__ __forceinline__ void dw_filter_position(const T *__restrict__ x,
