@@ -104,11 +104,22 @@ int cuda_pointwise_backward(backend *b, int i, const bool accumulate[LAYER_MAX_I
             }
             break;
         }
-        case LAYER_ADD:
-            add_backward_kernel<T><<<blocks, EW_THREADS, 0, b->stream>>>(
-                (T *)cl->grad, (const T *)cl->out, (T *)dx0, (T *)cuda_input_grad(b, i, 1),
-                b->fusion[i].act, accumulate[0], accumulate[1], n);
+        case LAYER_ADD: {
+            void *dx1 = cuda_input_grad(b, i, 1);
+            const void *pointers[] = {cl->grad, cl->out, dx0, dx1};
+            if (vec_fits<T>(n, pointers, 4)) {
+                uint32_t vectors = (uint32_t)(n / vec16<T>::width);
+                add_backward_vec_kernel<T><<<cuda_blocks(b, vectors, EW_THREADS), EW_THREADS, 0,
+                                             b->stream>>>(
+                    (T *)cl->grad, (const T *)cl->out, (T *)dx0, (T *)dx1, b->fusion[i].act,
+                    accumulate[0], accumulate[1], vectors);
+            } else {
+                add_backward_kernel<T><<<blocks, EW_THREADS, 0, b->stream>>>(
+                    (T *)cl->grad, (const T *)cl->out, (T *)dx0, (T *)dx1, b->fusion[i].act,
+                    accumulate[0], accumulate[1], n);
+            }
             break;
+        }
         case LAYER_DROPOUT:
             dropout_backward_kernel<T><<<blocks, EW_THREADS, 0, b->stream>>>(
                 (T *)dx0, (const T *)cl->grad, cl->mask, l->drop_p, accumulate[0], n);

@@ -138,6 +138,38 @@ __global__ void activate_backward_vec_kernel(T *dx, const T *dy, const T *y, int
     }
 }
 
+/* add_backward_kernel on whole vectors (vec_fits); dy is read whole before
+ * either input gradient, which may be dy's own buffer, is written. */
+template <typename T>
+__global__ void add_backward_vec_kernel(T *dy, const T *y, T *dx0, T *dx1, int act, bool acc0,
+                                        bool acc1, uint32_t vectors)
+{
+    constexpr int W = vec16<T>::width;
+    VEC_STRIDE_LOOP(v, vectors)
+    {
+        vec16<T> g = load_vec((const T *)dy, v), out = load_vec(y, v);
+        float d[W];
+#pragma unroll
+        for (int k = 0; k < W; k++) {
+            d[k] = to_float(g.v[k]);
+            if (act != ACT_NONE && !passes(to_float(out.v[k]), act))
+                d[k] = 0.0f;
+        }
+        T *const targets[2] = {dx0, dx1};
+        const bool accs[2] = {acc0 && dx0 != dy, acc1 && dx1 != dy};
+#pragma unroll
+        for (int t = 0; t < 2; t++) {
+            if (!targets[t])
+                continue;
+            vec16<T> r = accs[t] ? load_vec((const T *)targets[t], v) : g;
+#pragma unroll
+            for (int k = 0; k < W; k++)
+                r.v[k] = from_float<T>(accs[t] ? to_float(r.v[k]) + d[k] : d[k]);
+            store_vec(targets[t], v, r);
+        }
+    }
+}
+
 /* bias_act_kernel on whole vectors in NHWC (vec_fits_nhwc); vectors_per_row
  * = channels / W, so the bias of vector v starts at its remainder. */
 template <typename T>

@@ -168,6 +168,15 @@ void check_add_backward(checker &ck, int act, const std::vector<T> &y, bool in_p
              acc1 ? ", accumulating 1" : "", second ? "" : ", no second input");
     expect_close(ck, in_place ? g : dx0, want0, what);
     expect_close(ck, dx1, want1, what);
+    /* the same on 16-byte vectors, as the backend launches it where vec_fits */
+    std::vector<T> gv = dy, dx0v = base0, dx1v = base1;
+    T *q0 = in_place ? gv.data() : dx0v.data(), *q1 = second ? dx1v.data() : nullptr;
+    const void *pointers[] = {gv.data(), y.data(), q0, q1};
+    ck.expect(vec_fits<T>((int64_t)ELEMS, pointers, 4), "%s: vectors do not fit", what);
+    emu::launch("add_backward_vec_kernel", few_blocks, ew_block, add_backward_vec_kernel<T>,
+                gv.data(), y.data(), q0, q1, act, acc0, acc1, (uint32_t)(ELEMS / vec16<T>::width));
+    ck.expect(same_bits(in_place ? g : dx0, in_place ? gv : dx0v) && same_bits(dx1, dx1v),
+              "%s: the vector kernel differs from the per-element one", what);
 }
 
 template <typename T> void check_add(checker &ck, int act)
