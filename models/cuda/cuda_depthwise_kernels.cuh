@@ -79,6 +79,33 @@ __device__ __forceinline__ void dw_window(const dw_geom &g, int n, int ch, int o
     }
 }
 
+/* f(oy, ox, tap) for each output whose window covers input (iy, ix): oy =
+ * (iy + pad - r) / stride where that divides exactly, tap = r * K + s. */
+template <int K, typename F>
+__device__ __forceinline__ void dw_gather(const dw_geom &g, int iy, int ix, F f)
+{
+#pragma unroll
+    for (int r = 0; r < K; r++) {
+        int ty = iy + g.pad - r;
+        if (ty < 0)
+            continue;
+        uint32_t off;
+        int oy = (int)fast_divmod(g.stride_div, (uint32_t)ty, &off);
+        if (off || oy >= g.oh)
+            continue;
+#pragma unroll
+        for (int s = 0; s < K; s++) {
+            int tx = ix + g.pad - s;
+            if (tx < 0)
+                continue;
+            int ox = (int)fast_divmod(g.stride_div, (uint32_t)tx, &off);
+            if (off || ox >= g.ow)
+                continue;
+            f(oy, ox, r * K + s);
+        }
+    }
+}
+
 #define DW_STRIDE_LOOP(e, total)                                                              \
     for (uint32_t e = blockIdx.x * blockDim.x + threadIdx.x; e < (total);                     \
          e += gridDim.x * blockDim.x)
@@ -100,8 +127,7 @@ __global__ void dw_forward_kernel(const T *__restrict__ x, const T *__restrict__
     }
 }
 
-/* dx(iy, ix) gathers every output whose window covers it: oy = (iy + pad -
- * r) / stride where that divides exactly. */
+/* dx(iy, ix) gathers every output whose window covers it (dw_gather). */
 template <typename T, int K>
 __global__ void dw_backward_data_kernel(const T *__restrict__ dy, const T *__restrict__ w,
                                         T *__restrict__ dx, dw_geom g, uint32_t total,
@@ -113,27 +139,9 @@ __global__ void dw_backward_data_kernel(const T *__restrict__ dy, const T *__res
         dw_split(e, g.c_div, g.h_div, g.w_div, g.nhwc, n, ch, iy, ix);
         const T *wc = w + ch * K * K;
         float acc = 0.0f;
-#pragma unroll
-        for (int r = 0; r < K; r++) {
-            int ty = iy + g.pad - r;
-            if (ty < 0)
-                continue;
-            uint32_t off;
-            int oy = (int)fast_divmod(g.stride_div, (uint32_t)ty, &off);
-            if (off || oy >= g.oh)
-                continue;
-#pragma unroll
-            for (int s = 0; s < K; s++) {
-                int tx = ix + g.pad - s;
-                if (tx < 0)
-                    continue;
-                int ox = (int)fast_divmod(g.stride_div, (uint32_t)tx, &off);
-                if (off || ox >= g.ow)
-                    continue;
-                acc += to_float(dy[dw_at(n, ch, oy, ox, g.c, g.oh, g.ow, g.nhwc)]) *
-                       to_float(wc[r * K + s]);
-            }
-        }
+        dw_gather<K>(g, iy, ix, [&](int oy, int ox, int tap) {
+            acc += to_float(dy[dw_at(n, ch, oy, ox, g.c, g.oh, g.ow, g.nhwc)]) * to_float(wc[tap]);
+        });
         dx[e] = from_float<T>(accumulate ? to_float(dx[e]) + acc : acc);
     }
 }
@@ -145,6 +153,17 @@ __global__ void dw_backward_data_kernel(const T *__restrict__ dy, const T *__res
  * (C, K, K) with each channel's taps together, stay scalar loads served by
  * the cache. Each element sums its taps in the order the per-element
  * kernels do. vectors_per_row = c / W. */
+/* (n, c0, y, x) of vector v of an NHWC tensor of height and width h, w */
+template <typename T>
+__device__ __forceinline__ void dw_vec_split(uint32_t v, const fast_divisor &vectors_per_row,
+                                             const fast_divisor &h, const fast_divisor &w, int &n,
+                                             int &c0, int &y, int &x)
+{
+    uint32_t yu, xu, q = fast_divmod(w, vec_row_channel<T>(vectors_per_row, v, &c0), &xu);
+    n = (int)fast_divmod(h, q, &yu);
+    y = (int)yu, x = (int)xu;
+}
+
 template <typename T, int K>
 __global__ void dw_forward_vec_kernel(const T *__restrict__ x, const T *__restrict__ w,
                                       T *__restrict__ y, dw_geom g, fast_divisor vectors_per_row,
@@ -153,26 +172,16 @@ __global__ void dw_forward_vec_kernel(const T *__restrict__ x, const T *__restri
     constexpr int W = vec16<T>::width;
     VEC_STRIDE_LOOP(v, vectors)
     {
-        uint32_t cv, ox, oy;
-        uint32_t q = fast_divmod(vectors_per_row, v, &cv);
-        q = fast_divmod(g.ow_div, q, &ox);
-        int n = (int)fast_divmod(g.oh_div, q, &oy);
-        int c0 = (int)cv * W;
-        float acc[W];
-#pragma unroll
-        for (int k = 0; k < W; k++)
-            acc[k] = 0.0f;
-        dw_window<K>(g, n, c0, (int)oy, (int)ox, [&](int tap, uint32_t at) {
+        int n, c0, oy, ox;
+        dw_vec_split<T>(v, vectors_per_row, g.oh_div, g.ow_div, n, c0, oy, ox);
+        float acc[W] = {};
+        dw_window<K>(g, n, c0, oy, ox, [&](int tap, uint32_t at) {
             vec16<T> xv = load_vec(x, at / W);
 #pragma unroll
             for (int k = 0; k < W; k++)
                 acc[k] += to_float(xv.v[k]) * to_float(w[(c0 + k) * K * K + tap]);
         });
-        vec16<T> out;
-#pragma unroll
-        for (int k = 0; k < W; k++)
-            out.v[k] = from_float<T>(acc[k]);
-        store_vec(y, v, out);
+        store_vec_sums(y, v, acc, false);
     }
 }
 
@@ -185,45 +194,16 @@ __global__ void dw_backward_data_vec_kernel(const T *__restrict__ dy, const T *_
     constexpr int W = vec16<T>::width;
     VEC_STRIDE_LOOP(v, vectors)
     {
-        uint32_t cv, ix, iy;
-        uint32_t q = fast_divmod(vectors_per_row, v, &cv);
-        q = fast_divmod(g.w_div, q, &ix);
-        int n = (int)fast_divmod(g.h_div, q, &iy);
-        int c0 = (int)cv * W;
-        float acc[W];
+        int n, c0, iy, ix;
+        dw_vec_split<T>(v, vectors_per_row, g.h_div, g.w_div, n, c0, iy, ix);
+        float acc[W] = {};
+        dw_gather<K>(g, iy, ix, [&](int oy, int ox, int tap) {
+            vec16<T> d = load_vec(dy, dw_at(n, c0, oy, ox, g.c, g.oh, g.ow, true) / W);
 #pragma unroll
-        for (int k = 0; k < W; k++)
-            acc[k] = 0.0f;
-#pragma unroll
-        for (int r = 0; r < K; r++) {
-            int ty = (int)iy + g.pad - r;
-            if (ty < 0)
-                continue;
-            uint32_t off;
-            int oy = (int)fast_divmod(g.stride_div, (uint32_t)ty, &off);
-            if (off || oy >= g.oh)
-                continue;
-#pragma unroll
-            for (int s = 0; s < K; s++) {
-                int tx = (int)ix + g.pad - s;
-                if (tx < 0)
-                    continue;
-                int ox = (int)fast_divmod(g.stride_div, (uint32_t)tx, &off);
-                if (off || ox >= g.ow)
-                    continue;
-                vec16<T> d = load_vec(dy, dw_at(n, c0, oy, ox, g.c, g.oh, g.ow, true) / W);
-#pragma unroll
-                for (int k = 0; k < W; k++)
-                    acc[k] += to_float(d.v[k]) * to_float(w[(c0 + k) * K * K + r * K + s]);
-            }
-        }
-        vec16<T> out;
-        if (accumulate)
-            out = load_vec((const T *)dx, v);
-#pragma unroll
-        for (int k = 0; k < W; k++)
-            out.v[k] = from_float<T>(accumulate ? to_float(out.v[k]) + acc[k] : acc[k]);
-        store_vec(dx, v, out);
+            for (int k = 0; k < W; k++)
+                acc[k] += to_float(d.v[k]) * to_float(w[(c0 + k) * K * K + tap]);
+        });
+        store_vec_sums(dx, v, acc, accumulate);
     }
 }
 

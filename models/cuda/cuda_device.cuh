@@ -10,6 +10,7 @@
 #include <cuda_fp16.h>
 
 #include "cuda_plan.h"
+#include "fast_divide.h"
 
 __device__ __forceinline__ float to_float(float v) { return v; }
 __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
@@ -83,6 +84,32 @@ template <typename T> __device__ __forceinline__ vec16<T> load_vec(const T *p, i
 template <typename T> __device__ __forceinline__ void store_vec(T *p, int64_t v, const vec16<T> &x)
 {
     ((vec16<T> *)p)[v] = x;
+}
+
+/* Vector v of an NHWC tensor whose rows hold vectors_per_row = channels / W
+ * vectors: returns its row (n, y, x flattened), and in *c0 its first channel. */
+template <typename T>
+__device__ __forceinline__ uint32_t vec_row_channel(const fast_divisor &vectors_per_row, uint32_t v,
+                                                    int *c0)
+{
+    uint32_t cv;
+    uint32_t row = fast_divmod(vectors_per_row, v, &cv);
+    *c0 = (int)cv * vec16<T>::width;
+    return row;
+}
+
+/* W fp32 sums stored as vector v of p, added to what p holds there when
+ * accumulate. */
+template <typename T>
+__device__ __forceinline__ void store_vec_sums(T *p, uint32_t v, const float *sums, bool accumulate)
+{
+    vec16<T> out;
+    if (accumulate)
+        out = load_vec((const T *)p, v);
+#pragma unroll
+    for (int k = 0; k < vec16<T>::width; k++)
+        out.v[k] = from_float<T>(accumulate ? to_float(out.v[k]) + sums[k] : sums[k]);
+    store_vec(p, v, out);
 }
 
 #define VEC_STRIDE_LOOP(v, total)                                                             \

@@ -126,15 +126,12 @@ __global__ void activate_backward_vec_kernel(T *dx, const T *dy, const T *y, int
     constexpr int W = vec16<T>::width;
     VEC_STRIDE_LOOP(v, vectors)
     {
-        vec16<T> g = load_vec(dy, v), out = load_vec(y, v), before = g;
-        if (acc)
-            before = load_vec((const T *)dx, v);
+        vec16<T> g = load_vec(dy, v), out = load_vec(y, v);
+        float d[W];
 #pragma unroll
-        for (int k = 0; k < W; k++) {
-            float d = passes(to_float(out.v[k]), act) ? to_float(g.v[k]) : 0.0f;
-            out.v[k] = from_float<T>(acc ? to_float(before.v[k]) + d : d);
-        }
-        store_vec(dx, v, out);
+        for (int k = 0; k < W; k++)
+            d[k] = passes(to_float(out.v[k]), act) ? to_float(g.v[k]) : 0.0f;
+        store_vec_sums(dx, v, d, acc);
     }
 }
 
@@ -155,18 +152,10 @@ __global__ void add_backward_vec_kernel(T *dy, const T *y, T *dx0, T *dx1, int a
             if (act != ACT_NONE && !passes(to_float(out.v[k]), act))
                 d[k] = 0.0f;
         }
-        T *const targets[2] = {dx0, dx1};
-        const bool accs[2] = {acc0 && dx0 != dy, acc1 && dx1 != dy};
-#pragma unroll
-        for (int t = 0; t < 2; t++) {
-            if (!targets[t])
-                continue;
-            vec16<T> r = accs[t] ? load_vec((const T *)targets[t], v) : g;
-#pragma unroll
-            for (int k = 0; k < W; k++)
-                r.v[k] = from_float<T>(accs[t] ? to_float(r.v[k]) + d[k] : d[k]);
-            store_vec(targets[t], v, r);
-        }
+        if (dx0)
+            store_vec_sums(dx0, v, d, acc0 && dx0 != dy);
+        if (dx1)
+            store_vec_sums(dx1, v, d, acc1 && dx1 != dy);
     }
 }
 
@@ -179,9 +168,9 @@ __global__ void bias_act_vec_kernel(T *y, const T *bias, int act, fast_divisor v
     constexpr int W = vec16<T>::width;
     VEC_STRIDE_LOOP(v, vectors)
     {
-        uint32_t cv;
-        fast_divmod(vectors_per_row, v, &cv);
-        vec16<T> x = load_vec((const T *)y, v), b = load_vec(bias, cv);
+        int c0;
+        vec_row_channel<T>(vectors_per_row, v, &c0);
+        vec16<T> x = load_vec((const T *)y, v), b = load_vec(bias, c0 / W);
 #pragma unroll
         for (int k = 0; k < W; k++)
             x.v[k] = from_float<T>(activate(to_float(x.v[k]) + to_float(b.v[k]), act));

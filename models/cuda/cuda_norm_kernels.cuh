@@ -339,9 +339,8 @@ __global__ void bn_apply_vec_kernel(T *y, bn_norm<T> bn, const T *other, bn_norm
     constexpr int W = vec16<T>::width;
     VEC_STRIDE_LOOP(v, vectors)
     {
-        uint32_t cv;
-        fast_divmod(vectors_per_row, v, &cv);
-        int c0 = (int)cv * W;
+        int c0;
+        vec_row_channel<T>(vectors_per_row, v, &c0);
         vec16<T> xa = load_vec(bn.x, v), xb = xa, out;
         if (second)
             xb = load_vec(bn2.x, v);
@@ -373,12 +372,10 @@ __global__ void bn_backward_data_vec_kernel(T *dx, const T *dy, const T *x, cons
     constexpr int W = vec16<T>::width;
     VEC_STRIDE_LOOP(v, vectors)
     {
-        uint32_t cv;
-        fast_divmod(vectors_per_row, v, &cv);
-        int c0 = (int)cv * W;
-        vec16<T> gv = load_vec(dy, v), xv = load_vec(x, v), before = gv, out;
-        if (acc)
-            before = load_vec((const T *)dx, v);
+        int c0;
+        vec_row_channel<T>(vectors_per_row, v, &c0);
+        vec16<T> gv = load_vec(dy, v), xv = load_vec(x, v);
+        float d[W];
 #pragma unroll
         for (int k = 0; k < W; k++) {
             int c = c0 + k;
@@ -386,10 +383,9 @@ __global__ void bn_backward_data_vec_kernel(T *dx, const T *dy, const T *x, cons
             if (act != ACT_NONE && !passes(normalised(xk, c, gamma, beta, mean, rstd), act))
                 g = 0.0f;
             float xhat = (xk - mean[c]) * rstd[c];
-            float d = gamma[c] * rstd[c] * (g - dbeta[c] * inv_count - xhat * dgamma[c] * inv_count);
-            out.v[k] = from_float<T>(acc ? to_float(before.v[k]) + d : d);
+            d[k] = gamma[c] * rstd[c] * (g - dbeta[c] * inv_count - xhat * dgamma[c] * inv_count);
         }
-        store_vec(dx, v, out);
+        store_vec_sums(dx, v, d, acc);
     }
 }
 
