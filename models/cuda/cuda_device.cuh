@@ -116,6 +116,23 @@ __device__ __forceinline__ void store_vec_sums(T *p, uint32_t v, const float *su
     for (uint32_t v = blockIdx.x * blockDim.x + threadIdx.x; v < (total);                     \
          v += gridDim.x * blockDim.x)
 
+/* Blocks of `threads` for a grid-stride pass over vectors in rows of
+ * vectors_per_row, near `want`: a multiple of vectors_per_row / gcd(...,
+ * threads), so that the grid's stride is whole rows and a thread's vectors
+ * stay in the same channels (whose parameters it may then keep). */
+static inline unsigned vec_row_blocks(unsigned want, uint32_t vectors_per_row, int threads)
+{
+    uint32_t a = vectors_per_row, b = (uint32_t)threads;
+    while (b) {
+        uint32_t t = a % b;
+        a = b;
+        b = t;
+    }
+    uint32_t unit = vectors_per_row / (a ? a : 1);
+    uint32_t blocks = want / unit * unit;
+    return blocks > unit ? blocks : unit;
+}
+
 /* Whether n elements may run as vectors of T: whole vectors, fewer than 2^31
  * of them (32-bit indices and fast divisions), every pointer (NULL allowed)
  * on a 16-byte boundary. */

@@ -100,9 +100,10 @@ static int bn_apply(backend *b, int bn, T *y, const T *other, int bn2, int act)
     if (vec_fits_nhwc<T>(b->pp.layout, channels, n, pointers, 4)) {
         uint32_t vectors = (uint32_t)(n / vec16<T>::width);
         fast_divisor per_row = fast_divisor_of((uint32_t)(channels / vec16<T>::width));
-        bn_apply_vec_kernel<T><<<cuda_blocks(b, vectors, APPLY_THREADS), APPLY_THREADS, 0,
-                                 b->stream>>>(y, first, other, second, bn2 >= 0, act, per_row,
-                                              vectors);
+        unsigned blocks = vec_row_blocks(cuda_blocks(b, vectors, APPLY_THREADS),
+                                         (uint32_t)(channels / vec16<T>::width), APPLY_THREADS);
+        bn_apply_vec_kernel<T><<<blocks, APPLY_THREADS, 0, b->stream>>>(
+            y, first, other, second, bn2 >= 0, act, per_row, vectors);
     } else {
         bn_apply_kernel<T><<<cuda_blocks(b, n, APPLY_THREADS), APPLY_THREADS, 0, b->stream>>>(
             y, first, other, second, bn2 >= 0, act, channels,
@@ -171,8 +172,10 @@ int cuda_bn_backward_data(backend *b, int i, bool accumulate)
         if (vec_fits_nhwc<T>(b->pp.layout, channels, n, pointers, 3)) {
             uint32_t vectors = (uint32_t)(n / vec16<T>::width);
             fast_divisor per_row = fast_divisor_of((uint32_t)(channels / vec16<T>::width));
-            bn_backward_data_vec_kernel<T><<<cuda_blocks(b, vectors, APPLY_THREADS),
-                                             APPLY_THREADS, 0, b->stream>>>(
+            unsigned blocks = vec_row_blocks(cuda_blocks(b, vectors, APPLY_THREADS),
+                                             (uint32_t)(channels / vec16<T>::width),
+                                             APPLY_THREADS);
+            bn_backward_data_vec_kernel<T><<<blocks, APPLY_THREADS, 0, b->stream>>>(
                 dx, dy, x, cl->w, cl->bias, cl->mean, cl->rstd, (const float *)cl->dbias,
                 (const float *)cl->dw, b->fusion[i].act, inv_count, accumulate, per_row, vectors);
         } else {

@@ -58,11 +58,17 @@ static inline int chunks_for(const channel_view *v, int sm_count)
 /* The normalised value of element j (channel c) as the forward computed it:
  * a fused activation's mask is taken from it, so backward does not need the
  * activation's output (which then need not be kept for it). */
+__device__ __forceinline__ float normalised_by(float x, float gamma, float beta, float mean,
+                                               float rstd)
+{
+    return gamma * (x - mean) * rstd + beta;
+}
+
 __device__ __forceinline__ float normalised(float x, int c, const float *gamma,
                                             const float *beta, const float *mean,
                                             const float *rstd)
 {
-    return gamma[c] * (x - mean[c]) * rstd[c] + beta[c];
+    return normalised_by(x, gamma[c], beta[c], mean[c], rstd[c]);
 }
 
 /* What one element adds to the two sums of its channel c. */
@@ -329,7 +335,34 @@ __global__ void bn_backward_data_kernel(T *dx, const T *dy, const T *x, const fl
 /* ---- NHWC in 16-byte vectors ----------------------------------------------------- */
 /* Where vec_fits_nhwc allows (cuda_device.cuh says why): the channel of a
  * vector's first element by a multiply-shift division of its index, then
- * the per-element kernels' own arithmetic. */
+ * the per-element kernels' own arithmetic.
+ *
+ * A lane's W channels are W apart from its neighbour's, so a warp's load of
+ * one parameter for one of its channels touches 32 x W x 4 bytes, a cache
+ * line per lane: fetched for every vector, the parameters would cost the
+ * L1 several times what the data costs. Each thread keeps its channels'
+ * parameters in registers (channel_cache) and fetches them again only when
+ * its channels change, which the launch avoids by a grid stride of whole
+ * rows (vec_row_blocks). */
+template <int W, int N> struct channel_cache {
+    int first = -1;
+    float p[N][W];
+
+    __device__ __forceinline__ void get(int c0, const float *const *from)
+    {
+        if (c0 == first)
+            return;
+        first = c0;
+#pragma unroll
+        for (int n = 0; n < N; n++)
+#pragma unroll
+            for (int k = 0; k < W; k++)
+                p[n][k] = from[n][c0 + k];
+    }
+};
+
+enum { P_GAMMA, P_BETA, P_MEAN, P_RSTD, P_DBETA, P_DGAMMA };
+
 /* bn_apply_kernel on whole vectors; vectors_per_row = channels / width. */
 template <typename T>
 __global__ void bn_apply_vec_kernel(T *y, bn_norm<T> bn, const T *other, bn_norm<T> bn2,
@@ -337,10 +370,16 @@ __global__ void bn_apply_vec_kernel(T *y, bn_norm<T> bn, const T *other, bn_norm
                                     uint32_t vectors)
 {
     constexpr int W = vec16<T>::width;
+    const float *from1[4] = {bn.gamma, bn.beta, bn.mean, bn.rstd};
+    const float *from2[4] = {bn2.gamma, bn2.beta, bn2.mean, bn2.rstd};
+    channel_cache<W, 4> p1, p2;
     VEC_STRIDE_LOOP(v, vectors)
     {
         int c0;
         vec_row_channel<T>(vectors_per_row, v, &c0);
+        p1.get(c0, from1);
+        if (second)
+            p2.get(c0, from2);
         vec16<T> xa = load_vec(bn.x, v), xb = xa, out;
         if (second)
             xb = load_vec(bn2.x, v);
@@ -348,10 +387,11 @@ __global__ void bn_apply_vec_kernel(T *y, bn_norm<T> bn, const T *other, bn_norm
             xb = load_vec(other, v);
 #pragma unroll
         for (int k = 0; k < W; k++) {
-            int c = c0 + k;
-            float s = normalised(to_float(xa.v[k]), c, bn.gamma, bn.beta, bn.mean, bn.rstd);
+            float s = normalised_by(to_float(xa.v[k]), p1.p[P_GAMMA][k], p1.p[P_BETA][k],
+                                    p1.p[P_MEAN][k], p1.p[P_RSTD][k]);
             if (second)
-                s += normalised(to_float(xb.v[k]), c, bn2.gamma, bn2.beta, bn2.mean, bn2.rstd);
+                s += normalised_by(to_float(xb.v[k]), p2.p[P_GAMMA][k], p2.p[P_BETA][k],
+                                   p2.p[P_MEAN][k], p2.p[P_RSTD][k]);
             else if (other)
                 s += to_float(xb.v[k]);
             out.v[k] = from_float<T>(activate(s, act));
@@ -370,24 +410,27 @@ __global__ void bn_backward_data_vec_kernel(T *dx, const T *dy, const T *x, cons
                                             uint32_t vectors)
 {
     constexpr int W = vec16<T>::width;
+    const float *from[6] = {gamma, beta, mean, rstd, dbeta, dgamma};
+    channel_cache<W, 6> p;
     VEC_STRIDE_LOOP(v, vectors)
     {
         int c0;
         vec_row_channel<T>(vectors_per_row, v, &c0);
+        p.get(c0, from);
         vec16<T> gv = load_vec(dy, v), xv = load_vec(x, v);
         float d[W];
 #pragma unroll
         for (int k = 0; k < W; k++) {
-            int c = c0 + k;
             float g = to_float(gv.v[k]), xk = to_float(xv.v[k]);
-            if (act != ACT_NONE && !passes(normalised(xk, c, gamma, beta, mean, rstd), act))
+            float ga = p.p[P_GAMMA][k], mu = p.p[P_MEAN][k], rs = p.p[P_RSTD][k];
+            if (act != ACT_NONE && !passes(normalised_by(xk, ga, p.p[P_BETA][k], mu, rs), act))
                 g = 0.0f;
-            float xhat = (xk - mean[c]) * rstd[c];
-            d[k] = gamma[c] * rstd[c] * (g - dbeta[c] * inv_count - xhat * dgamma[c] * inv_count);
+            float xhat = (xk - mu) * rs;
+            d[k] = ga * rs *
+                   (g - p.p[P_DBETA][k] * inv_count - xhat * p.p[P_DGAMMA][k] * inv_count);
         }
         store_vec_sums(dx, v, d, acc);
     }
 }
-
 
 #endif

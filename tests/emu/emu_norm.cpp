@@ -84,6 +84,7 @@ template <typename T> struct bn_run {
     int sm_count;
     /* NHWC sums on the per-element kernel even where the vector one fits */
     bool scalar_sums = false;
+    bool raw_grid = false; /* vec_blocks */
     std::vector<T> x, dy;
     std::vector<float> gamma, beta, run_mean0, run_var0;
 
@@ -207,8 +208,8 @@ template <typename T> struct bn_run {
         if (!vec_fits_nhwc<T>(v.layout, cs.c, n, pointers, 4))
             return {};
         uint32_t vectors = (uint32_t)(n / vec16<T>::width);
-        emu::launch("bn_apply_vec_kernel", dim3(blocks_for(vectors, APPLY_THREADS, sm_count)),
-                    dim3(APPLY_THREADS), bn_apply_vec_kernel<T>, y.data(), first, other, bn2,
+        emu::launch("bn_apply_vec_kernel", dim3(vec_blocks(vectors)), dim3(APPLY_THREADS),
+                    bn_apply_vec_kernel<T>, y.data(), first, other, bn2,
                     second != nullptr, act,
                     fast_divisor_of((uint32_t)(cs.c / vec16<T>::width)), vectors);
         return y;
@@ -269,13 +270,22 @@ template <typename T> struct bn_run {
             return {};
         float inv_count = (float)(1.0 / ((double)cs.n * plane()));
         uint32_t vectors = (uint32_t)(n / vec16<T>::width);
-        emu::launch("bn_backward_data_vec_kernel",
-                    dim3(blocks_for(vectors, APPLY_THREADS, sm_count)), dim3(APPLY_THREADS),
+        emu::launch("bn_backward_data_vec_kernel", dim3(vec_blocks(vectors)), dim3(APPLY_THREADS),
                     bn_backward_data_vec_kernel<T>, dx.data(), (const T *)dy.data(),
                     (const T *)x.data(), gamma.data(), beta.data(), s.mean.data(), s.rstd.data(),
                     g.dbeta.data(), g.dgamma.data(), act, inv_count, accumulate,
                     fast_divisor_of((uint32_t)(cs.c / vec16<T>::width)), vectors);
         return dx;
+    }
+    /* the vector kernels' grid as bn_apply chooses it (whole rows a stride,
+     * so that a thread keeps its channels), or with raw_grid one block, whose
+     * 256-vector stride is not whole rows of these shapes: a thread's
+     * channels change between its vectors */
+    unsigned vec_blocks(uint32_t vectors) const
+    {
+        unsigned want = blocks_for(vectors, APPLY_THREADS, sm_count);
+        return raw_grid ? 1
+                        : vec_row_blocks(want, (uint32_t)(cs.c / vec16<T>::width), APPLY_THREADS);
     }
     /* NHWC with whole vectors in a row must take the vector kernels */
     bool vectors_expected() const { return cs.nhwc && cs.c % vec16<T>::width == 0; }
@@ -453,8 +463,10 @@ template <typename T> void check_case(checker &ck, const bn_case &c, int sm_coun
     if (run.vectors_expected()) {
         /* the sums once more on the per-element kernel the vector one replaced */
         run.scalar_sums = true;
-        snprintf(what + strlen(what), sizeof what - strlen(what), ", per-element sums");
+        run.raw_grid = true;
+        snprintf(what + strlen(what), sizeof what - strlen(what), ", per-element sums, raw grid");
         check_stats(ck, run, what);
+        check_apply(ck, run, s, what);
         check_backward(ck, run, s, what);
         check_bias_grad(ck, run, what);
     }
