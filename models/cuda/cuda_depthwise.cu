@@ -9,6 +9,8 @@
  * these and cuDNN per pass (--depthwise). */
 #include <string.h>
 
+#include <type_traits>
+
 #include "cuda_depthwise_kernels.cuh"
 #include "cuda_internal.h"
 
@@ -25,6 +27,20 @@ static unsigned dw_blocks(const backend *b, uint32_t n)
     return cuda_blocks(b, (int64_t)n, DW_THREADS);
 }
 
+/* Calls f with the element type's tag and the filter side K (3 or 5,
+ * depthwise_own_fits) as a compile-time constant: every kernel is a template
+ * over both. */
+template <typename F> static void with_elem_and_side(const backend *b, int side, F f)
+{
+    with_elem(b->pp.elem, [&](auto tag) {
+        if (side == 3)
+            f(tag, std::integral_constant<int, 3>{});
+        else
+            f(tag, std::integral_constant<int, 5>{});
+        return 0;
+    });
+}
+
 int cuda_dw_forward(backend *b, int i)
 {
     const layer *l = &b->net->layers[i];
@@ -32,27 +48,19 @@ int cuda_dw_forward(backend *b, int i)
     dw_geom g = geom_of(b, i);
     uint32_t total = (uint32_t)((int64_t)g.n * g.c * g.oh * g.ow);
     const void *x = cuda_input(b, i, 0);
-    with_elem(b->pp.elem, [&](auto tag) {
+    with_elem_and_side(b, l->kernel, [&](auto tag, auto side) {
         using T = decltype(tag);
+        constexpr int K = decltype(side)::value;
         const void *pointers[] = {x, cl->out}; /* the weights are read as scalars */
         if (vec_fits_nhwc<T>(b->pp.layout, g.c, total, pointers, 2)) {
             uint32_t vectors = total / vec16<T>::width;
             fast_divisor per_row = fast_divisor_of((uint32_t)(g.c / vec16<T>::width));
-            if (l->kernel == 3)
-                dw_forward_vec_kernel<T, 3><<<dw_blocks(b, vectors), DW_THREADS, 0, b->stream>>>(
-                    (const T *)x, (const T *)cl->w_copy, (T *)cl->out, g, per_row, vectors);
-            else
-                dw_forward_vec_kernel<T, 5><<<dw_blocks(b, vectors), DW_THREADS, 0, b->stream>>>(
-                    (const T *)x, (const T *)cl->w_copy, (T *)cl->out, g, per_row, vectors);
-            return 0;
+            dw_forward_vec_kernel<T, K><<<dw_blocks(b, vectors), DW_THREADS, 0, b->stream>>>(
+                (const T *)x, (const T *)cl->w_copy, (T *)cl->out, g, per_row, vectors);
+        } else {
+            dw_forward_kernel<T, K><<<dw_blocks(b, total), DW_THREADS, 0, b->stream>>>(
+                (const T *)x, (const T *)cl->w_copy, (T *)cl->out, g, total);
         }
-        if (l->kernel == 3)
-            dw_forward_kernel<T, 3><<<dw_blocks(b, total), DW_THREADS, 0, b->stream>>>(
-                (const T *)x, (const T *)cl->w_copy, (T *)cl->out, g, total);
-        else
-            dw_forward_kernel<T, 5><<<dw_blocks(b, total), DW_THREADS, 0, b->stream>>>(
-                (const T *)x, (const T *)cl->w_copy, (T *)cl->out, g, total);
-        return 0;
     });
     LAUNCH_TRY(b);
     return 0;
@@ -65,31 +73,21 @@ int cuda_dw_backward_data(backend *b, int i, bool accumulate)
     dw_geom g = geom_of(b, i);
     uint32_t total = (uint32_t)((int64_t)g.n * g.c * g.h * g.w);
     void *dx = cuda_input_grad(b, i, 0);
-    with_elem(b->pp.elem, [&](auto tag) {
+    with_elem_and_side(b, l->kernel, [&](auto tag, auto side) {
         using T = decltype(tag);
-        const void *pointers[] = {cl->grad, dx};
+        constexpr int K = decltype(side)::value;
+        const T *dy = (const T *)cl->grad, *w = (const T *)cl->w_copy;
+        const void *pointers[] = {dy, dx};
         if (vec_fits_nhwc<T>(b->pp.layout, g.c, total, pointers, 2)) {
             uint32_t vectors = total / vec16<T>::width;
             fast_divisor per_row = fast_divisor_of((uint32_t)(g.c / vec16<T>::width));
-            if (l->kernel == 3)
-                dw_backward_data_vec_kernel<T, 3><<<dw_blocks(b, vectors), DW_THREADS, 0,
-                                                    b->stream>>>(
-                    (const T *)cl->grad, (const T *)cl->w_copy, (T *)dx, g, per_row, vectors,
-                    accumulate);
-            else
-                dw_backward_data_vec_kernel<T, 5><<<dw_blocks(b, vectors), DW_THREADS, 0,
-                                                    b->stream>>>(
-                    (const T *)cl->grad, (const T *)cl->w_copy, (T *)dx, g, per_row, vectors,
-                    accumulate);
-            return 0;
+            dw_backward_data_vec_kernel<T, K><<<dw_blocks(b, vectors), DW_THREADS, 0,
+                                                b->stream>>>(dy, w, (T *)dx, g, per_row, vectors,
+                                                             accumulate);
+        } else {
+            dw_backward_data_kernel<T, K><<<dw_blocks(b, total), DW_THREADS, 0, b->stream>>>(
+                dy, w, (T *)dx, g, total, accumulate);
         }
-        if (l->kernel == 3)
-            dw_backward_data_kernel<T, 3><<<dw_blocks(b, total), DW_THREADS, 0, b->stream>>>(
-                (const T *)cl->grad, (const T *)cl->w_copy, (T *)dx, g, total, accumulate);
-        else
-            dw_backward_data_kernel<T, 5><<<dw_blocks(b, total), DW_THREADS, 0, b->stream>>>(
-                (const T *)cl->grad, (const T *)cl->w_copy, (T *)dx, g, total, accumulate);
-        return 0;
     });
     LAUNCH_TRY(b);
     return 0;
@@ -120,25 +118,17 @@ int cuda_dw_backward_weights(backend *b, int i)
     float *partial = (float *)b->workspace;
     const void *x = cuda_input(b, i, 0);
     dim3 grid((unsigned)plan.channel_groups, (unsigned)plan.slices);
-    with_elem(b->pp.elem, [&](auto tag) {
+    with_elem_and_side(b, l->kernel, [&](auto tag, auto side) {
         using T = decltype(tag);
+        constexpr int K = decltype(side)::value;
         const T *xt = (const T *)x, *dyt = (const T *)cl->grad;
-        if (g.nhwc) {
-            dim3 block(DW_CHANNELS_PER_BLOCK, DW_FILTER_ROWS);
-            if (l->kernel == 3)
-                dw_filter_nhwc_kernel<T, 3><<<grid, block, 0, b->stream>>>(xt, dyt, partial, g,
-                                                                            positions, per_slice);
-            else
-                dw_filter_nhwc_kernel<T, 5><<<grid, block, 0, b->stream>>>(xt, dyt, partial, g,
-                                                                            positions, per_slice);
-        } else if (l->kernel == 3) {
-            dw_filter_nchw_kernel<T, 3><<<grid, DW_THREADS, 0, b->stream>>>(xt, dyt, partial, g,
-                                                                            positions, per_slice);
-        } else {
-            dw_filter_nchw_kernel<T, 5><<<grid, DW_THREADS, 0, b->stream>>>(xt, dyt, partial, g,
-                                                                            positions, per_slice);
-        }
-        return 0;
+        if (g.nhwc)
+            dw_filter_nhwc_kernel<T, K>
+                <<<grid, dim3(DW_CHANNELS_PER_BLOCK, DW_FILTER_ROWS), 0, b->stream>>>(
+                    xt, dyt, partial, g, positions, per_slice);
+        else
+            dw_filter_nchw_kernel<T, K><<<grid, DW_THREADS, 0, b->stream>>>(
+                xt, dyt, partial, g, positions, per_slice);
     });
     LAUNCH_TRY(b);
     with_elem(b->pp.elem, [&](auto tag) {
