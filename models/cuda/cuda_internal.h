@@ -238,13 +238,10 @@ int cuda_profile_setup(backend *b);
 int cuda_profile_step_begin(backend *b);
 int cuda_profile_step_end(backend *b);
 
-/* Launch geometry: a grid-stride loop over n elements. */
+/* Launch geometry: a grid-stride loop over n elements on this GPU. */
 static inline unsigned cuda_blocks(const backend *b, int64_t n, int threads)
 {
-    int64_t blocks = (n + threads - 1) / threads, cap = (int64_t)b->sm_count * 32;
-    if (blocks > cap)
-        blocks = cap;
-    return (unsigned)(blocks > 0 ? blocks : 1);
+    return cuda_grid_blocks(n, threads, b->sm_count);
 }
 
 #endif

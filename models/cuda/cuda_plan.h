@@ -124,6 +124,16 @@ depthwise_pick depthwise_choose(const depthwise_trial *t);
  * cuDNN's inputs). An indexing error moves results by far more. */
 double depthwise_match_tolerance(const precision_plan *pp);
 
+/* Blocks of `threads` for a grid-stride loop over n elements on sm_count
+ * SMs: enough for n, at most 32 a SM (the loop does the rest). */
+static inline unsigned cuda_grid_blocks(int64_t n, int threads, int sm_count)
+{
+    int64_t blocks = (n + threads - 1) / threads, cap = (int64_t)sm_count * 32;
+    if (blocks > cap)
+        blocks = cap;
+    return (unsigned)(blocks > 0 ? blocks : 1);
+}
+
 /* The fp32 chunk through which host transfers of fp16/bf16 buffers go. */
 enum { CUDA_STAGING_ELEMS = 1 << 22 };
 

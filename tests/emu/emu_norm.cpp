@@ -22,14 +22,6 @@ template <> int elem_code<float>() { return ELEM_F32; }
 template <> int elem_code<__half>() { return ELEM_F16; }
 template <> int elem_code<__nv_bfloat16>() { return ELEM_BF16; }
 
-/* cuda_blocks of cuda_internal.h, which takes the backend: at most 32 blocks
- * a SM, so that with one SM the grid-stride loops go round more than once. */
-unsigned blocks_for(int64_t n, int threads, int sm_count)
-{
-    int64_t blocks = (n + threads - 1) / threads, cap = (int64_t)sm_count * 32;
-    blocks = blocks < cap ? blocks : cap;
-    return (unsigned)(blocks > 0 ? blocks : 1);
-}
 
 double activate_ref(double v, int act)
 {
@@ -190,7 +182,7 @@ template <typename T> struct bn_run {
     {
         std::vector<T> y(elems(), host_elem<T>(NAN));
         int64_t n = (int64_t)elems();
-        emu::launch("bn_apply_kernel", dim3(blocks_for(n, APPLY_THREADS, sm_count)),
+        emu::launch("bn_apply_kernel", dim3(cuda_grid_blocks(n, APPLY_THREADS, sm_count)),
                     dim3(APPLY_THREADS), bn_apply_kernel<T>, y.data(), first, other,
                     second ? *second : first, second != nullptr, act, cs.c, plane(), v.layout, n);
         return y;
@@ -253,7 +245,7 @@ template <typename T> struct bn_run {
         std::vector<T> dx = base;
         int64_t n = (int64_t)elems();
         float inv_count = (float)(1.0 / ((double)cs.n * plane()));
-        emu::launch("bn_backward_data_kernel", dim3(blocks_for(n, APPLY_THREADS, sm_count)),
+        emu::launch("bn_backward_data_kernel", dim3(cuda_grid_blocks(n, APPLY_THREADS, sm_count)),
                     dim3(APPLY_THREADS), bn_backward_data_kernel<T>, dx.data(),
                     (const T *)dy.data(), (const T *)x.data(), gamma.data(), beta.data(),
                     s.mean.data(), s.rstd.data(), g.dbeta.data(), g.dgamma.data(), act,
@@ -283,7 +275,7 @@ template <typename T> struct bn_run {
      * channels change between its vectors */
     unsigned vec_blocks(uint32_t vectors) const
     {
-        unsigned want = blocks_for(vectors, APPLY_THREADS, sm_count);
+        unsigned want = cuda_grid_blocks(vectors, APPLY_THREADS, sm_count);
         return raw_grid ? 1
                         : vec_row_blocks(want, (uint32_t)(cs.c / vec16<T>::width), APPLY_THREADS);
     }
