@@ -6,6 +6,8 @@
 
 #include "cuda_emu.h"
 
+#include "../../models/cuda/cuda_plan.h"
+
 #include <cstdarg>
 #include <cstdint>
 #include <vector>
@@ -50,6 +52,33 @@ template <typename T> double elem_tolerance();
 template <> inline double elem_tolerance<float>() { return 2e-5; }
 template <> inline double elem_tolerance<__half>() { return 2e-3; }
 template <> inline double elem_tolerance<__nv_bfloat16>() { return 1.2e-2; }
+
+/* The elem_type of T, as the backend's tables name it. */
+template <typename T> int elem_code();
+template <> inline int elem_code<float>() { return ELEM_F32; }
+template <> inline int elem_code<__half>() { return ELEM_F16; }
+template <> inline int elem_code<__nv_bfloat16>() { return ELEM_BF16; }
+
+/* The activations in double. */
+inline double act_ref(double v, int act)
+{
+    if (act == ACT_RELU)
+        return v > 0.0 ? v : 0.0;
+    if (act == ACT_RELU6)
+        return v > 0.0 ? (v < 6.0 ? v : 6.0) : 0.0;
+    return v;
+}
+
+/* Whether the gradient passes where the activation's output is y: strictly
+ * inside (0, 6), torch's mask on an in-place ReLU/ReLU6's output. */
+inline bool passes_ref(double y, int act)
+{
+    if (act == ACT_RELU)
+        return y > 0.0;
+    if (act == ACT_RELU6)
+        return y > 0.0 && y < 6.0;
+    return true;
+}
 
 /* Element (n, c, y, x) of an (N, C, H, W) tensor in either layout. */
 inline int64_t at_nchw_or_nhwc(int n, int c, int y, int x, int C, int H, int W, bool nhwc)

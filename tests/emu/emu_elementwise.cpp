@@ -22,26 +22,6 @@ const char *act_name(int act)
     return act == ACT_RELU ? "ReLU" : act == ACT_RELU6 ? "ReLU6" : "none";
 }
 
-double act_ref(double v, int act)
-{
-    if (act == ACT_RELU)
-        return v > 0.0 ? v : 0.0;
-    if (act == ACT_RELU6)
-        return v > 0.0 ? (v < 6.0 ? v : 6.0) : 0.0;
-    return v;
-}
-
-/* Whether the gradient passes where the activation's output is y: strictly
- * inside (0, 6), torch's mask on an in-place ReLU/ReLU6's output. */
-bool passes_ref(double y, int act)
-{
-    if (act == ACT_RELU)
-        return y > 0.0;
-    if (act == ACT_RELU6)
-        return y > 0.0 && y < 6.0;
-    return true;
-}
-
 /* Values in [lo, hi) with the activations' edges, 0 and 6, among them. */
 template <typename T> std::vector<T> values_with_edges(uint32_t seed, float lo, float hi)
 {

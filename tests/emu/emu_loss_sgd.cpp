@@ -14,10 +14,6 @@
 
 namespace {
 
-template <typename T> int elem_of();
-template <> int elem_of<float>() { return ELEM_F32; }
-template <> int elem_of<__half>() { return ELEM_F16; }
-template <> int elem_of<__nv_bfloat16>() { return ELEM_BF16; }
 
 
 /* ---- loss -------------------------------------------------------------------- */
@@ -139,7 +135,7 @@ template <typename T> struct param {
             grad_f = random_values<float>((size_t)n, seed + 2, -scale, scale);
         else
             grad_t = random_values<T>((size_t)n, seed + 2, -scale, scale);
-        if (elem_of<T>() != ELEM_F32)
+        if (elem_code<T>() != ELEM_F32)
             copy.assign((size_t)n, host_elem<T>(NAN));
     }
     float grad(int64_t j) const
@@ -160,8 +156,8 @@ template <typename T> struct param {
         t.grad = fp32_grad ? (const void *)grad_f.data() : (const void *)grad_t.data();
         t.momentum = momentum.data();
         t.copy = copy.empty() ? nullptr : (void *)copy.data();
-        t.grad_elem = fp32_grad ? ELEM_F32 : elem_of<T>();
-        t.copy_elem = elem_of<T>();
+        t.grad_elem = fp32_grad ? ELEM_F32 : elem_code<T>();
+        t.copy_elem = elem_code<T>();
         t.n = n;
         return t;
     }

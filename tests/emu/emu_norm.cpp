@@ -17,25 +17,6 @@ struct bn_case {
     float lo, hi; /* the inputs' range */
 };
 
-template <typename T> int elem_code();
-template <> int elem_code<float>() { return ELEM_F32; }
-template <> int elem_code<__half>() { return ELEM_F16; }
-template <> int elem_code<__nv_bfloat16>() { return ELEM_BF16; }
-
-
-double activate_ref(double v, int act)
-{
-    if (act == ACT_NONE)
-        return v;
-    v = v > 0.0 ? v : 0.0;
-    return act == ACT_RELU6 && v > 6.0 ? 6.0 : v;
-}
-
-bool passes_ref(double v, int act)
-{
-    return act == ACT_NONE || (v > 0.0 && (act == ACT_RELU || v < 6.0));
-}
-
 /* gamma (x - mean) rstd + beta of element j (channel c), in double from the
  * parameters the kernel reads */
 template <typename T> double normalised_ref(const bn_norm<T> &b, size_t j, size_t c)
@@ -372,7 +353,7 @@ void check_apply(checker &ck, const bn_run<T> &run, const bn_stats &s, const cha
                 double v = normalised_ref(first, j, c);
                 v += fusion == 1 ? host_float(other[j]) : 0.0;
                 v += fusion == 2 ? normalised_ref(second, j, c) : 0.0;
-                want[j] = activate_ref(v, act);
+                want[j] = act_ref(v, act);
             });
             double e = relative_error(y, want);
             ck.expect(e <= tol, "%s apply%s%s: relative error %.3g > %.3g", what, fusions[fusion],
