@@ -94,12 +94,15 @@ inline machine *current = nullptr;
 
 [[noreturn]] inline void fail(const char *what)
 {
+    uint3 block{0, 0, 0}, thread{0, 0, 0};
+    if (current) {
+        block = current->block_idx;
+        if (current->running >= 0)
+            thread = current->fibers[(size_t)current->running].thread;
+    }
     fprintf(stderr, "cuda_emu: %s in %s (block %u,%u,%u thread %u,%u,%u)\n", what,
-            current ? current->kernel : "?", current ? current->block_idx.x : 0,
-            current ? current->block_idx.y : 0, current ? current->block_idx.z : 0,
-            current && current->running >= 0 ? current->fibers[current->running].thread.x : 0,
-            current && current->running >= 0 ? current->fibers[current->running].thread.y : 0,
-            current && current->running >= 0 ? current->fibers[current->running].thread.z : 0);
+            current ? current->kernel : "?", block.x, block.y, block.z, thread.x, thread.y,
+            thread.z);
     exit(3);
 }
 
@@ -363,12 +366,6 @@ inline unsigned atomicMax(unsigned *p, unsigned v)
     *p = old > v ? old : v;
     return old;
 }
-inline float atomicAdd(float *p, float v)
-{
-    float old = *p;
-    *p = old + v;
-    return old;
-}
 inline unsigned __float_as_uint(float v)
 {
     unsigned u;
@@ -381,7 +378,5 @@ inline float __uint_as_float(unsigned u)
     memcpy(&v, &u, sizeof v);
     return v;
 }
-
-#define EMU_LAUNCH(kernel, grid, block, ...) ::emu::launch(#kernel, (grid), (block), kernel, __VA_ARGS__)
 
 #endif
