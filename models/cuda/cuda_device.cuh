@@ -47,11 +47,38 @@ __device__ __forceinline__ bool passes(float y, int act)
     return true;
 }
 
-/* The channel of element e of an (n, c, h, w) tensor stored in `layout`;
- * plane = h * w. */
-__device__ __forceinline__ int channel_of(int64_t e, int channels, int64_t plane, int layout)
+/* The channel of element e of an (n, c, h, w) tensor stored in `layout`,
+ * plane = h * w. A 64-bit division costs some seventy instructions, about
+ * twice what an fp32 elementwise kernel may spend per element at HBM speed,
+ * so tensors of fewer than 2^31 elements (all of the suite's) divide by
+ * multiply and shift (fast_divide.h); larger ones by the 64-bit operators. */
+struct channel_finder {
+    fast_divisor plane, channels;
+    int64_t plane64;
+    int layout;
+    bool narrow; /* every index < 2^31 */
+
+    __device__ __forceinline__ int of(int64_t e) const
+    {
+        if (!narrow)
+            return layout == LAYOUT_NHWC ? (int)(e % channels.divisor)
+                                         : (int)((e / plane64) % channels.divisor);
+        uint32_t q = layout == LAYOUT_NHWC ? (uint32_t)e : fast_div(plane, (uint32_t)e), c;
+        fast_divmod(channels, q, &c);
+        return (int)c;
+    }
+};
+
+/* The finder for n elements of `channels` channels of `plane` elements. */
+static inline channel_finder channel_finder_of(int channels, int64_t plane, int layout, int64_t n)
 {
-    return layout == LAYOUT_NHWC ? (int)(e % channels) : (int)((e / plane) % channels);
+    channel_finder f;
+    f.narrow = n < ((int64_t)1 << 31);
+    f.plane = fast_divisor_of(f.narrow ? (uint32_t)plane : 1u);
+    f.channels = fast_divisor_of((uint32_t)channels);
+    f.plane64 = plane;
+    f.layout = layout;
+    return f;
 }
 
 /* Calls f with a value of the C++ type of `elem`; returns what f returns. */
@@ -112,6 +139,40 @@ __device__ __forceinline__ void store_vec_sums(T *p, uint32_t v, const float *su
     store_vec(p, v, out);
 }
 
+/* Which channels the W elements of vector v hold, for the per-channel
+ * vector kernels: in NHWC (or where a plane is one element) W consecutive
+ * channels from a multiple of W, the channels being whole vectors; in NCHW
+ * W elements of one channel, the planes being whole vectors. span is how
+ * many channels a vector holds, so that lane k's channel is first + k %
+ * span; blocks() is the grid a launch takes. */
+template <typename T> struct nhwc_vectors {
+    static constexpr int span = vec16<T>::width;
+    fast_divisor per_row; /* channels / W */
+
+    __device__ __forceinline__ int first_channel(uint32_t v) const
+    {
+        uint32_t cv;
+        fast_divmod(per_row, v, &cv);
+        return (int)cv * span;
+    }
+    unsigned blocks(unsigned want, int threads) const;
+};
+
+template <typename T> struct nchw_vectors {
+    static constexpr int span = 1;
+    fast_divisor per_plane, channels; /* plane / W, C */
+
+    __device__ __forceinline__ int first_channel(uint32_t v) const
+    {
+        uint32_t c;
+        fast_divmod(channels, fast_div(per_plane, v), &c);
+        return (int)c;
+    }
+    /* a thread's channel changes along its vectors anyway, and the lanes of
+     * a warp mostly share one, so the parameters' loads are broadcasts */
+    unsigned blocks(unsigned want, int) const { return want; }
+};
+
 #define VEC_STRIDE_LOOP(v, total)                                                             \
     for (uint32_t v = blockIdx.x * blockDim.x + threadIdx.x; v < (total);                     \
          v += gridDim.x * blockDim.x)
@@ -156,6 +217,42 @@ static inline bool vec_fits_nhwc(int layout, int channels, int64_t n, const void
 {
     return layout == LAYOUT_NHWC && channels % vec16<T>::width == 0 &&
            vec_fits<T>(n, pointers, count);
+}
+
+/* Blocks of a grid-stride pass over NHWC vectors: whole rows a stride
+ * (vec_row_blocks says why). */
+template <typename T> inline unsigned nhwc_vectors<T>::blocks(unsigned want, int threads) const
+{
+    return vec_row_blocks(want, per_row.divisor, threads);
+}
+
+/* Calls f(map, vectors) with the vector map that n elements of `channels`
+ * channels of `plane` elements in `layout` allow (whole vectors in a row or
+ * in a plane, vec_fits), and returns true; false where none does and the
+ * per-element kernel must run. */
+template <typename T, typename F>
+static bool with_vector_map(int layout, int channels, int64_t plane, int64_t n,
+                            const void *const *pointers, int count, F f)
+{
+    const int W = vec16<T>::width;
+    if (!vec_fits<T>(n, pointers, count))
+        return false;
+    uint32_t vectors = (uint32_t)(n / W);
+    if (layout == LAYOUT_NHWC || plane == 1) {
+        if (channels % W != 0)
+            return false;
+        nhwc_vectors<T> map;
+        map.per_row = fast_divisor_of((uint32_t)(channels / W));
+        f(map, vectors);
+        return true;
+    }
+    if (plane % W != 0)
+        return false;
+    nchw_vectors<T> map;
+    map.per_plane = fast_divisor_of((uint32_t)(plane / W));
+    map.channels = fast_divisor_of((uint32_t)channels);
+    f(map, vectors);
+    return true;
 }
 
 #define GRID_STRIDE(i, n)                                                                     \

@@ -139,22 +139,21 @@ int cuda_bias_act(backend *b, int i, act_kind act)
     const layer *l = &b->net->layers[i];
     cuda_layer *cl = &b->layers[i];
     int64_t n = cuda_elems(b, i);
-    unsigned blocks = cuda_blocks(b, n, EW_THREADS);
     with_elem(b->pp.elem, [&](auto tag) {
         using T = decltype(tag);
         int channels = l->out_shape.c;
+        int64_t plane = (int64_t)l->out_shape.h * l->out_shape.w;
         const void *pointers[] = {cl->out, cl->bias_copy};
-        if (vec_fits_nhwc<T>(b->pp.layout, channels, n, pointers, 2)) {
-            uint32_t vectors = (uint32_t)(n / vec16<T>::width);
-            fast_divisor per_row = fast_divisor_of((uint32_t)(channels / vec16<T>::width));
-            bias_act_vec_kernel<T><<<cuda_blocks(b, vectors, EW_THREADS), EW_THREADS, 0,
-                                     b->stream>>>((T *)cl->out, (const T *)cl->bias_copy, act,
-                                                  per_row, vectors);
-        } else {
-            bias_act_kernel<T><<<blocks, EW_THREADS, 0, b->stream>>>(
-                (T *)cl->out, (const T *)cl->bias_copy, act, channels,
-                (int64_t)l->out_shape.h * l->out_shape.w, b->pp.layout, n);
-        }
+        bool vectors = with_vector_map<T>(
+            b->pp.layout, channels, plane, n, pointers, 2, [&](auto map, uint32_t count) {
+                bias_act_vec_kernel<T><<<cuda_blocks(b, count, EW_THREADS), EW_THREADS, 0,
+                                         b->stream>>>((T *)cl->out, (const T *)cl->bias_copy,
+                                                      act, map, count);
+            });
+        if (!vectors)
+            bias_act_kernel<T><<<cuda_blocks(b, n, EW_THREADS), EW_THREADS, 0, b->stream>>>(
+                (T *)cl->out, (const T *)cl->bias_copy, act,
+                channel_finder_of(channels, plane, b->pp.layout, n), n);
         return 0;
     });
     LAUNCH_TRY(b);

@@ -107,11 +107,10 @@ __global__ void dropout_backward_kernel(T *dx, const T *dy, const uint8_t *keep,
 /* ---- conv and fc bias ------------------------------------------------------------ */
 
 template <typename T>
-__global__ void bias_act_kernel(T *y, const T *bias, int act, int channels, int64_t plane,
-                                int layout, int64_t n)
+__global__ void bias_act_kernel(T *y, const T *bias, int act, channel_finder channel, int64_t n)
 {
     GRID_STRIDE(j, n) {
-        int c = channel_of(j, channels, plane, layout);
+        int c = channel.of(j);
         y[j] = from_float<T>(activate(to_float(y[j]) + to_float(bias[c]), act));
     }
 }
@@ -159,18 +158,22 @@ __global__ void add_backward_vec_kernel(T *dy, const T *y, T *dx0, T *dx1, int a
     }
 }
 
-/* bias_act_kernel on whole vectors in NHWC (vec_fits_nhwc); vectors_per_row
- * = channels / W, so the bias of vector v starts at its remainder. */
-template <typename T>
-__global__ void bias_act_vec_kernel(T *y, const T *bias, int act, fast_divisor vectors_per_row,
-                                    uint32_t vectors)
+/* bias_act_kernel on whole vectors (Map: nhwc_vectors, whose vector v has
+ * the bias vector of its first channel, or nchw_vectors, one bias a vector) */
+template <typename T, typename Map>
+__global__ void bias_act_vec_kernel(T *y, const T *bias, int act, Map map, uint32_t vectors)
 {
     constexpr int W = vec16<T>::width;
     VEC_STRIDE_LOOP(v, vectors)
     {
-        int c0;
-        vec_row_channel<T>(vectors_per_row, v, &c0);
-        vec16<T> x = load_vec((const T *)y, v), b = load_vec(bias, c0 / W);
+        int c0 = map.first_channel(v);
+        vec16<T> x = load_vec((const T *)y, v), b;
+        if (Map::span == W)
+            b = load_vec(bias, c0 / W);
+        else
+#pragma unroll
+            for (int k = 0; k < W; k++)
+                b.v[k] = bias[c0];
 #pragma unroll
         for (int k = 0; k < W; k++)
             x.v[k] = from_float<T>(activate(to_float(x.v[k]) + to_float(b.v[k]), act));

@@ -64,10 +64,20 @@ static int channel_sums(backend *b, tensor_shape s, summand<T> f, float *mean, f
         partial_sums_nhwc<T><<<grid, block, 0, b->stream>>>(f, v.channels, v.outer, per_chunk,
                                                             b->bn_partials);
     } else {
+        const int W = vec16<T>::width;
+        bool vectors = v.inner % W == 0 && vec_fits<T>(v.outer * v.channels * v.inner, pointers, 2);
+        int per_step = vectors ? W : 1;
+        if (per_chunk * v.inner >= ((int64_t)1 << 31))
+            return cuda_fail(b, "a batch norm chunk of %lld elements a channel passes the 2^31 "
+                                "that the sums index", (long long)(per_chunk * v.inner));
+        fast_divisor steps_per_plane = fast_divisor_of((uint32_t)(v.inner / per_step));
         dim3 grid((unsigned)v.channels, (unsigned)chunks);
-        partial_sums_nchw<T><<<grid, NCHW_THREADS, 0, b->stream>>>(f, v.channels, v.outer,
-                                                                   v.inner, per_chunk,
-                                                                   b->bn_partials);
+        if (vectors)
+            partial_sums_nchw<T, vec16<T>::width><<<grid, NCHW_THREADS, 0, b->stream>>>(
+                f, v.channels, v.outer, steps_per_plane, per_chunk, b->bn_partials);
+        else
+            partial_sums_nchw<T, 1><<<grid, NCHW_THREADS, 0, b->stream>>>(
+                f, v.channels, v.outer, steps_per_plane, per_chunk, b->bn_partials);
     }
     LAUNCH_TRY(b);
     int64_t count = v.outer * v.inner;
@@ -96,19 +106,18 @@ static int bn_apply(backend *b, int bn, T *y, const T *other, int bn2, int act)
     int64_t n = cuda_elems(b, bn);
     bn_norm<T> first = norm_of<T>(b, bn), second = bn2 >= 0 ? norm_of<T>(b, bn2) : first;
     int channels = l->out_shape.c;
+    int64_t plane = (int64_t)l->out_shape.h * l->out_shape.w;
     const void *pointers[] = {y, first.x, other, second.x};
-    if (vec_fits_nhwc<T>(b->pp.layout, channels, n, pointers, 4)) {
-        uint32_t vectors = (uint32_t)(n / vec16<T>::width);
-        fast_divisor per_row = fast_divisor_of((uint32_t)(channels / vec16<T>::width));
-        unsigned blocks = vec_row_blocks(cuda_blocks(b, vectors, APPLY_THREADS),
-                                         (uint32_t)(channels / vec16<T>::width), APPLY_THREADS);
-        bn_apply_vec_kernel<T><<<blocks, APPLY_THREADS, 0, b->stream>>>(
-            y, first, other, second, bn2 >= 0, act, per_row, vectors);
-    } else {
+    bool vectors = with_vector_map<T>(
+        b->pp.layout, channels, plane, n, pointers, 4, [&](auto map, uint32_t count) {
+            unsigned blocks = map.blocks(cuda_blocks(b, count, APPLY_THREADS), APPLY_THREADS);
+            bn_apply_vec_kernel<T><<<blocks, APPLY_THREADS, 0, b->stream>>>(
+                y, first, other, second, bn2 >= 0, act, map, count);
+        });
+    if (!vectors)
         bn_apply_kernel<T><<<cuda_blocks(b, n, APPLY_THREADS), APPLY_THREADS, 0, b->stream>>>(
-            y, first, other, second, bn2 >= 0, act, channels,
-            (int64_t)l->out_shape.h * l->out_shape.w, b->pp.layout, n);
-    }
+            y, first, other, second, bn2 >= 0, act,
+            channel_finder_of(channels, plane, b->pp.layout, n), n);
     LAUNCH_TRY(b);
     return 0;
 }
@@ -169,22 +178,19 @@ int cuda_bn_backward_data(backend *b, int i, bool accumulate)
         const T *dy = (const T *)cl->grad, *x = (const T *)cuda_input(b, i, 0);
         int channels = l->out_shape.c;
         const void *pointers[] = {dx, dy, x};
-        if (vec_fits_nhwc<T>(b->pp.layout, channels, n, pointers, 3)) {
-            uint32_t vectors = (uint32_t)(n / vec16<T>::width);
-            fast_divisor per_row = fast_divisor_of((uint32_t)(channels / vec16<T>::width));
-            unsigned blocks = vec_row_blocks(cuda_blocks(b, vectors, APPLY_THREADS),
-                                             (uint32_t)(channels / vec16<T>::width),
-                                             APPLY_THREADS);
-            bn_backward_data_vec_kernel<T><<<blocks, APPLY_THREADS, 0, b->stream>>>(
-                dx, dy, x, cl->w, cl->bias, cl->mean, cl->rstd, (const float *)cl->dbias,
-                (const float *)cl->dw, b->fusion[i].act, inv_count, accumulate, per_row, vectors);
-        } else {
+        bool vectors = with_vector_map<T>(
+            b->pp.layout, channels, plane, n, pointers, 3, [&](auto map, uint32_t count) {
+                unsigned blocks = map.blocks(cuda_blocks(b, count, APPLY_THREADS), APPLY_THREADS);
+                bn_backward_data_vec_kernel<T><<<blocks, APPLY_THREADS, 0, b->stream>>>(
+                    dx, dy, x, cl->w, cl->bias, cl->mean, cl->rstd, (const float *)cl->dbias,
+                    (const float *)cl->dw, b->fusion[i].act, inv_count, accumulate, map, count);
+            });
+        if (!vectors)
             bn_backward_data_kernel<T><<<cuda_blocks(b, n, APPLY_THREADS), APPLY_THREADS, 0,
                                          b->stream>>>(
                 dx, dy, x, cl->w, cl->bias, cl->mean, cl->rstd, (const float *)cl->dbias,
-                (const float *)cl->dw, b->fusion[i].act, inv_count, accumulate, channels, plane,
-                b->pp.layout, n);
-        }
+                (const float *)cl->dw, b->fusion[i].act, inv_count, accumulate,
+                channel_finder_of(channels, plane, b->pp.layout, n), n);
         return 0;
     });
     LAUNCH_TRY(b);

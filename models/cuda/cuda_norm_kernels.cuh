@@ -17,7 +17,9 @@ enum { SUM_STATS, SUM_GRAD, SUM_PLAIN };
 enum { TILE = 32, ROWS = 8, NCHW_THREADS = 256, APPLY_THREADS = 256 };
 
 /* The view of a tensor as [outer][C][inner]: NCHW is [N][C][HW], NHWC is
- * [NHW][C][1]. */
+ * [NHW][C][1]. Where a plane is one element (a fully connected layer's
+ * output) both are [N][C] and take the NHWC kernels, which spread a row's
+ * channels over threads. */
 struct channel_view {
     int channels;
     int64_t outer, inner;
@@ -30,7 +32,8 @@ static inline channel_view channel_view_of(int batch, int c, int h, int w, int l
     channel_view v;
     v.channels = c;
     int64_t plane = (int64_t)h * w;
-    if (layout == LAYOUT_NHWC) {
+    if (layout == LAYOUT_NHWC || plane == 1) {
+        layout = LAYOUT_NHWC;
         v.outer = (int64_t)batch * plane;
         v.inner = 1;
     } else {
@@ -93,6 +96,36 @@ template <typename T> struct summand {
         s1 += g;
         if (mode == SUM_GRAD)
             s2 += g * (to_float(x[at]) - mean[c]);
+    }
+
+    /* add() for the W elements of vector v, all of channel c (NCHW) */
+    __device__ __forceinline__ void add_vec_of_channel(int64_t v, int c, float shift, float &s1,
+                                                       float &s2) const
+    {
+        constexpr int W = vec16<T>::width;
+        if (mode == SUM_STATS) {
+            vec16<T> xv = load_vec(x, v);
+#pragma unroll
+            for (int k = 0; k < W; k++) {
+                float d = to_float(xv.v[k]) - shift;
+                s1 += d;
+                s2 += d * d;
+            }
+            return;
+        }
+        vec16<T> gv = load_vec(dy, v), xv = gv;
+        if (act != ACT_NONE || mode == SUM_GRAD)
+            xv = load_vec(x, v);
+#pragma unroll
+        for (int k = 0; k < W; k++) {
+            float g = to_float(gv.v[k]);
+            if (act != ACT_NONE &&
+                !passes(normalised(to_float(xv.v[k]), c, gamma, beta, mean, rstd), act))
+                g = 0.0f;
+            s1 += g;
+            if (mode == SUM_GRAD)
+                s2 += g * (to_float(xv.v[k]) - mean[c]);
+        }
     }
 
     /* add() for the W elements of vector v, channels c0 .. c0 + W - 1 */
@@ -211,21 +244,34 @@ __global__ void partial_sums_nhwc_vec(summand<T> f, int channels, int64_t outer,
     }
 }
 
-/* NCHW: a block is one channel over a chunk of images, threads along HW. */
-template <typename T>
-__global__ void partial_sums_nchw(summand<T> f, int channels, int64_t outer, int64_t inner,
-                                  int64_t per_chunk, float *partials)
+/* NCHW: a block is one channel over a chunk of images. Its threads run over
+ * the chunk's (image, position) pairs as one index, so that all of them
+ * work however small the plane (7x7 in ResNet's last stage, 49 of 256
+ * threads if they ran along the plane only), V elements a step: W, a 16-byte
+ * vector, where planes are whole vectors, else 1. Unrolled, so that a
+ * thread has several loads in flight. */
+template <typename T, int V>
+__global__ void partial_sums_nchw(summand<T> f, int channels, int64_t outer,
+                                  fast_divisor steps_per_plane, int64_t per_chunk,
+                                  float *partials)
 {
     __shared__ float s1s[NCHW_THREADS], s2s[NCHW_THREADS];
     int c = blockIdx.x;
+    int64_t inner = (int64_t)steps_per_plane.divisor * V;
     int64_t first = blockIdx.y * per_chunk, last = first + per_chunk;
     last = last < outer ? last : outer;
+    uint32_t steps = last > first ? (uint32_t)((last - first) * steps_per_plane.divisor) : 0;
     float shift = f.mode == SUM_STATS ? to_float(f.x[(int64_t)c * inner]) : 0.0f;
     float s1 = 0.0f, s2 = 0.0f;
-    for (int64_t img = first; img < last; img++) {
-        int64_t base = (img * channels + c) * inner;
-        for (int64_t p = threadIdx.x; p < inner; p += NCHW_THREADS)
-            f.add(base + p, c, shift, s1, s2);
+#pragma unroll 4
+    for (uint32_t t = threadIdx.x; t < steps; t += NCHW_THREADS) {
+        uint32_t at_plane;
+        uint32_t img = fast_divmod(steps_per_plane, t, &at_plane);
+        int64_t at = ((first + img) * channels + c) * inner + (int64_t)at_plane * V;
+        if (V == 1)
+            f.add(at, c, shift, s1, s2);
+        else
+            f.add_vec_of_channel(at / V, c, shift, s1, s2);
     }
     s1s[threadIdx.x] = s1;
     s2s[threadIdx.x] = s2;
@@ -297,11 +343,10 @@ template <typename T> struct bn_norm {
 /* y = act(bn(x) [+ other | + bn2(x2)]) */
 template <typename T>
 __global__ void bn_apply_kernel(T *y, bn_norm<T> bn, const T *other, bn_norm<T> bn2,
-                                bool second, int act, int channels, int64_t plane, int layout,
-                                int64_t n)
+                                bool second, int act, channel_finder channel, int64_t n)
 {
     GRID_STRIDE(j, n) {
-        int c = channel_of(j, channels, plane, layout);
+        int c = channel.of(j);
         float v = bn.at(j, c);
         if (second)
             v += bn2.at(j, c);
@@ -318,11 +363,11 @@ template <typename T>
 __global__ void bn_backward_data_kernel(T *dx, const T *dy, const T *x, const float *gamma,
                                         const float *beta, const float *mean, const float *rstd,
                                         const float *dbeta, const float *dgamma, int act,
-                                        float inv_count, bool acc, int channels, int64_t plane,
-                                        int layout, int64_t n)
+                                        float inv_count, bool acc, channel_finder channel,
+                                        int64_t n)
 {
     GRID_STRIDE(j, n) {
-        int c = channel_of(j, channels, plane, layout);
+        int c = channel.of(j);
         float g = to_float(dy[j]), xv = to_float(x[j]);
         if (act != ACT_NONE && !passes(normalised(xv, c, gamma, beta, mean, rstd), act))
             g = 0.0f;
@@ -333,20 +378,21 @@ __global__ void bn_backward_data_kernel(T *dx, const T *dy, const T *x, const fl
 }
 
 /* ---- NHWC in 16-byte vectors ----------------------------------------------------- */
-/* Where vec_fits_nhwc allows (cuda_device.cuh says why): the channel of a
- * vector's first element by a multiply-shift division of its index, then
- * the per-element kernels' own arithmetic.
+/* Where with_vector_map finds a map (cuda_device.cuh says why): the channel
+ * of a vector's first element by a multiply-shift division of its index,
+ * then the per-element kernels' own arithmetic.
  *
- * A lane's W channels are W apart from its neighbour's, so a warp's load of
- * one parameter for one of its channels touches 32 x W x 4 bytes, a cache
- * line per lane: fetched for every vector, the parameters would cost the
- * L1 several times what the data costs. Each thread keeps its channels'
+ * In NHWC a lane's W channels are W apart from its neighbour's, so a warp's
+ * load of one parameter for one of its channels touches 32 x W x 4 bytes, a
+ * cache line per lane: fetched for every vector, the parameters would cost
+ * the L1 several times what the data costs. Each thread keeps its channels'
  * parameters in registers (channel_cache) and fetches them again only when
  * its channels change, which the launch avoids by a grid stride of whole
- * rows (vec_row_blocks). */
-template <int W, int N> struct channel_cache {
+ * rows (nhwc_vectors::blocks). In NCHW a vector has one channel, mostly the
+ * same as its neighbours', and the cache holds one value per parameter. */
+template <int S, int N> struct channel_cache {
     int first = -1;
-    float p[N][W];
+    float p[N][S];
 
     __device__ __forceinline__ void get(int c0, const float *const *from)
     {
@@ -356,27 +402,27 @@ template <int W, int N> struct channel_cache {
 #pragma unroll
         for (int n = 0; n < N; n++)
 #pragma unroll
-            for (int k = 0; k < W; k++)
+            for (int k = 0; k < S; k++)
                 p[n][k] = from[n][c0 + k];
     }
+    /* parameter n of lane k's channel */
+    __device__ __forceinline__ float at(int n, int k) const { return p[n][k % S]; }
 };
 
 enum { P_GAMMA, P_BETA, P_MEAN, P_RSTD, P_DBETA, P_DGAMMA };
 
-/* bn_apply_kernel on whole vectors; vectors_per_row = channels / width. */
-template <typename T>
+/* bn_apply_kernel on whole vectors (Map: nhwc_vectors or nchw_vectors) */
+template <typename T, typename Map>
 __global__ void bn_apply_vec_kernel(T *y, bn_norm<T> bn, const T *other, bn_norm<T> bn2,
-                                    bool second, int act, fast_divisor vectors_per_row,
-                                    uint32_t vectors)
+                                    bool second, int act, Map map, uint32_t vectors)
 {
     constexpr int W = vec16<T>::width;
     const float *from1[4] = {bn.gamma, bn.beta, bn.mean, bn.rstd};
     const float *from2[4] = {bn2.gamma, bn2.beta, bn2.mean, bn2.rstd};
-    channel_cache<W, 4> p1, p2;
+    channel_cache<Map::span, 4> p1, p2;
     VEC_STRIDE_LOOP(v, vectors)
     {
-        int c0;
-        vec_row_channel<T>(vectors_per_row, v, &c0);
+        int c0 = map.first_channel(v);
         p1.get(c0, from1);
         if (second)
             p2.get(c0, from2);
@@ -387,11 +433,11 @@ __global__ void bn_apply_vec_kernel(T *y, bn_norm<T> bn, const T *other, bn_norm
             xb = load_vec(other, v);
 #pragma unroll
         for (int k = 0; k < W; k++) {
-            float s = normalised_by(to_float(xa.v[k]), p1.p[P_GAMMA][k], p1.p[P_BETA][k],
-                                    p1.p[P_MEAN][k], p1.p[P_RSTD][k]);
+            float s = normalised_by(to_float(xa.v[k]), p1.at(P_GAMMA, k), p1.at(P_BETA, k),
+                                    p1.at(P_MEAN, k), p1.at(P_RSTD, k));
             if (second)
-                s += normalised_by(to_float(xb.v[k]), p2.p[P_GAMMA][k], p2.p[P_BETA][k],
-                                   p2.p[P_MEAN][k], p2.p[P_RSTD][k]);
+                s += normalised_by(to_float(xb.v[k]), p2.at(P_GAMMA, k), p2.at(P_BETA, k),
+                                   p2.at(P_MEAN, k), p2.at(P_RSTD, k));
             else if (other)
                 s += to_float(xb.v[k]);
             out.v[k] = from_float<T>(activate(s, act));
@@ -401,33 +447,29 @@ __global__ void bn_apply_vec_kernel(T *y, bn_norm<T> bn, const T *other, bn_norm
 }
 
 /* bn_backward_data_kernel on whole vectors. */
-template <typename T>
+template <typename T, typename Map>
 __global__ void bn_backward_data_vec_kernel(T *dx, const T *dy, const T *x, const float *gamma,
                                             const float *beta, const float *mean,
                                             const float *rstd, const float *dbeta,
                                             const float *dgamma, int act, float inv_count,
-                                            bool acc, fast_divisor vectors_per_row,
-                                            uint32_t vectors)
+                                            bool acc, Map map, uint32_t vectors)
 {
     constexpr int W = vec16<T>::width;
     const float *from[6] = {gamma, beta, mean, rstd, dbeta, dgamma};
-    channel_cache<W, 6> p;
+    channel_cache<Map::span, 6> p;
     VEC_STRIDE_LOOP(v, vectors)
     {
-        int c0;
-        vec_row_channel<T>(vectors_per_row, v, &c0);
-        p.get(c0, from);
+        p.get(map.first_channel(v), from);
         vec16<T> gv = load_vec(dy, v), xv = load_vec(x, v);
         float d[W];
 #pragma unroll
         for (int k = 0; k < W; k++) {
             float g = to_float(gv.v[k]), xk = to_float(xv.v[k]);
-            float ga = p.p[P_GAMMA][k], mu = p.p[P_MEAN][k], rs = p.p[P_RSTD][k];
-            if (act != ACT_NONE && !passes(normalised_by(xk, ga, p.p[P_BETA][k], mu, rs), act))
+            float ga = p.at(P_GAMMA, k), mu = p.at(P_MEAN, k), rs = p.at(P_RSTD, k);
+            if (act != ACT_NONE && !passes(normalised_by(xk, ga, p.at(P_BETA, k), mu, rs), act))
                 g = 0.0f;
             float xhat = (xk - mu) * rs;
-            d[k] = ga * rs *
-                   (g - p.p[P_DBETA][k] * inv_count - xhat * p.p[P_DGAMMA][k] * inv_count);
+            d[k] = ga * rs * (g - p.at(P_DBETA, k) * inv_count - xhat * p.at(P_DGAMMA, k) * inv_count);
         }
         store_vec_sums(dx, v, d, acc);
     }

@@ -275,21 +275,24 @@ template <typename T> void check_bias_act(checker &ck, int act, bool nhwc, int c
     std::vector<T> y = random_values<T>(n, 14, -7.0f, 9.0f);
     std::vector<T> bias = random_values<T>((size_t)c, 15, -3.0f, 3.0f), before = y, yv = y;
     int layout = nhwc ? LAYOUT_NHWC : LAYOUT_NCHW;
+    int64_t plane = (int64_t)h * w;
     emu::launch("bias_act_kernel", few_blocks, ew_block, bias_act_kernel<T>, y.data(), bias.data(),
-                act, c, (int64_t)h * w, layout, (int64_t)n);
-    /* on 16-byte vectors exactly where the backend would take them */
+                act, channel_finder_of(c, plane, layout, (int64_t)n), (int64_t)n);
+    /* on 16-byte vectors exactly where the backend would take them: whole
+     * vectors in a row (NHWC, or a plane of one element) or in a plane */
     const void *pointers[] = {yv.data(), bias.data()};
-    bool vectors = vec_fits_nhwc<T>(layout, c, (int64_t)n, pointers, 2);
-    ck.expect(vectors == (nhwc && c % vec16<T>::width == 0), "bias c%d: vec_fits_nhwc says %d", c,
+    bool vectors = with_vector_map<T>(
+        layout, c, plane, (int64_t)n, pointers, 2, [&](auto map, uint32_t count) {
+            emu::launch("bias_act_vec_kernel", few_blocks, ew_block,
+                        bias_act_vec_kernel<T, decltype(map)>, yv.data(), (const T *)bias.data(),
+                        act, map, count);
+        });
+    const int width = vec16<T>::width;
+    bool expected = nhwc || plane == 1 ? c % width == 0 : plane % width == 0;
+    ck.expect(vectors == expected, "bias c%d %dx%d: with_vector_map says %d", c, h, w,
               (int)vectors);
-    if (vectors) {
-        emu::launch("bias_act_vec_kernel", few_blocks, ew_block, bias_act_vec_kernel<T>, yv.data(),
-                    (const T *)bias.data(), act,
-                    fast_divisor_of((uint32_t)(c / vec16<T>::width)),
-                    (uint32_t)(n / vec16<T>::width));
-        ck.expect(same_bits(y, yv), "bias and activation c%d: the vector kernel differs from the "
-                  "per-element one", c);
-    }
+    ck.expect(!vectors || same_bits(y, yv), "bias and activation c%d %dx%d %s: the vector kernel "
+              "differs from the per-element one", c, h, w, nhwc ? "NHWC" : "NCHW");
     std::vector<double> want(n);
     for (int i = 0; i < N; i++)
         for (int ch = 0; ch < c; ch++)
@@ -304,6 +307,34 @@ template <typename T> void check_bias_act(checker &ck, int act, bool nhwc, int c
     expect_close(ck, y, want, what);
 }
 
+/* channel_finder against the 64-bit operators, at indices up to 2^31 - 1
+ * (multiply and shift) and beyond (64-bit division) */
+void check_channel_finder(checker &ck)
+{
+    const int channels[] = {1, 3, 64, 1000, 2048};
+    const int64_t planes[] = {1, 49, 3136, 12544, 50176};
+    const int64_t near = ((int64_t)1 << 31) - 1, far = (int64_t)3 << 33;
+    for (int c : channels)
+        for (int64_t plane : planes)
+            for (int layout = LAYOUT_NCHW; layout <= LAYOUT_NHWC; layout++) {
+                const int64_t sizes[] = {near, far}; /* the first narrow, the second not */
+                for (int64_t n : sizes) {
+                    channel_finder f = channel_finder_of(c, plane, layout, n);
+                    int bad = 0;
+                    for (int64_t k = 0; k < 4000; k++) {
+                        /* the first elements, then spread up to n - 1 */
+                        int64_t e = k < 1000 ? k : (n - 1) / 3000 * (k - 1000) + (k & 7);
+                        e = e < n ? e : n - 1;
+                        int want = layout == LAYOUT_NHWC ? (int)(e % c) : (int)(e / plane % c);
+                        bad += f.of(e) != want;
+                    }
+                    ck.expect(bad == 0, "channel_finder c%d plane %lld %s, %lld elements: %d of "
+                              "4000 channels wrong", c, (long long)plane,
+                              layout == LAYOUT_NHWC ? "NHWC" : "NCHW", (long long)n, bad);
+                }
+            }
+}
+
 template <typename T> void check_all(checker &ck)
 {
     check_convert_and_fill<T>(ck);
@@ -316,6 +347,8 @@ template <typename T> void check_all(checker &ck)
             check_bias_act<T>(ck, act, nhwc, C, H, W);
             check_bias_act<T>(ck, act, nhwc, 300, 1, 1); /* a fully connected layer's */
             check_bias_act<T>(ck, act, nhwc, 24, 3, 5);  /* whole vectors in every type */
+            check_bias_act<T>(ck, act, nhwc, 6, 4, 5);   /* planes of whole fp32 vectors */
+            check_bias_act<T>(ck, act, nhwc, 5, 4, 6);   /* planes of whole vectors in all */
         }
     }
     const dropout_case drops[] = {{C, H, W, false, 0.3f}, {C, H, W, true, 0.3f},
@@ -329,6 +362,7 @@ template <typename T> void check_all(checker &ck)
 void check_elementwise_kernels(checker &ck)
 {
     ck.family = "elementwise";
+    check_channel_finder(ck);
     check_all<float>(ck);
     check_all<__half>(ck);
     check_all<__nv_bfloat16>(ck);

@@ -55,7 +55,7 @@ template <typename T> struct bn_run {
     bn_case cs;
     channel_view v;
     int sm_count;
-    /* NHWC sums on the per-element kernel even where the vector one fits */
+    /* the sums on the per-element kernels even where the vector ones fit */
     bool scalar_sums = false;
     bool raw_grid = false; /* vec_blocks */
     std::vector<T> x, dy;
@@ -104,20 +104,28 @@ template <typename T> struct bn_run {
         std::vector<float> partials((size_t)k * v.channels * 2, NAN);
         unsigned tiles = (unsigned)((v.channels + TILE - 1) / TILE);
         const void *pointers[] = {f.x, f.dy};
-        if (cs.nhwc && !scalar_sums &&
+        const int W = vec16<T>::width;
+        bool nhwc_view = v.layout == LAYOUT_NHWC;
+        if (nhwc_view && !scalar_sums &&
             vec_fits_nhwc<T>(v.layout, v.channels, v.outer * v.channels, pointers, 2))
             emu::launch("partial_sums_nhwc_vec", dim3(tiles, (unsigned)k),
                         dim3(sum_vec_shape<T>::cols, sum_vec_shape<T>::lanes),
                         partial_sums_nhwc_vec<T>, f, v.channels, v.outer, per_chunk,
                         partials.data());
-        else if (cs.nhwc)
+        else if (nhwc_view)
             emu::launch("partial_sums_nhwc", dim3(tiles, (unsigned)k), dim3(TILE, ROWS),
                         partial_sums_nhwc<T>, f, v.channels, v.outer, per_chunk, partials.data());
+        else if (!scalar_sums && v.inner % W == 0 &&
+                 vec_fits<T>(v.outer * v.channels * v.inner, pointers, 2))
+            emu::launch("partial_sums_nchw<vector>", dim3((unsigned)v.channels, (unsigned)k),
+                        dim3(NCHW_THREADS), partial_sums_nchw<T, vec16<T>::width>, f, v.channels,
+                        v.outer, fast_divisor_of((uint32_t)(v.inner / W)), per_chunk,
+                        partials.data());
         else
             emu::launch("partial_sums_nchw", dim3((unsigned)v.channels, (unsigned)k),
-                        dim3(NCHW_THREADS), partial_sums_nchw<T>, f, v.channels, v.outer, v.inner,
-                        per_chunk, partials.data());
-        int64_t shift_stride = cs.nhwc ? 1 : v.inner;
+                        dim3(NCHW_THREADS), partial_sums_nchw<T, 1>, f, v.channels, v.outer,
+                        fast_divisor_of((uint32_t)v.inner), per_chunk, partials.data());
+        int64_t shift_stride = nhwc_view ? 1 : v.inner;
         emu::launch("finish_sums", dim3((unsigned)((v.channels + 127) / 128)), dim3(128),
                     finish_sums<T>, f.mode, (const float *)partials.data(), k, v.channels, count(),
                     (const T *)f.x, shift_stride, mean, rstd, run_mean, run_var, out1, out2,
@@ -165,12 +173,19 @@ template <typename T> struct bn_run {
         int64_t n = (int64_t)elems();
         emu::launch("bn_apply_kernel", dim3(cuda_grid_blocks(n, APPLY_THREADS, sm_count)),
                     dim3(APPLY_THREADS), bn_apply_kernel<T>, y.data(), first, other,
-                    second ? *second : first, second != nullptr, act, cs.c, plane(), v.layout, n);
+                    second ? *second : first, second != nullptr, act, finder(), n);
         return y;
     }
 
+    int layout() const { return cs.nhwc ? LAYOUT_NHWC : LAYOUT_NCHW; }
+    channel_finder finder() const
+    {
+        return channel_finder_of(cs.c, plane(), layout(), (int64_t)elems());
+    }
+
     /* apply and backward data on 16-byte vectors (bn_apply_vec_kernel, as
-     * bn_apply launches it where vec_fits_nhwc); empty where they may not run */
+     * bn_apply launches it where with_vector_map finds a map); empty where
+     * they may not run */
     std::vector<T> apply_vec(const bn_norm<T> &first, const T *other, const bn_norm<T> *second,
                              int act) const
     {
@@ -178,14 +193,13 @@ template <typename T> struct bn_run {
         int64_t n = (int64_t)elems();
         const bn_norm<T> &bn2 = second ? *second : first;
         const void *pointers[] = {y.data(), first.x, other, bn2.x};
-        if (!vec_fits_nhwc<T>(v.layout, cs.c, n, pointers, 4))
-            return {};
-        uint32_t vectors = (uint32_t)(n / vec16<T>::width);
-        emu::launch("bn_apply_vec_kernel", dim3(vec_blocks(vectors)), dim3(APPLY_THREADS),
-                    bn_apply_vec_kernel<T>, y.data(), first, other, bn2,
-                    second != nullptr, act,
-                    fast_divisor_of((uint32_t)(cs.c / vec16<T>::width)), vectors);
-        return y;
+        bool ran = with_vector_map<T>(
+            layout(), cs.c, plane(), n, pointers, 4, [&](auto map, uint32_t vectors) {
+                emu::launch("bn_apply_vec_kernel", dim3(vec_blocks(map, vectors)),
+                            dim3(APPLY_THREADS), bn_apply_vec_kernel<T, decltype(map)>, y.data(),
+                            first, other, bn2, second != nullptr, act, map, vectors);
+            });
+        return ran ? y : std::vector<T>();
     }
 
     /* dy where the fused activation lets it through, the mask taken from
@@ -230,7 +244,7 @@ template <typename T> struct bn_run {
                     dim3(APPLY_THREADS), bn_backward_data_kernel<T>, dx.data(),
                     (const T *)dy.data(), (const T *)x.data(), gamma.data(), beta.data(),
                     s.mean.data(), s.rstd.data(), g.dbeta.data(), g.dgamma.data(), act,
-                    inv_count, accumulate, cs.c, plane(), v.layout, n);
+                    inv_count, accumulate, finder(), n);
         return dx;
     }
     std::vector<T> backward_data_vec(const bn_stats &s, const bn_grads &g, int act,
@@ -239,29 +253,33 @@ template <typename T> struct bn_run {
         std::vector<T> dx = base;
         int64_t n = (int64_t)elems();
         const void *pointers[] = {dx.data(), dy.data(), x.data()};
-        if (!vec_fits_nhwc<T>(v.layout, cs.c, n, pointers, 3))
-            return {};
         float inv_count = (float)(1.0 / ((double)cs.n * plane()));
-        uint32_t vectors = (uint32_t)(n / vec16<T>::width);
-        emu::launch("bn_backward_data_vec_kernel", dim3(vec_blocks(vectors)), dim3(APPLY_THREADS),
-                    bn_backward_data_vec_kernel<T>, dx.data(), (const T *)dy.data(),
-                    (const T *)x.data(), gamma.data(), beta.data(), s.mean.data(), s.rstd.data(),
-                    g.dbeta.data(), g.dgamma.data(), act, inv_count, accumulate,
-                    fast_divisor_of((uint32_t)(cs.c / vec16<T>::width)), vectors);
-        return dx;
+        bool ran = with_vector_map<T>(
+            layout(), cs.c, plane(), n, pointers, 3, [&](auto map, uint32_t vectors) {
+                emu::launch("bn_backward_data_vec_kernel", dim3(vec_blocks(map, vectors)),
+                            dim3(APPLY_THREADS), bn_backward_data_vec_kernel<T, decltype(map)>,
+                            dx.data(), (const T *)dy.data(), (const T *)x.data(), gamma.data(),
+                            beta.data(), s.mean.data(), s.rstd.data(), g.dbeta.data(),
+                            g.dgamma.data(), act, inv_count, accumulate, map, vectors);
+            });
+        return ran ? dx : std::vector<T>();
     }
-    /* the vector kernels' grid as bn_apply chooses it (whole rows a stride,
-     * so that a thread keeps its channels), or with raw_grid one block, whose
-     * 256-vector stride is not whole rows of these shapes: a thread's
-     * channels change between its vectors */
-    unsigned vec_blocks(uint32_t vectors) const
+    /* the vector kernels' grid as bn_apply chooses it (in NHWC whole rows a
+     * stride, so that a thread keeps its channels), or with raw_grid one
+     * block, whose 256-vector stride is not whole rows of these shapes: a
+     * thread's channels change between its vectors */
+    template <typename Map> unsigned vec_blocks(const Map &map, uint32_t vectors) const
     {
-        unsigned want = cuda_grid_blocks(vectors, APPLY_THREADS, sm_count);
-        return raw_grid ? 1
-                        : vec_row_blocks(want, (uint32_t)(cs.c / vec16<T>::width), APPLY_THREADS);
+        return raw_grid ? 1 : map.blocks(cuda_grid_blocks(vectors, APPLY_THREADS, sm_count),
+                                         APPLY_THREADS);
     }
-    /* NHWC with whole vectors in a row must take the vector kernels */
-    bool vectors_expected() const { return cs.nhwc && cs.c % vec16<T>::width == 0; }
+    /* whole vectors in a row (NHWC, or a plane of one element) or in a plane
+     * (NCHW) must take the vector kernels */
+    bool vectors_expected() const
+    {
+        const int W = vec16<T>::width;
+        return cs.nhwc || plane() == 1 ? cs.c % W == 0 : plane() % W == 0;
+    }
 
     /* gamma rstd (g - d-beta / M - x-hat d-gamma / M), from the d-beta and
      * d-gamma the kernels gave */
@@ -464,6 +482,12 @@ void check_norm_kernels(checker &ck)
     const bn_case nchw = {5, 5, 17, 17, false, -1.0f, 1.0f};
     const bn_case nchw_far = {5, 5, 17, 17, false, 100.0f, 101.0f};
     const bn_case nchw_wide = {3, 40, 5, 7, false, -1.0f, 1.0f};
+    /* NCHW planes of 80 are whole vectors in every type (10 bf16, 20 fp32
+     * vectors); 5 images of 6 channels make 1 to 5 chunks. A plane of one
+     * element (a fully connected layer's output) is NHWC's layout. */
+    const bn_case nchw_vectors = {5, 6, 8, 10, false, -1.0f, 1.0f};
+    const bn_case nchw_vectors_far = {5, 6, 8, 10, false, 100.0f, 101.0f};
+    const bn_case nchw_fc = {70, 40, 1, 1, false, -1.0f, 1.0f};
     const bn_case tiny = {2, 5, 1, 3, true, -1.0f, 2.0f};
     /* 12 channels: three fp32 vectors a row, but not whole bf16 vectors
      * (the element count still is a multiple of 8) */
@@ -475,12 +499,17 @@ void check_norm_kernels(checker &ck)
     check_case<float>(ck, nchw_far, 132);
     check_case<float>(ck, nchw_wide, 8);
     check_case<float>(ck, tiny, 8);
+    check_case<float>(ck, nchw_vectors, 5);
+    check_case<float>(ck, nchw_vectors_far, 132);
+    check_case<float>(ck, nchw_fc, 8);
+    check_case<__nv_bfloat16>(ck, nchw_vectors, 1);
     check_case<__nv_bfloat16>(ck, nhwc, 132);
     check_case<__nv_bfloat16>(ck, nhwc_far, 8);
     check_case<__nv_bfloat16>(ck, nhwc_wide, 8);
     check_case<__nv_bfloat16>(ck, nhwc_part_vectors, 8);
     check_case<float>(ck, nhwc_part_vectors, 8);
     check_case<__nv_bfloat16>(ck, nchw, 1);
+    check_case<__half>(ck, nchw_fc, 132);
     check_case<__nv_bfloat16>(ck, nchw_far, 5);
     check_case<__half>(ck, nhwc, 8);
     check_case<__half>(ck, nhwc_far, 1);
