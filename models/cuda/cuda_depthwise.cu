@@ -27,6 +27,13 @@ static unsigned dw_blocks(const backend *b, uint32_t n)
     return cuda_blocks(b, (int64_t)n, DW_THREADS);
 }
 
+/* The vector kernels' grid: whole rows of c channels a stride, so that a
+ * thread keeps its channels' weights (dw_weight_cache). */
+template <typename T> static unsigned dw_vec_blocks(const backend *b, uint32_t vectors, int c)
+{
+    return vec_row_blocks(dw_blocks(b, vectors), (uint32_t)(c / vec16<T>::width), DW_THREADS);
+}
+
 /* Calls f with the element type's tag and the filter side K (3 or 5,
  * depthwise_own_fits) as a compile-time constant: every kernel is a template
  * over both. */
@@ -55,7 +62,8 @@ int cuda_dw_forward(backend *b, int i)
         if (vec_fits_nhwc<T>(b->pp.layout, g.c, total, pointers, 2)) {
             uint32_t vectors = total / vec16<T>::width;
             fast_divisor per_row = fast_divisor_of((uint32_t)(g.c / vec16<T>::width));
-            dw_forward_vec_kernel<T, K><<<dw_blocks(b, vectors), DW_THREADS, 0, b->stream>>>(
+            dw_forward_vec_kernel<T, K><<<dw_vec_blocks<T>(b, vectors, g.c), DW_THREADS, 0,
+                                          b->stream>>>(
                 (const T *)x, (const T *)cl->w_copy, (T *)cl->out, g, per_row, vectors);
         } else {
             dw_forward_kernel<T, K><<<dw_blocks(b, total), DW_THREADS, 0, b->stream>>>(
@@ -81,8 +89,8 @@ int cuda_dw_backward_data(backend *b, int i, bool accumulate)
         if (vec_fits_nhwc<T>(b->pp.layout, g.c, total, pointers, 2)) {
             uint32_t vectors = total / vec16<T>::width;
             fast_divisor per_row = fast_divisor_of((uint32_t)(g.c / vec16<T>::width));
-            dw_backward_data_vec_kernel<T, K><<<dw_blocks(b, vectors), DW_THREADS, 0,
-                                                b->stream>>>(dy, w, (T *)dx, g, per_row, vectors,
+            dw_backward_data_vec_kernel<T, K><<<dw_vec_blocks<T>(b, vectors, g.c), DW_THREADS,
+                                                0, b->stream>>>(dy, w, (T *)dx, g, per_row, vectors,
                                                              accumulate);
         } else {
             dw_backward_data_kernel<T, K><<<dw_blocks(b, total), DW_THREADS, 0, b->stream>>>(

@@ -149,10 +149,37 @@ __global__ void dw_backward_data_kernel(const T *__restrict__ dy, const T *__res
 /* The forward and backward-data passes on 16-byte vectors in NHWC where the
  * channels are whole vectors (cuda_device.cuh says why; vec_fits_nhwc says
  * where): a thread takes W neighbouring channels of one position, splits
- * its index once, and loads each tap's inputs as one vector; the weights,
- * (C, K, K) with each channel's taps together, stay scalar loads served by
- * the cache. Each element sums its taps in the order the per-element
- * kernels do. vectors_per_row = c / W. */
+ * its index once, and loads each tap's inputs as one vector. Each element
+ * sums its taps in the order the per-element kernels do. vectors_per_row =
+ * c / W.
+ *
+ * The weights are (C, K, K), a channel's taps together, so a lane's W
+ * channels' weights lie W K K elements from its neighbour's: a warp's load
+ * of one tap touches a cache line per lane, and W K K such loads for every
+ * vector (72 for bf16 3x3) would cost the L1 some thirty times what the
+ * vector's inputs cost. A thread keeps its channels' weights in registers
+ * instead, as T (K K vectors: 36 registers at 3x3, 100 at 5x5), and loads
+ * them again only when its channels change, which the launch avoids by a
+ * grid stride of whole rows (vec_row_blocks). */
+template <typename T, int K> struct dw_weight_cache {
+    int first = -1;
+    vec16<T> taps[K * K];
+
+    __device__ __forceinline__ void get(const T *__restrict__ w, int c0)
+    {
+        if (c0 == first)
+            return;
+        first = c0;
+#pragma unroll
+        for (int t = 0; t < K * K; t++)
+#pragma unroll
+            for (int k = 0; k < vec16<T>::width; k++)
+                taps[t].v[k] = w[(c0 + k) * K * K + t];
+    }
+    /* channel c0 + k's weight at tap t */
+    __device__ __forceinline__ float at(int t, int k) const { return to_float(taps[t].v[k]); }
+};
+
 /* (n, c0, y, x) of vector v of an NHWC tensor of height and width h, w */
 template <typename T>
 __device__ __forceinline__ void dw_vec_split(uint32_t v, const fast_divisor &vectors_per_row,
@@ -170,16 +197,18 @@ __global__ void dw_forward_vec_kernel(const T *__restrict__ x, const T *__restri
                                       uint32_t vectors)
 {
     constexpr int W = vec16<T>::width;
+    dw_weight_cache<T, K> weights;
     VEC_STRIDE_LOOP(v, vectors)
     {
         int n, c0, oy, ox;
         dw_vec_split<T>(v, vectors_per_row, g.oh_div, g.ow_div, n, c0, oy, ox);
+        weights.get(w, c0);
         float acc[W] = {};
         dw_window<K>(g, n, c0, oy, ox, [&](int tap, uint32_t at) {
             vec16<T> xv = load_vec(x, at / W);
 #pragma unroll
             for (int k = 0; k < W; k++)
-                acc[k] += to_float(xv.v[k]) * to_float(w[(c0 + k) * K * K + tap]);
+                acc[k] += to_float(xv.v[k]) * weights.at(tap, k);
         });
         store_vec_sums(y, v, acc, false);
     }
@@ -192,16 +221,18 @@ __global__ void dw_backward_data_vec_kernel(const T *__restrict__ dy, const T *_
                                             bool accumulate)
 {
     constexpr int W = vec16<T>::width;
+    dw_weight_cache<T, K> weights;
     VEC_STRIDE_LOOP(v, vectors)
     {
         int n, c0, iy, ix;
         dw_vec_split<T>(v, vectors_per_row, g.h_div, g.w_div, n, c0, iy, ix);
+        weights.get(w, c0);
         float acc[W] = {};
         dw_gather<K>(g, iy, ix, [&](int oy, int ox, int tap) {
             vec16<T> d = load_vec(dy, dw_at(n, c0, oy, ox, g.c, g.oh, g.ow, true) / W);
 #pragma unroll
             for (int k = 0; k < W; k++)
-                acc[k] += to_float(d.v[k]) * to_float(w[(c0 + k) * K * K + tap]);
+                acc[k] += to_float(d.v[k]) * weights.at(tap, k);
         });
         store_vec_sums(dx, v, acc, accumulate);
     }

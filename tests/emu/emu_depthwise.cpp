@@ -76,26 +76,30 @@ template <typename T, int K> struct dw_run {
     }
 
     /* the vector kernels where the backend takes them (vec_fits_nhwc); empty
-     * elsewhere */
-    std::vector<T> forward_vec() const
+     * elsewhere. On `blocks` blocks: the backend's grid (vec_blocks, whole
+     * rows a stride, so that a thread keeps its weights) or few_blocks,
+     * whose stride is not whole rows of most of these shapes (a thread's
+     * channels, and weights, change between its vectors). */
+    std::vector<T> forward_vec(dim3 blocks) const
     {
         std::vector<T> y(out_elems(), host_elem<T>(NAN));
         const void *pointers[] = {x.data(), y.data()};
         if (!vec_fits_nhwc<T>(cs.nhwc ? LAYOUT_NHWC : LAYOUT_NCHW, cs.c, (int64_t)y.size(),
                               pointers, 2))
             return {};
-        emu::launch("dw_forward_vec_kernel", few_blocks, dw_block, dw_forward_vec_kernel<T, K>,
+        emu::launch("dw_forward_vec_kernel", blocks, dw_block, dw_forward_vec_kernel<T, K>,
                     x.data(), w.data(), y.data(), g, per_row(), (uint32_t)(y.size() / width()));
         return y;
     }
-    std::vector<T> backward_data_vec(const std::vector<T> &base, bool accumulate) const
+    std::vector<T> backward_data_vec(const std::vector<T> &base, bool accumulate,
+                                     dim3 blocks) const
     {
         std::vector<T> dx = base;
         const void *pointers[] = {dy.data(), dx.data()};
         if (!vec_fits_nhwc<T>(cs.nhwc ? LAYOUT_NHWC : LAYOUT_NCHW, cs.c, (int64_t)dx.size(),
                               pointers, 2))
             return {};
-        emu::launch("dw_backward_data_vec_kernel", few_blocks, dw_block,
+        emu::launch("dw_backward_data_vec_kernel", blocks, dw_block,
                     dw_backward_data_vec_kernel<T, K>, dy.data(), w.data(), dx.data(), g,
                     per_row(), (uint32_t)(dx.size() / width()), accumulate);
         return dx;
@@ -103,6 +107,13 @@ template <typename T, int K> struct dw_run {
     static int width() { return vec16<T>::width; }
     fast_divisor per_row() const { return fast_divisor_of((uint32_t)(cs.c / width())); }
     bool vectors_expected() const { return cs.nhwc && cs.c % width() == 0; }
+    /* the grid cuda_depthwise.cu launches the vector kernels on over `elems` */
+    dim3 vec_blocks(size_t elems, int sm_count) const
+    {
+        uint32_t vectors = (uint32_t)(elems / width());
+        return dim3(vec_row_blocks(cuda_grid_blocks(vectors, DW_THREADS, sm_count),
+                                   (uint32_t)(cs.c / width()), DW_THREADS));
+    }
 
     std::vector<T> backward_data(const std::vector<T> &base, bool accumulate) const
     {
@@ -173,11 +184,20 @@ void check_case(checker &ck, const dw_case &c, int sm_count, bool every_schedule
     std::vector<T> y = under_every_schedule(ck, what, [&] { return run.forward(); }, every_schedule);
     double e = relative_error(y, run.forward_ref());
     ck.expect(e <= tol, "%s forward: relative error %.3g > %.3g", what, e, tol);
-    std::vector<T> yv = run.forward_vec();
-    ck.expect(yv.empty() != run.vectors_expected(), "%s forward: the vector kernel %s", what,
-              yv.empty() ? "was not taken" : "ran where it may not");
-    ck.expect(yv.empty() || same_bits(y, yv),
-              "%s forward: the vector kernel differs from the per-element one", what);
+    const dim3 grids[2] = {few_blocks, run.vectors_expected()
+                                           ? run.vec_blocks(run.out_elems(), sm_count)
+                                           : few_blocks};
+    const char *grid_names[2] = {"few blocks", "the backend's grid"};
+    for (int k = 0; k < 2; k++) {
+        std::vector<T> yv = run.forward_vec(grids[k]);
+        ck.expect(yv.empty() != run.vectors_expected(), "%s forward: the vector kernel %s", what,
+                  yv.empty() ? "was not taken" : "ran where it may not");
+        ck.expect(yv.empty() || same_bits(y, yv),
+                  "%s forward: the vector kernel on %s differs from the per-element one", what,
+                  grid_names[k]);
+    }
+    const dim3 back_grid = run.vectors_expected() ? run.vec_blocks(run.in_elems(), sm_count)
+                                                  : few_blocks;
 
     std::vector<T> base = random_values<T>(run.in_elems(), 4, -2.0f, 2.0f);
     for (int accumulate = 0; accumulate < 2; accumulate++) {
@@ -185,12 +205,16 @@ void check_case(checker &ck, const dw_case &c, int sm_count, bool every_schedule
         e = relative_error(dx, run.backward_data_ref(base, accumulate));
         ck.expect(e <= tol, "%s backward data%s: relative error %.3g > %.3g", what,
                   accumulate ? " (accumulating)" : "", e, tol);
-        std::vector<T> dxv = run.backward_data_vec(base, accumulate);
-        ck.expect(dxv.empty() != run.vectors_expected(), "%s backward data: the vector kernel %s",
-                  what, dxv.empty() ? "was not taken" : "ran where it may not");
-        ck.expect(dxv.empty() || same_bits(dx, dxv),
-                  "%s backward data%s: the vector kernel differs from the per-element one", what,
-                  accumulate ? " (accumulating)" : "");
+        for (int k = 0; k < 2; k++) {
+            std::vector<T> dxv = run.backward_data_vec(base, accumulate,
+                                                       k ? back_grid : few_blocks);
+            ck.expect(dxv.empty() != run.vectors_expected(),
+                      "%s backward data: the vector kernel %s", what,
+                      dxv.empty() ? "was not taken" : "ran where it may not");
+            ck.expect(dxv.empty() || same_bits(dx, dxv),
+                      "%s backward data%s: the vector kernel on %s differs from the per-element "
+                      "one", what, accumulate ? " (accumulating)" : "", grid_names[k]);
+        }
     }
 
     int slices = 0;
