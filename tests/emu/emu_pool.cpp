@@ -23,10 +23,13 @@ struct pool_run {
     pool_case cs;
     pool_dims d;
 
-    explicit pool_run(const pool_case &c) : cs(c)
+    /* wide: index by the 64-bit operators, as tensors of 2^31 elements or
+     * more are */
+    pool_run(const pool_case &c, bool wide) : cs(c)
     {
-        d = pool_dims{c.c, c.h, c.w, c.oh, c.ow, c.kernel, c.stride, c.pad,
-                      c.nhwc ? LAYOUT_NHWC : LAYOUT_NCHW};
+        d = pool_dims_make(c.n, c.c, c.h, c.w, c.oh, c.ow, c.kernel, c.stride, c.pad,
+                           c.nhwc ? LAYOUT_NHWC : LAYOUT_NCHW);
+        d.narrow = d.narrow && !wide;
     }
     size_t in_elems() const { return (size_t)cs.n * cs.c * cs.h * cs.w; }
     size_t out_elems() const { return (size_t)cs.n * cs.c * cs.oh * cs.ow; }
@@ -102,12 +105,50 @@ std::vector<double> maxpool_backward_ref(const pool_run &r, const std::vector<T>
     return dx;
 }
 
-template <typename T> void check_maxpool(checker &ck, const pool_case &c)
+/* The vector kernels where the backend takes them (NHWC, whole vectors of
+ * channels): the same maxima, window indices and gradient bits as the
+ * per-element kernels. */
+template <typename T>
+void check_maxpool_vectors(checker &ck, const pool_run &r, const std::vector<T> &x,
+                           const std::vector<T> &y, const std::vector<uint8_t> &where,
+                           const char *what)
 {
-    pool_run r(c);
+    const int W = vec16<T>::width;
+    std::vector<T> yv(r.out_elems(), host_elem<T>(NAN));
+    std::vector<uint8_t> where_v(r.out_elems(), 0xff);
+    const void *pointers[] = {yv.data(), where_v.data(), x.data()};
+    bool fits = r.d.narrow && vec_fits_nhwc<T>(r.d.layout, r.cs.c, (int64_t)yv.size(), pointers, 3);
+    ck.expect(fits == (r.d.narrow && r.cs.nhwc && r.cs.c % W == 0), "%s: the vectors %s", what,
+              fits ? "fit where they may not" : "do not fit");
+    if (!fits)
+        return;
+    fast_divisor per_row = fast_divisor_of((uint32_t)(r.cs.c / W));
+    emu::launch("maxpool_vec_kernel", few_blocks, pool_block, maxpool_vec_kernel<T>, yv.data(),
+                where_v.data(), x.data(), r.d, per_row, (uint32_t)(yv.size() / W));
+    ck.expect(same_bits(y, yv) && where == where_v,
+              "%s: the vector kernel's maxima or indices differ from the per-element one's", what);
+    std::vector<T> dy = random_values<T>(r.out_elems(), 24, -1.0f, 1.0f);
+    std::vector<T> base = random_values<T>(r.in_elems(), 25, -2.0f, 2.0f);
+    for (int accumulate = 0; accumulate < 2; accumulate++) {
+        std::vector<T> dx = base, dxv = base;
+        emu::launch("maxpool_backward_kernel", few_blocks, pool_block, maxpool_backward_kernel<T>,
+                    dx.data(), dy.data(), where.data(), r.d, (bool)accumulate,
+                    (int64_t)dx.size());
+        emu::launch("maxpool_backward_vec_kernel", few_blocks, pool_block,
+                    maxpool_backward_vec_kernel<T>, dxv.data(), dy.data(), where.data(), r.d,
+                    (bool)accumulate, per_row, (uint32_t)(dxv.size() / W));
+        ck.expect(same_bits(dx, dxv), "%s backward%s: the vector kernel differs from the "
+                  "per-element one", what, accumulate ? " (accumulating)" : "");
+    }
+}
+
+template <typename T> void check_maxpool(checker &ck, const pool_case &c, bool wide)
+{
+    pool_run r(c, wide);
     char what[160];
-    snprintf(what, sizeof what, "%s maxpool %dx%d/%d pad %d n%d c%d %dx%d %s", elem_name<T>(),
-             c.kernel, c.kernel, c.stride, c.pad, c.n, c.c, c.h, c.w, c.nhwc ? "NHWC" : "NCHW");
+    snprintf(what, sizeof what, "%s maxpool %dx%d/%d pad %d n%d c%d %dx%d %s%s", elem_name<T>(),
+             c.kernel, c.kernel, c.stride, c.pad, c.n, c.c, c.h, c.w, c.nhwc ? "NHWC" : "NCHW",
+             wide ? ", 64-bit indices" : "");
     /* halves in [-3, 1): ties in most windows, and windows with nothing
      * above zero (a maximum that starts at 0 would show) */
     std::vector<T> x = random_values<T>(r.in_elems(), 21, -3.0f, 1.0f);
@@ -137,6 +178,7 @@ template <typename T> void check_maxpool(checker &ck, const pool_case &c)
         ck.expect(e <= tol, "%s backward%s: relative error %.3g > %.3g", what,
                   accumulate ? " (accumulating)" : "", e, tol);
     }
+    check_maxpool_vectors(ck, r, x, y, where, what);
 }
 
 /* torch's adaptive bins: [floor(i in / out), ceil((i + 1) in / out)) */
@@ -157,12 +199,12 @@ template <typename F> void each_bin_tap(const pool_run &r, F f)
     });
 }
 
-template <typename T> void check_avgpool(checker &ck, const pool_case &c)
+template <typename T> void check_avgpool(checker &ck, const pool_case &c, bool wide)
 {
-    pool_run r(c);
+    pool_run r(c, wide);
     char what[160];
-    snprintf(what, sizeof what, "%s avgpool n%d c%d %dx%d to %dx%d %s", elem_name<T>(), c.n, c.c,
-             c.h, c.w, c.oh, c.ow, c.nhwc ? "NHWC" : "NCHW");
+    snprintf(what, sizeof what, "%s avgpool n%d c%d %dx%d to %dx%d %s%s", elem_name<T>(), c.n,
+             c.c, c.h, c.w, c.oh, c.ow, c.nhwc ? "NHWC" : "NCHW", wide ? ", 64-bit indices" : "");
     double tol = elem_tolerance<T>();
     std::vector<T> x = random_values<T>(r.in_elems(), 31, -1.0f, 1.0f);
     std::vector<T> y(r.out_elems(), host_elem<T>(NAN));
@@ -195,21 +237,26 @@ template <typename T> void check_avgpool(checker &ck, const pool_case &c)
 
 template <typename T> void check_pools(checker &ck)
 {
-    for (int nhwc = 0; nhwc < 2; nhwc++) {
-        /* ResNet's stem (3x3/2 pad 1) over odd sizes with more outputs than
-         * the grid has threads; VGG's 2x2/2; a 3x3/1 whose windows overlap
-         * most; a 3x3/2 without padding that leaves the last row unread */
-        check_maxpool<T>(ck, max_case(2, 6, 17, 15, 3, 2, 1, nhwc));
-        check_maxpool<T>(ck, max_case(1, 5, 8, 10, 2, 2, 0, nhwc));
-        check_maxpool<T>(ck, max_case(2, 3, 7, 6, 3, 1, 1, nhwc));
-        check_maxpool<T>(ck, max_case(1, 4, 10, 9, 3, 2, 0, nhwc));
-        /* the global pool of a classifier head; bins that overlap (5 to 3);
-         * more outputs than inputs; the same size both sides */
-        check_avgpool<T>(ck, {2, 40, 7, 7, 0, 0, 0, 1, 1, (bool)nhwc});
-        check_avgpool<T>(ck, {2, 6, 5, 7, 0, 0, 0, 3, 2, (bool)nhwc});
-        check_avgpool<T>(ck, {1, 3, 3, 2, 0, 0, 0, 5, 4, (bool)nhwc});
-        check_avgpool<T>(ck, {2, 3, 6, 4, 0, 0, 0, 6, 4, (bool)nhwc});
-    }
+    for (int nhwc = 0; nhwc < 2; nhwc++)
+        for (int wide = 0; wide < 2; wide++) {
+            /* ResNet's stem (3x3/2 pad 1) over odd sizes with more outputs
+             * than the grid has threads; VGG's 2x2/2; a 3x3/1 whose windows
+             * overlap most; a 3x3/2 without padding that leaves the last row
+             * unread; the first two again with whole vectors of channels in
+             * every type (NHWC takes the vector kernels) */
+            check_maxpool<T>(ck, max_case(2, 6, 17, 15, 3, 2, 1, nhwc), wide);
+            check_maxpool<T>(ck, max_case(1, 5, 8, 10, 2, 2, 0, nhwc), wide);
+            check_maxpool<T>(ck, max_case(2, 3, 7, 6, 3, 1, 1, nhwc), wide);
+            check_maxpool<T>(ck, max_case(1, 4, 10, 9, 3, 2, 0, nhwc), wide);
+            check_maxpool<T>(ck, max_case(2, 16, 17, 15, 3, 2, 1, nhwc), wide);
+            check_maxpool<T>(ck, max_case(1, 8, 8, 10, 2, 2, 0, nhwc), wide);
+            /* the global pool of a classifier head; bins that overlap (5 to
+             * 3); more outputs than inputs; the same size both sides */
+            check_avgpool<T>(ck, {2, 40, 7, 7, 0, 0, 0, 1, 1, (bool)nhwc}, wide);
+            check_avgpool<T>(ck, {2, 6, 5, 7, 0, 0, 0, 3, 2, (bool)nhwc}, wide);
+            check_avgpool<T>(ck, {1, 3, 3, 2, 0, 0, 0, 5, 4, (bool)nhwc}, wide);
+            check_avgpool<T>(ck, {2, 3, 6, 4, 0, 0, 0, 6, 4, (bool)nhwc}, wide);
+        }
 }
 
 } // namespace
