@@ -56,6 +56,17 @@ int cuda_fail_call(backend *b, const char *file, int line, const char *call, con
     return cuda_fail(b, "%s:%d: %s: %s", file, line, call, what);
 }
 
+int cudnn_fail_call(backend *b, const char *file, int line, const char *call, cudnnStatus_t st)
+{
+    char detail[512] = "";
+#if CUDNN_MAJOR >= 9
+    cudnnGetLastErrorString(detail, sizeof detail);
+#endif
+    if (!detail[0])
+        return cuda_fail_call(b, file, line, call, cudnnGetErrorString(st));
+    return cuda_fail(b, "%s:%d: %s: %s (%s)", file, line, call, cudnnGetErrorString(st), detail);
+}
+
 extern "C" const char *cuda_error(const backend *b)
 {
     return b->err;

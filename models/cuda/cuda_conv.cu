@@ -14,6 +14,23 @@ static cudnnDataType_t dnn_type(elem_type e)
     return e == ELEM_F16 ? CUDNN_DATA_HALF : e == ELEM_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
 }
 
+/* An activation tensor's descriptor. cuDNN refuses tensors of more than 2^31
+ * elements (its descriptors index with int); where that is why, say so and
+ * what to do rather than only CUDNN_STATUS_NOT_SUPPORTED. */
+static int set_tensor(backend *b, cudnnTensorDescriptor_t d, cudnnTensorFormat_t fmt,
+                      cudnnDataType_t dt, int n, int c, int h, int w, const char *what)
+{
+    cudnnStatus_t st = cudnnSetTensor4dDescriptor(d, fmt, dt, n, c, h, w);
+    if (st == CUDNN_STATUS_SUCCESS)
+        return 0;
+    int64_t elems = (int64_t)n * c * h * w;
+    if (elems > INT32_MAX)
+        return cuda_fail(b, "the convolution's %s has %lld elements, more than cuDNN takes in "
+                            "one tensor (2^31): use a smaller --batch",
+                         what, (long long)elems);
+    return cudnn_fail_call(b, __FILE__, __LINE__, "cudnnSetTensor4dDescriptor", st);
+}
+
 int cuda_conv_setup(backend *b, int i)
 {
     const layer *l = &b->net->layers[i];
@@ -27,10 +44,10 @@ int cuda_conv_setup(backend *b, int i)
     CUDNN_TRY(b, cudnnCreateTensorDescriptor(&c->x));
     CUDNN_TRY(b, cudnnCreateTensorDescriptor(&c->y));
     CUDNN_TRY(b, cudnnCreateFilterDescriptor(&c->w));
-    CUDNN_TRY(b, cudnnSetTensor4dDescriptor(c->x, fmt, dt, n, l->in_shape.c, l->in_shape.h,
-                                            l->in_shape.w));
-    CUDNN_TRY(b, cudnnSetTensor4dDescriptor(c->y, fmt, dt, n, l->out_channels, l->out_shape.h,
-                                            l->out_shape.w));
+    if (set_tensor(b, c->x, fmt, dt, n, l->in_shape.c, l->in_shape.h, l->in_shape.w, "input") ||
+        set_tensor(b, c->y, fmt, dt, n, l->out_channels, l->out_shape.h, l->out_shape.w,
+                   "output"))
+        return -1;
     CUDNN_TRY(b, cudnnSetFilter4dDescriptor(c->w, dt, fmt, l->out_channels,
                                             l->in_shape.c / l->groups, l->kernel, l->kernel));
     cudnnMathType_t math = b->pp.tensor_cores ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;

@@ -91,11 +91,14 @@ static int find_pass(backend *b, int i, cuda_conv *c, int p, bool quiet)
         return FOUND;
     }
     /* nothing within the workspace, or a shape cuDNN does not take: the own
-     * kernel may run it; any other failure is one */
-    if (quiet && (st == CUDNN_STATUS_SUCCESS || st == CUDNN_STATUS_NOT_SUPPORTED))
+     * kernel may run it; any other failure is one. cuDNN 9 refines its codes
+     * (CUDNN_STATUS_NOT_SUPPORTED_SHAPE, _DATA_TYPE, _LAYOUT, ...): compare
+     * the category, not the code. */
+    if (quiet && (st == CUDNN_STATUS_SUCCESS ||
+                  CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_NOT_SUPPORTED))
         return NONE_FOUND;
     if (st != CUDNN_STATUS_SUCCESS)
-        return cuda_fail_call(b, __FILE__, __LINE__, call, cudnnGetErrorString(st));
+        return cudnn_fail_call(b, __FILE__, __LINE__, call, st);
     return cuda_fail(b, "cuDNN found no %s algorithm for this shape within a %.0f MiB workspace "
                         "(%d tried; raise --workspace-mb, or this precision is not supported "
                         "here)",

@@ -42,7 +42,10 @@ static int choose(backend *b, cuda_fc *f, int p, cublasLtMatmulAlgo_t *algo)
         st = cublasLtMatmulAlgoGetHeuristic(b->lt, f->desc[p], f->a[p], f->b[p], f->c[p], f->c[p],
                                             pref, 1, &result, &found);
     cublasLtMatmulPreferenceDestroy(pref);
-    if (st == CUBLAS_STATUS_NOT_SUPPORTED || (st == CUBLAS_STATUS_SUCCESS && found == 0))
+    /* a returned result's algo is valid only where its own state is SUCCESS
+     * (cublasLt.h, cublasLtMatmulHeuristicResult_t::state) */
+    if (st == CUBLAS_STATUS_NOT_SUPPORTED ||
+        (st == CUBLAS_STATUS_SUCCESS && (found == 0 || result.state != CUBLAS_STATUS_SUCCESS)))
         return 1;
     CUBLAS_TRY(b, st);
     *algo = result.algo;

@@ -138,6 +138,9 @@ struct backend {
 /* Records the failure of `call` at file:line with the library's message and
  * the layer being run; returns -1. */
 int cuda_fail_call(backend *b, const char *file, int line, const char *call, const char *what);
+/* ... for a cuDNN status, with cuDNN 9's own account of it where it gives one
+ * (a bare NOT_SUPPORTED does not say what it objected to) */
+int cudnn_fail_call(backend *b, const char *file, int line, const char *call, cudnnStatus_t st);
 int cuda_fail(backend *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define CUDA_TRY(b, call)                                                                     \
@@ -151,7 +154,7 @@ int cuda_fail(backend *b, const char *fmt, ...) __attribute__((format(printf, 2,
     do {                                                                                      \
         cudnnStatus_t st_ = (call);                                                           \
         if (st_ != CUDNN_STATUS_SUCCESS)                                                      \
-            return cuda_fail_call((b), __FILE__, __LINE__, #call, cudnnGetErrorString(st_));  \
+            return cudnn_fail_call((b), __FILE__, __LINE__, #call, st_);                      \
     } while (0)
 
 #define CUBLAS_TRY(b, call)                                                                   \
