@@ -37,6 +37,12 @@ struct trace_context {
     gpu_kernel_list kernels = {};
     std::vector<external_id> external;
     size_t dropped = 0;
+    /* kernels whose start and end are both 0: CUPTI could not time them
+     * (cupti_activity.h: "for lack of device memory"); a row would read 0 ns */
+    size_t untimed = 0;
+    /* cuptiActivityGetNextRecord failed before the end of a buffer: the rest
+     * of that buffer, kernels included, is lost */
+    CUptiResult unreadable = CUPTI_SUCCESS;
     bool out_of_memory = false;
 };
 
@@ -69,6 +75,7 @@ void keep_record(trace_context *t, const CUpti_Activity *record)
         g.stream = k->streamId;
         g.grid[0] = k->gridX, g.grid[1] = k->gridY, g.grid[2] = k->gridZ;
         g.block[0] = k->blockX, g.block[1] = k->blockY, g.block[2] = k->blockZ;
+        t->untimed += k->start == 0 && k->end == 0;
         if (gpu_kernel_list_add(&t->kernels, &g))
             t->out_of_memory = true;
     } else if (record->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
@@ -88,12 +95,18 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t *buff
     if (t) {
         std::lock_guard<std::mutex> guard(t->lock);
         CUpti_Activity *record = nullptr;
+        CUptiResult r = CUPTI_SUCCESS;
         try {
-            while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS)
+            while ((r = cuptiActivityGetNextRecord(buffer, valid, &record)) == CUPTI_SUCCESS)
                 keep_record(t, record);
         } catch (const std::bad_alloc &) {
             t->out_of_memory = true;
         }
+        /* MAX_LIMIT_REACHED is the end of the buffer; anything else
+         * (INVALID_KIND: an incomplete or invalid record) loses the rest */
+        if (r != CUPTI_SUCCESS && r != CUPTI_ERROR_MAX_LIMIT_REACHED &&
+            t->unreadable == CUPTI_SUCCESS)
+            t->unreadable = r;
         size_t dropped = 0;
         if (cuptiActivityGetNumDroppedRecords(context, stream, &dropped) == CUPTI_SUCCESS)
             t->dropped += dropped;
@@ -210,6 +223,8 @@ extern "C" int cupti_trace_discard(char *err, size_t err_len)
     size_t dropped = 0;
     cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped); /* resets the count */
     t->dropped = 0;
+    t->untimed = 0;
+    t->unreadable = CUPTI_SUCCESS;
     t->out_of_memory = false;
     return 0;
 }
@@ -251,6 +266,16 @@ extern "C" int cupti_trace_stop(gpu_kernel_list *out, char *err, size_t err_len)
         snprintf(err, err_len, "out of memory while collecting the activity records");
         rc = -1;
     }
+    if (rc == 0 && t->unreadable != CUPTI_SUCCESS)
+        rc = cupti_failed(t->unreadable, "cuptiActivityGetNextRecord (rest of a buffer lost)",
+                          __FILE__, __LINE__, err, err_len);
+    if (rc == 0 && t->untimed) {
+        snprintf(err, err_len,
+                 "CUPTI could not time %zu of %d kernels (start = end = 0: no device memory "
+                 "for their timestamps)",
+                 t->untimed, t->kernels.n);
+        rc = -1;
+    }
     if (rc == 0) {
         std::sort(t->external.begin(), t->external.end(),
                   [](const external_id &a, const external_id &b) {
@@ -275,6 +300,11 @@ extern "C" int cupti_trace_stop(gpu_kernel_list *out, char *err, size_t err_len)
 
 extern "C" char *cupti_demangle(const char *name)
 {
+    /* only Itanium-mangled names: __cxa_demangle also takes a bare type
+     * encoding, so an extern "C" kernel named "f" or "Dh" would read "float"
+     * or "half" */
+    if (strncmp(name, "_Z", 2) != 0)
+        return strdup(name);
     int status = -1;
     char *readable = abi::__cxa_demangle(name, nullptr, nullptr, &status);
     if (status == 0 && readable)
