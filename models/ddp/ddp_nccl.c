@@ -77,13 +77,32 @@ static int nccl_failed(ddp *d, const char *file, int line, const char *call, ncc
 
 /* ---- watchdog ------------------------------------------------------------- */
 
+/* ncclCommAbort has been seen to hang (joining a proxy thread stuck in
+ * poll(), NVIDIA/nccl issues 863, 992, 1777): it gets this long, then the
+ * rank exits anyway, so that timeout + grace stays well under a minute. */
+enum { ABORT_GRACE_S = 10 };
+
+static void *abort_main(void *arg)
+{
+    ncclCommAbort(*(ncclComm_t *)arg); /* NCCL's kernels return, the GPU is left usable */
+    return NULL;
+}
+
+/* Called with s->lock held: nccl_destroy clears have_comm under the lock
+ * before it tears the communicator down, so the two never touch it at once
+ * (the main thread then waits on the lock until _exit). */
 _Noreturn static void watchdog_end(nccl_state *s, const char *why)
 {
-    fprintf(stderr, "train: rank %d of %d (%s): %s; NCCL communicator aborted\n", s->rank,
-            s->size, s->host, why);
+    fprintf(stderr, "train: rank %d of %d (%s): %s%s\n", s->rank, s->size, s->host, why,
+            s->have_comm ? "; NCCL communicator aborted" : "");
     fflush(stderr);
-    if (s->have_comm)
-        ncclCommAbort(s->comm); /* NCCL's kernels return, the GPU is left usable */
+    pthread_t t;
+    struct timespec until;
+    if (s->have_comm && pthread_create(&t, NULL, abort_main, &s->comm) == 0 &&
+        clock_gettime(CLOCK_REALTIME, &until) == 0) {
+        until.tv_sec += ABORT_GRACE_S;
+        pthread_timedjoin_np(t, NULL, &until);
+    }
     _exit(1);
 }
 
@@ -113,9 +132,9 @@ static void *watchdog_main(void *arg)
                                           "a peer rank died or hangs (the limit is --ddp-timeout)",
                          s->limit_s, s->doing);
         }
-        pthread_mutex_unlock(&s->lock);
         if (why[0])
-            watchdog_end(s, why);
+            watchdog_end(s, why); /* the lock held: see watchdog_end */
+        pthread_mutex_unlock(&s->lock);
     }
 }
 
@@ -210,17 +229,39 @@ static int nccl_setup(ddp *d)
     return make_comm(d);
 }
 
+/* Finalize and destroy after a clean run. After a failure (a peer lost: an
+ * asynchronous error, which ncclAllReduce also returns; or reductions of this
+ * rank still in flight that the others may never join) ncclCommDestroy would
+ * wait forever for NCCL's kernels (it synchronizes the streams they ran on):
+ * abort instead. The watchdog stays up and bounds the teardown either way. */
+static void close_comm(nccl_state *s)
+{
+    pthread_mutex_lock(&s->lock);
+    s->have_comm = false; /* the watchdog no longer touches it */
+    pthread_mutex_unlock(&s->lock);
+    ncclResult_t async = ncclSuccess;
+    bool clean = ncclCommGetAsyncError(s->comm, &async) == ncclSuccess &&
+                 async == ncclSuccess && cudaStreamQuery(s->stream) == cudaSuccess;
+    if (clean && ncclCommFinalize(s->comm) == ncclSuccess)
+        ncclCommDestroy(s->comm);
+    else
+        ncclCommAbort(s->comm);
+}
+
 static void nccl_destroy(ddp *d)
 {
     nccl_state *s = d->state;
+    if (s->have_comm) {
+        arm(s, NULL, d->world->timeout_s, "destroying the NCCL communicator");
+        close_comm(s);
+        disarm(s);
+    }
     if (s->watchdog_running) {
         pthread_mutex_lock(&s->lock);
         s->stop = true;
         pthread_mutex_unlock(&s->lock);
         pthread_join(s->watchdog, NULL);
     }
-    if (s->have_comm)
-        ncclCommDestroy(s->comm);
     if (s->buckets) {
         for (int k = 0; k < d->plan.n_buckets; k++) {
             dev_bucket *db = &s->buckets[k];
