@@ -319,6 +319,8 @@ CONV_CASE(conv3x3_bias_vgg, 3, 6, 4, 3, 1, 1, 1, true)
 CONV_CASE(conv3x3_stride2_resnet, 4, 7, 6, 3, 2, 1, 1, false)
 CONV_CASE(conv7x7_stride2_pad3_stem, 3, 9, 4, 7, 2, 3, 1, false)
 CONV_CASE(conv1x1_stride2_downsample, 4, 6, 8, 1, 2, 0, 1, false)
+CONV_CASE(conv1x1_pointwise, 8, 5, 16, 1, 1, 0, 1, false)
+CONV_CASE(conv1x1_pointwise_wide, 64, 4, 128, 1, 1, 0, 1, false)
 CONV_CASE(depthwise3x3_stride1, 6, 5, 6, 3, 1, 1, 6, false)
 CONV_CASE(depthwise3x3_stride2, 6, 7, 6, 3, 2, 1, 6, false)
 CONV_CASE(conv3x3_wide, 32, 6, 32, 3, 1, 1, 1, false)
@@ -409,6 +411,8 @@ static const layer_case cases[] = {
     {"conv3x3_stride2_resnet", -2, 2, false, conv3x3_stride2_resnet},
     {"conv7x7_stride2_pad3_stem", -2, 2, false, conv7x7_stride2_pad3_stem},
     {"conv1x1_stride2_downsample", -2, 2, false, conv1x1_stride2_downsample},
+    {"conv1x1_pointwise", -2, 2, false, conv1x1_pointwise},
+    {"conv1x1_pointwise_wide", -2, 2, false, conv1x1_pointwise_wide},
     {"depthwise3x3_stride1", -2, 2, false, depthwise3x3_stride1},
     {"depthwise3x3_stride2", -2, 2, false, depthwise3x3_stride2},
     /* wide enough that oneDNN picks its blocked JIT kernels (nChw16c), so the

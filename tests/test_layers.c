@@ -36,6 +36,8 @@ LAYER_TEST(conv3x3_bias_vgg)
 LAYER_TEST(conv3x3_stride2_resnet)
 LAYER_TEST(conv7x7_stride2_pad3_stem)
 LAYER_TEST(conv1x1_stride2_downsample)
+LAYER_TEST(conv1x1_pointwise)
+LAYER_TEST(conv1x1_pointwise_wide)
 LAYER_TEST(depthwise3x3_stride1)
 LAYER_TEST(depthwise3x3_stride2)
 LAYER_TEST(conv3x3_wide)
@@ -64,6 +66,6 @@ Test(layers, every_case_is_run)
 {
     int n;
     layer_cases(&n);
-    cr_expect_eq(n, 26, "add a LAYER_TEST for each new case");
+    cr_expect_eq(n, 28, "add a LAYER_TEST for each new case");
 }
 #endif /* HAVE_DNNL */
