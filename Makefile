@@ -54,6 +54,9 @@ ifneq ($(DNNL_H),)
   ALL_CFLAGS += -DHAVE_DNNL -fopenmp
   LDLIBS += -ldnnl -fopenmp
 endif
+# the libraries of a program that runs the CUDA backend on the host emulator
+# (tests/emu/host/): everything but CUDA's own
+HOST_LDLIBS := $(LDLIBS)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 ifneq ($(NVCC),)
   LIB_CU_SRCS := $(shell find models counters peaks -name '*.cu' 2>/dev/null | sort)
@@ -226,9 +229,64 @@ $(EMU_DIR)/%.o: tests/emu/%.cpp
 	$(CXX) $(EMU_CXXFLAGS) -c $< -o $@
 $(EMU_PROG): $(EMU_OBJS) $(LIB)
 	$(CXX) $(EMU_CXXFLAGS) $^ -o $@ $(LDLIBS)
+
+# The whole CUDA backend on the host (tests/emu/host/): translate_cu turns each
+# launch of models/cuda/*.cu and of the layer and training checks of make
+# test-gpu into an emulator launch; fake_cuda.cpp, fake_cudnn.cpp and
+# fake_cublaslt.cpp stand in for the CUDA runtime, cuDNN and cuBLASLt (direct
+# loops); the checks then run as on a GPU, under ASan and UBSan.
+EMU_HOST_DIR := $(EMU_DIR)/host
+EMU_TRANSLATE := $(EMU_HOST_DIR)/translate_cu
+EMU_HOST_CHECKS := cuda_layers_check cuda_train_check
+EMU_HOST_GEN := $(patsubst %.cu,$(EMU_HOST_DIR)/gen/%.cpp,$(wildcard models/cuda/*.cu) \
+                  $(EMU_HOST_CHECKS:%=tests/gpu/%.cu))
+EMU_FAKE_OBJS := $(patsubst tests/emu/host/%.cpp,$(EMU_HOST_DIR)/%.o,$(filter-out \
+                   %/translate_cu.cpp,$(wildcard tests/emu/host/*.cpp)))
+EMU_HOST_BACKEND := $(patsubst $(EMU_HOST_DIR)/gen/%.cpp,$(EMU_HOST_DIR)/gen/%.o,$(filter \
+                      $(EMU_HOST_DIR)/gen/models/%,$(EMU_HOST_GEN)))
+EMU_HOST_PROGS := $(EMU_HOST_CHECKS:%=$(EMU_HOST_DIR)/%)
+EMU_HOST_CXXFLAGS := $(EMU_CXXFLAGS) -DHAVE_CUDA $(filter -DHAVE_DNNL,$(ALL_CFLAGS)) \
+                     -Wno-deprecated-declarations \
+                     -Itests/emu/host -Imodels/cuda -Itests/gpu
+$(EMU_TRANSLATE): tests/emu/host/translate_cu.cpp
+	@mkdir -p $(@D)
+	$(CXX) -std=c++17 -O1 -Wall -Wextra $< -o $@
+$(EMU_HOST_DIR)/gen/%.cpp: %.cu $(EMU_TRANSLATE)
+	@mkdir -p $(@D)
+	$(EMU_TRANSLATE) $< $@
+$(EMU_HOST_DIR)/gen/%.o: $(EMU_HOST_DIR)/gen/%.cpp
+	$(CXX) $(EMU_HOST_CXXFLAGS) -c $< -o $@
+$(EMU_HOST_DIR)/%.o: tests/emu/host/%.cpp
+	@mkdir -p $(@D)
+	$(CXX) $(EMU_HOST_CXXFLAGS) -c $< -o $@
+# the direct loops standing in for cuDNN and cuBLASLt take most of the
+# emulated steps' time
+$(EMU_FAKE_OBJS): EMU_HOST_CXXFLAGS += -O2
+# The layer check under the sanitizers; the training check, whose whole steps
+# take minutes there (each barrier of every block is a fiber switch), built
+# again in fast/ at -O2 without them.
+EMU_HOST_FAST := $(EMU_HOST_DIR)/fast
+EMU_FAST_CXXFLAGS := $(filter-out -O1 -fsanitize=% -fno-sanitize-recover=%,$(EMU_HOST_CXXFLAGS)) -O2
+$(EMU_HOST_FAST)/%.o: $(EMU_HOST_DIR)/gen/%.cpp
+	@mkdir -p $(@D)
+	$(CXX) $(EMU_FAST_CXXFLAGS) -c $< -o $@
+$(EMU_HOST_FAST)/%.o: tests/emu/host/%.cpp
+	@mkdir -p $(@D)
+	$(CXX) $(EMU_FAST_CXXFLAGS) -c $< -o $@
+$(EMU_HOST_DIR)/cuda_layers_check: $(EMU_HOST_DIR)/gen/tests/gpu/cuda_layers_check.o \
+        $(EMU_HOST_BACKEND) $(EMU_FAKE_OBJS) $(BUILD)/tests/layer_check.o $(BUILD)/tests/reference.o \
+        $(LIB)
+	$(CXX) $(EMU_HOST_CXXFLAGS) $^ -o $@ $(HOST_LDLIBS)
+$(EMU_HOST_DIR)/cuda_train_check: $(EMU_HOST_FAST)/tests/gpu/cuda_train_check.o \
+        $(patsubst $(EMU_HOST_DIR)/gen/%,$(EMU_HOST_FAST)/%,$(EMU_HOST_BACKEND)) \
+        $(patsubst $(EMU_HOST_DIR)/%,$(EMU_HOST_FAST)/%,$(EMU_FAKE_OBJS)) $(LIB)
+	$(CXX) $(EMU_FAST_CXXFLAGS) $^ -o $@ $(HOST_LDLIBS)
+.SECONDARY: $(EMU_HOST_GEN)
+
 ifneq ($(NVCC),)
-$(TEST_BIN): | $(EMU_PROG)
-$(BUILD)/tests/test_cuda_emu.o: ALL_CFLAGS += -DROOFLINE_CUDA_EMU='"$(CURDIR)/$(EMU_PROG)"'
+$(TEST_BIN): | $(EMU_PROG) $(EMU_HOST_PROGS)
+$(BUILD)/tests/test_cuda_emu.o: ALL_CFLAGS += -DROOFLINE_CUDA_EMU='"$(CURDIR)/$(EMU_PROG)"' \
+    -DROOFLINE_CUDA_HOST_DIR='"$(CURDIR)/$(EMU_HOST_DIR)"'
 endif
 
 # The GPU tests share the direct-loop reference and the layer checks of the

@@ -22,6 +22,37 @@ Test(cuda_emu, own_kernels_match_direct_loops, .timeout = 600)
 #endif
 }
 
+/* The whole CUDA backend on the host (tests/emu/host/): make test-gpu's layer
+ * and training checks, built against fake CUDA runtime, cuDNN and cuBLASLt
+ * libraries (direct loops), every launch of the .cu files of models/cuda
+ * emulated. */
+static void expect_host_check_passes(const char *name)
+{
+#ifndef ROOFLINE_CUDA_HOST_DIR
+    (void)name;
+    cr_skip_test("no CUDA headers: the host emulator of the backend is not built");
+#else
+    static char out[1 << 17];
+    char cmd[1024];
+    format_or_fail(cmd, sizeof cmd, "'%s/%s' 2>&1", ROOFLINE_CUDA_HOST_DIR, name);
+    int status = run_capture(cmd, out, sizeof out);
+    size_t n = strlen(out);
+    const char *tail = n > 8000 ? out + n - 8000 : out;
+    cr_assert_eq(status, 0, "%s exited %d:\n%s", name, status, tail);
+    cr_expect(strstr(out, " passed, 0 failed") != NULL && !strstr(out, "FAIL:"), "%s", tail);
+#endif
+}
+
+Test(cuda_emu, every_layer_of_the_cuda_backend_on_the_host, .timeout = 600)
+{
+    expect_host_check_passes("cuda_layers_check");
+}
+
+Test(cuda_emu, whole_cuda_steps_on_the_host_match_the_cpu_backend, .timeout = 1200)
+{
+    expect_host_check_passes("cuda_train_check");
+}
+
 /* The emulator stops a kernel that no GPU would run as written: exit 3 and
  * one line naming what and where. */
 static void expect_misuse_caught(const char *which, const char *message)

@@ -146,9 +146,10 @@ int cuda_bias_act(backend *b, int i, act_kind act)
         const void *pointers[] = {cl->out, cl->bias_copy};
         bool vectors = with_vector_map<T>(
             b->pp.layout, channels, plane, n, pointers, 2, [&](auto map, uint32_t count) {
-                bias_act_vec_kernel<T><<<cuda_blocks(b, count, EW_THREADS), EW_THREADS, 0,
-                                         b->stream>>>((T *)cl->out, (const T *)cl->bias_copy,
-                                                      act, map, count);
+                using Map = decltype(map);
+                bias_act_vec_kernel<T, Map><<<cuda_blocks(b, count, EW_THREADS), EW_THREADS, 0,
+                                              b->stream>>>((T *)cl->out, (const T *)cl->bias_copy,
+                                                           act, map, count);
             });
         if (!vectors)
             bias_act_kernel<T><<<cuda_blocks(b, n, EW_THREADS), EW_THREADS, 0, b->stream>>>(

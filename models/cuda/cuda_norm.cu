@@ -111,7 +111,7 @@ static int bn_apply(backend *b, int bn, T *y, const T *other, int bn2, int act)
     bool vectors = with_vector_map<T>(
         b->pp.layout, channels, plane, n, pointers, 4, [&](auto map, uint32_t count) {
             unsigned blocks = map.blocks(cuda_blocks(b, count, APPLY_THREADS), APPLY_THREADS);
-            bn_apply_vec_kernel<T><<<blocks, APPLY_THREADS, 0, b->stream>>>(
+            bn_apply_vec_kernel<T, decltype(map)><<<blocks, APPLY_THREADS, 0, b->stream>>>(
                 y, first, other, second, bn2 >= 0, act, map, count);
         });
     if (!vectors)
@@ -181,7 +181,8 @@ int cuda_bn_backward_data(backend *b, int i, bool accumulate)
         bool vectors = with_vector_map<T>(
             b->pp.layout, channels, plane, n, pointers, 3, [&](auto map, uint32_t count) {
                 unsigned blocks = map.blocks(cuda_blocks(b, count, APPLY_THREADS), APPLY_THREADS);
-                bn_backward_data_vec_kernel<T><<<blocks, APPLY_THREADS, 0, b->stream>>>(
+                using Map = decltype(map);
+                bn_backward_data_vec_kernel<T, Map><<<blocks, APPLY_THREADS, 0, b->stream>>>(
                     dx, dy, x, cl->w, cl->bias, cl->mean, cl->rstd, (const float *)cl->dbias,
                     (const float *)cl->dw, b->fusion[i].act, inv_count, accumulate, map, count);
             });

@@ -5,6 +5,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <cuda_runtime.h>
 
@@ -41,6 +42,16 @@ static inline bool gpu_test_skip(void)
     printf("skipped: no CUDA device (%s)\n",
            err != cudaSuccess ? cudaGetErrorString(err) : "none found");
     return true;
+}
+
+/* Whether device 0 is tests/emu's host emulator (tests/emu/host/fake_cuda.cpp),
+ * where a check runs its work at small sizes: every kernel is emulated
+ * thread by thread and every convolution is a direct loop. */
+static inline bool gpu_test_emulated(void)
+{
+    cudaDeviceProp prop;
+    return cudaGetDeviceProperties(&prop, 0) == cudaSuccess &&
+           !strncmp(prop.name, "host emulator", 13);
 }
 
 /* The closing line; the program's exit status. */

@@ -1,0 +1,233 @@
+/* The cuBLASLt calls of the CUDA backend, on the host: D = alpha op(A)
+ * op(B) + beta C in column-major order as cuBLASLt defines it (rows, cols
+ * and leading dimension per layout, TRANSA/TRANSB on the descriptor), sums
+ * in double, and the BIAS and RELU_BIAS epilogues (a bias per row of D, of
+ * D's type). The heuristic offers one algorithm. Work goes to the stream
+ * passed (fake_cuda.cpp). */
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "host_launch.h"
+
+struct cublasLtContext {
+    int unused = 0;
+};
+
+namespace {
+
+struct matmul_desc {
+    cublasOperation_t trans_a = CUBLAS_OP_N, trans_b = CUBLAS_OP_N;
+    cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+    const void *bias = nullptr;
+};
+struct matrix_layout {
+    cudaDataType type;
+    uint64_t rows, cols;
+    int64_t ld;
+};
+
+matmul_desc *desc_of(cublasLtMatmulDesc_t d) { return (matmul_desc *)d; }
+matrix_layout *layout_of(cublasLtMatrixLayout_t l) { return (matrix_layout *)l; }
+
+double load(cudaDataType t, const void *p, size_t i)
+{
+    if (t == CUDA_R_16F)
+        return __half2float(((const __half *)p)[i]);
+    if (t == CUDA_R_16BF)
+        return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
+    return ((const float *)p)[i];
+}
+
+void store(cudaDataType t, void *p, size_t i, double v)
+{
+    if (t == CUDA_R_16F)
+        ((__half *)p)[i] = __float2half_rn((float)v);
+    else if (t == CUDA_R_16BF)
+        ((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn((float)v);
+    else
+        ((float *)p)[i] = (float)v;
+}
+
+/* element (i, j) of op(M) for a matrix stored as layout l */
+double at(const matrix_layout &l, const void *p, cublasOperation_t op, uint64_t i, uint64_t j)
+{
+    return op == CUBLAS_OP_N ? load(l.type, p, i + j * (uint64_t)l.ld)
+                             : load(l.type, p, j + i * (uint64_t)l.ld);
+}
+
+} // namespace
+
+extern "C" {
+
+const char *cublasLtGetStatusString(cublasStatus_t status)
+{
+    static char text[64];
+    snprintf(text, sizeof text, "CUBLAS_STATUS %d (host emulator)", (int)status);
+    return text;
+}
+const char *cublasLtGetStatusName(cublasStatus_t status) { return cublasLtGetStatusString(status); }
+cublasStatus_t cublasLtCreate(cublasLtHandle_t *handle)
+{
+    *handle = new cublasLtContext;
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtDestroy(cublasLtHandle_t handle)
+{
+    delete handle;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *d, cublasComputeType_t compute,
+                                        cudaDataType_t scale)
+{
+    if (scale != CUDA_R_32F ||
+        (compute != CUBLAS_COMPUTE_32F && compute != CUBLAS_COMPUTE_32F_FAST_TF32))
+        return CUBLAS_STATUS_NOT_SUPPORTED; /* the backend asks for these only */
+    *d = (cublasLtMatmulDesc_t) new matmul_desc;
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t d)
+{
+    delete desc_of(d);
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
+                                              cublasLtMatmulDescAttributes_t attr, const void *buf,
+                                              size_t bytes)
+{
+    matmul_desc *m = desc_of(d);
+    switch (attr) {
+    case CUBLASLT_MATMUL_DESC_TRANSA:
+        if (bytes != sizeof m->trans_a)
+            return CUBLAS_STATUS_INVALID_VALUE;
+        memcpy(&m->trans_a, buf, bytes);
+        return CUBLAS_STATUS_SUCCESS;
+    case CUBLASLT_MATMUL_DESC_TRANSB:
+        if (bytes != sizeof m->trans_b)
+            return CUBLAS_STATUS_INVALID_VALUE;
+        memcpy(&m->trans_b, buf, bytes);
+        return CUBLAS_STATUS_SUCCESS;
+    case CUBLASLT_MATMUL_DESC_EPILOGUE:
+        if (bytes != sizeof m->epilogue)
+            return CUBLAS_STATUS_INVALID_VALUE;
+        memcpy(&m->epilogue, buf, bytes);
+        return CUBLAS_STATUS_SUCCESS;
+    case CUBLASLT_MATMUL_DESC_BIAS_POINTER:
+        if (bytes != sizeof m->bias)
+            return CUBLAS_STATUS_INVALID_VALUE;
+        memcpy(&m->bias, buf, bytes);
+        return CUBLAS_STATUS_SUCCESS;
+    default: return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
+}
+cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *l, cudaDataType type,
+                                          uint64_t rows, uint64_t cols, int64_t ld)
+{
+    if (ld < (int64_t)rows || rows == 0 || cols == 0)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    *l = (cublasLtMatrixLayout_t) new matrix_layout{type, rows, cols, ld};
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t l)
+{
+    delete layout_of(l);
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *p)
+{
+    *p = (cublasLtMatmulPreference_t) new int(0);
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t p)
+{
+    delete (int *)p;
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t,
+                                                    cublasLtMatmulPreferenceAttributes_t,
+                                                    const void *, size_t)
+{
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+/* op(A) is m x k, op(B) k x n, C and D m x n */
+static bool shapes_agree(const matmul_desc &m, const matrix_layout &a, const matrix_layout &b,
+                         const matrix_layout &c)
+{
+    uint64_t am = m.trans_a == CUBLAS_OP_N ? a.rows : a.cols;
+    uint64_t ak = m.trans_a == CUBLAS_OP_N ? a.cols : a.rows;
+    uint64_t bk = m.trans_b == CUBLAS_OP_N ? b.rows : b.cols;
+    uint64_t bn = m.trans_b == CUBLAS_OP_N ? b.cols : b.rows;
+    return am == c.rows && ak == bk && bn == c.cols;
+}
+
+cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDesc_t d,
+                                              cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                                              cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t,
+                                              cublasLtMatmulPreference_t, int requested,
+                                              cublasLtMatmulHeuristicResult_t *results,
+                                              int *returned)
+{
+    if (requested < 1)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    if (!shapes_agree(*desc_of(d), *layout_of(a), *layout_of(b), *layout_of(c)))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    memset(results, 0, sizeof *results);
+    results->state = CUBLAS_STATUS_SUCCESS;
+    results->wavesCount = 1.0f;
+    *returned = 1;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t d, const void *alpha,
+                              const void *A, cublasLtMatrixLayout_t ad, const void *B,
+                              cublasLtMatrixLayout_t bd, const void *beta, const void *C,
+                              cublasLtMatrixLayout_t cd, void *D, cublasLtMatrixLayout_t dd,
+                              const cublasLtMatmulAlgo_t *, void *, size_t, cudaStream_t stream)
+{
+    matmul_desc m = *desc_of(d);
+    matrix_layout a = *layout_of(ad), b = *layout_of(bd), c = *layout_of(cd), out = *layout_of(dd);
+    if (!shapes_agree(m, a, b, c) || c.rows != out.rows || c.cols != out.cols)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    bool bias = m.epilogue == CUBLASLT_EPILOGUE_BIAS || m.epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
+    bool relu = m.epilogue == CUBLASLT_EPILOGUE_RELU_BIAS || m.epilogue == CUBLASLT_EPILOGUE_RELU;
+    if (m.epilogue != CUBLASLT_EPILOGUE_DEFAULT && !bias && !relu)
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (bias && !m.bias)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    float al = *(const float *)alpha, be = *(const float *)beta;
+    uint64_t k = m.trans_a == CUBLAS_OP_N ? a.cols : a.rows;
+    emu_host::run_on(stream, [=]() {
+        /* op(A) row by row and op(B) column by column in double first: the
+         * loops then run over contiguous memory */
+        std::vector<double> rows(out.rows * k), cols(out.cols * k);
+        for (uint64_t i = 0; i < out.rows; i++)
+            for (uint64_t p = 0; p < k; p++)
+                rows[i * k + p] = at(a, A, m.trans_a, i, p);
+        for (uint64_t j = 0; j < out.cols; j++)
+            for (uint64_t p = 0; p < k; p++)
+                cols[j * k + p] = at(b, B, m.trans_b, p, j);
+        for (uint64_t j = 0; j < out.cols; j++)
+            for (uint64_t i = 0; i < out.rows; i++) {
+                double s = 0.0;
+                for (uint64_t p = 0; p < k; p++)
+                    s += rows[i * k + p] * cols[j * k + p];
+                double v = al * s;
+                if (be != 0.0f)
+                    v += be * load(c.type, C, i + j * (uint64_t)c.ld);
+                if (bias)
+                    v += load(out.type, m.bias, i);
+                if (relu && v < 0.0)
+                    v = 0.0;
+                store(out.type, D, i + j * (uint64_t)out.ld, v);
+            }
+    });
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+} // extern "C"

@@ -1,0 +1,404 @@
+/* The cuDNN 9 calls of the CUDA backend (legacy convolution API), on the
+ * host: descriptors keep what they were given, Find offers one algorithm
+ * (no workspace, the descriptor's math type), and the three convolution
+ * passes are direct loops in double over the descriptors' layouts (NCHW,
+ * NHWC; filters KCRS or KRSC), groups, strides, padding and dilation, with
+ * alpha and beta as cuDNN defines them (beta = 0 never reads the output).
+ * The values are cuDNN's, up to rounding; its speed and its algorithms
+ * are not modelled. Work goes to the handle's stream (fake_cuda.cpp). */
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cudnn.h>
+
+#include "host_launch.h"
+
+struct cudnnContext {
+    cudaStream_t stream = nullptr;
+};
+struct cudnnTensorStruct {
+    cudnnTensorFormat_t format = CUDNN_TENSOR_NCHW;
+    cudnnDataType_t type = CUDNN_DATA_FLOAT;
+    int n = 0, c = 0, h = 0, w = 0;
+};
+struct cudnnFilterStruct {
+    cudnnTensorFormat_t format = CUDNN_TENSOR_NCHW;
+    cudnnDataType_t type = CUDNN_DATA_FLOAT;
+    int k = 0, c = 0, r = 0, s = 0;
+};
+struct cudnnConvolutionStruct {
+    int pad_h = 0, pad_w = 0, u = 1, v = 1, dil_h = 1, dil_w = 1, groups = 1;
+    cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+};
+
+namespace {
+
+double load(cudnnDataType_t t, const void *p, size_t i)
+{
+    if (t == CUDNN_DATA_HALF)
+        return __half2float(((const __half *)p)[i]);
+    if (t == CUDNN_DATA_BFLOAT16)
+        return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
+    return ((const float *)p)[i];
+}
+
+void store(cudnnDataType_t t, void *p, size_t i, double v)
+{
+    if (t == CUDNN_DATA_HALF)
+        ((__half *)p)[i] = __float2half_rn((float)v);
+    else if (t == CUDNN_DATA_BFLOAT16)
+        ((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn((float)v);
+    else
+        ((float *)p)[i] = (float)v;
+}
+
+size_t tensor_at(const cudnnTensorStruct &d, int n, int c, int y, int x)
+{
+    if (d.format == CUDNN_TENSOR_NHWC)
+        return (((size_t)n * d.h + y) * d.w + x) * d.c + c;
+    return (((size_t)n * d.c + c) * d.h + y) * d.w + x;
+}
+
+size_t filter_at(const cudnnFilterStruct &f, int k, int c, int r, int s)
+{
+    if (f.format == CUDNN_TENSOR_NHWC)
+        return (((size_t)k * f.r + r) * f.s + s) * f.c + c;
+    return (((size_t)k * f.c + c) * f.r + r) * f.s + s;
+}
+
+size_t tensor_elems(const cudnnTensorStruct &d) { return (size_t)d.n * d.c * d.h * d.w; }
+size_t filter_elems(const cudnnFilterStruct &f) { return (size_t)f.k * f.c * f.r * f.s; }
+
+/* A tensor in double, NCHW whatever its layout (and back), so that the
+ * loops below run over contiguous rows: the emulated training steps of make
+ * test spend most of their time here. */
+std::vector<double> tensor_in(const cudnnTensorStruct &d, const void *p)
+{
+    std::vector<double> v(tensor_elems(d));
+    size_t i = 0;
+    for (int n = 0; n < d.n; n++)
+        for (int c = 0; c < d.c; c++)
+            for (int y = 0; y < d.h; y++)
+                for (int x = 0; x < d.w; x++)
+                    v[i++] = load(d.type, p, tensor_at(d, n, c, y, x));
+    return v;
+}
+std::vector<double> filter_in(const cudnnFilterStruct &f, const void *p)
+{
+    std::vector<double> v(filter_elems(f));
+    size_t i = 0;
+    for (int k = 0; k < f.k; k++)
+        for (int c = 0; c < f.c; c++)
+            for (int r = 0; r < f.r; r++)
+                for (int s = 0; s < f.s; s++)
+                    v[i++] = load(f.type, p, filter_at(f, k, c, r, s));
+    return v;
+}
+
+/* out = alpha sums + beta out (sums in NCHW or KCRS order, indexed by `at`
+ * from that order to the stored one); out read only where beta is not 0,
+ * as cuDNN: what it held may be anything, NaN included. */
+template <typename At>
+void blend(cudnnDataType_t t, void *out, const std::vector<double> &sums, float alpha,
+           float beta, At at)
+{
+    for (size_t i = 0; i < sums.size(); i++) {
+        size_t o = at(i);
+        store(t, out, o, alpha * sums[i] + (beta != 0.0f ? beta * load(t, out, o) : 0.0));
+    }
+}
+
+size_t tensor_index_of(const cudnnTensorStruct &d, size_t i)
+{
+    int x = (int)(i % d.w), y = (int)(i / d.w % d.h), c = (int)(i / ((size_t)d.w * d.h) % d.c);
+    int n = (int)(i / ((size_t)d.w * d.h * d.c));
+    return tensor_at(d, n, c, y, x);
+}
+size_t filter_index_of(const cudnnFilterStruct &f, size_t i)
+{
+    int s = (int)(i % f.s), r = (int)(i / f.s % f.r), c = (int)(i / ((size_t)f.s * f.r) % f.c);
+    int k = (int)(i / ((size_t)f.s * f.r * f.c));
+    return filter_at(f, k, c, r, s);
+}
+
+enum pass { FORWARD, BACKWARD_DATA, BACKWARD_FILTER };
+
+/* The convolution's products in NCHW / KCRS doubles: Y += X W (forward),
+ * X += Y W (backward data: X is dx, Y is dy), W += X Y (backward filter). */
+template <pass P>
+void convolve(const cudnnTensorStruct &x, const cudnnFilterStruct &w,
+              const cudnnConvolutionStruct &cv, const cudnnTensorStruct &y, double *X, double *W,
+              double *Y)
+{
+    int k_per_group = w.k / cv.groups;
+    size_t x_plane = (size_t)x.h * x.w, y_plane = (size_t)y.h * y.w;
+    for (int n = 0; n < y.n; n++)
+        for (int k = 0; k < y.c; k++) {
+            int group = k / k_per_group;
+            double *yk = Y + ((size_t)n * y.c + k) * y_plane;
+            for (int c = 0; c < w.c; c++) {
+                double *xc = X + ((size_t)n * x.c + group * w.c + c) * x_plane;
+                double *wkc = W + ((size_t)k * w.c + c) * w.r * w.s;
+                for (int r = 0; r < w.r; r++)
+                    for (int s = 0; s < w.s; s++) {
+                        double *tap = wkc + r * w.s + s, sum = 0.0;
+                        for (int oy = 0; oy < y.h; oy++) {
+                            int iy = oy * cv.u - cv.pad_h + r * cv.dil_h;
+                            if (iy < 0 || iy >= x.h)
+                                continue;
+                            double *xrow = xc + (size_t)iy * x.w, *yrow = yk + (size_t)oy * y.w;
+                            for (int ox = 0; ox < y.w; ox++) {
+                                int ix = ox * cv.v - cv.pad_w + s * cv.dil_w;
+                                if (ix < 0 || ix >= x.w)
+                                    continue;
+                                if (P == FORWARD)
+                                    yrow[ox] += xrow[ix] * *tap;
+                                else if (P == BACKWARD_DATA)
+                                    xrow[ix] += yrow[ox] * *tap;
+                                else
+                                    sum += xrow[ix] * yrow[ox];
+                            }
+                        }
+                        if (P == BACKWARD_FILTER)
+                            *tap += sum;
+                    }
+            }
+        }
+}
+
+bool shapes_agree(const cudnnTensorStruct &x, const cudnnFilterStruct &w,
+                  const cudnnConvolutionStruct &cv, const cudnnTensorStruct &y)
+{
+    return x.n == y.n && w.k == y.c && w.c * cv.groups == x.c && w.k % cv.groups == 0 &&
+           x.type == w.type && x.type == y.type;
+}
+
+} // namespace
+
+extern "C" {
+
+const char *cudnnGetErrorString(cudnnStatus_t status)
+{
+    static char text[64];
+    snprintf(text, sizeof text, "CUDNN_STATUS %d (host emulator)", (int)status);
+    return text;
+}
+void cudnnGetLastErrorString(char *message, size_t max_size)
+{
+    if (max_size)
+        message[0] = '\0';
+}
+cudnnStatus_t cudnnCreate(cudnnHandle_t *handle)
+{
+    *handle = new cudnnContext;
+    return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnDestroy(cudnnHandle_t handle)
+{
+    delete handle;
+    return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnSetStream(cudnnHandle_t handle, cudaStream_t stream)
+{
+    handle->stream = stream;
+    return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnCreateTensorDescriptor(cudnnTensorDescriptor_t *d)
+{
+    *d = new cudnnTensorStruct;
+    return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnDestroyTensorDescriptor(cudnnTensorDescriptor_t d)
+{
+    delete d;
+    return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnSetTensor4dDescriptor(cudnnTensorDescriptor_t d, cudnnTensorFormat_t format,
+                                         cudnnDataType_t type, int n, int c, int h, int w)
+{
+    if (n <= 0 || c <= 0 || h <= 0 || w <= 0 || (int64_t)n * c * h * w > INT32_MAX)
+        return CUDNN_STATUS_BAD_PARAM;
+    *d = cudnnTensorStruct{format, type, n, c, h, w};
+    return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnCreateFilterDescriptor(cudnnFilterDescriptor_t *d)
+{
+    *d = new cudnnFilterStruct;
+    return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnDestroyFilterDescriptor(cudnnFilterDescriptor_t d)
+{
+    delete d;
+    return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnSetFilter4dDescriptor(cudnnFilterDescriptor_t d, cudnnDataType_t type,
+                                         cudnnTensorFormat_t format, int k, int c, int h, int w)
+{
+    if (k <= 0 || c <= 0 || h <= 0 || w <= 0)
+        return CUDNN_STATUS_BAD_PARAM;
+    *d = cudnnFilterStruct{format, type, k, c, h, w};
+    return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnCreateConvolutionDescriptor(cudnnConvolutionDescriptor_t *d)
+{
+    *d = new cudnnConvolutionStruct;
+    return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnDestroyConvolutionDescriptor(cudnnConvolutionDescriptor_t d)
+{
+    delete d;
+    return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnSetConvolution2dDescriptor(cudnnConvolutionDescriptor_t d, int pad_h,
+                                              int pad_w, int u, int v, int dil_h, int dil_w,
+                                              cudnnConvolutionMode_t mode,
+                                              cudnnDataType_t compute)
+{
+    if (mode != CUDNN_CROSS_CORRELATION || compute != CUDNN_DATA_FLOAT || u <= 0 || v <= 0 ||
+        dil_h <= 0 || dil_w <= 0 || pad_h < 0 || pad_w < 0)
+        return CUDNN_STATUS_NOT_SUPPORTED; /* the backend asks for these only */
+    d->pad_h = pad_h, d->pad_w = pad_w, d->u = u, d->v = v, d->dil_h = dil_h, d->dil_w = dil_w;
+    return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnSetConvolutionGroupCount(cudnnConvolutionDescriptor_t d, int groups)
+{
+    if (groups <= 0)
+        return CUDNN_STATUS_BAD_PARAM;
+    d->groups = groups;
+    return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnSetConvolutionMathType(cudnnConvolutionDescriptor_t d, cudnnMathType_t math)
+{
+    d->math = math;
+    return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnGetConvolution2dForwardOutputDim(const cudnnConvolutionDescriptor_t cv,
+                                                    const cudnnTensorDescriptor_t x,
+                                                    const cudnnFilterDescriptor_t w, int *n,
+                                                    int *c, int *h, int *wd)
+{
+    *n = x->n;
+    *c = w->k;
+    *h = (x->h + 2 * cv->pad_h - cv->dil_h * (w->r - 1) - 1) / cv->u + 1;
+    *wd = (x->w + 2 * cv->pad_w - cv->dil_w * (w->s - 1) - 1) / cv->v + 1;
+    return CUDNN_STATUS_SUCCESS;
+}
+
+/* One result: algorithm 0, no workspace, the descriptor's math type. */
+#define FIND_ONE(perf, returned, requested, cv)                                               \
+    do {                                                                                      \
+        if ((requested) < 1)                                                                  \
+            return CUDNN_STATUS_BAD_PARAM;                                                    \
+        memset((perf), 0, sizeof *(perf));                                                    \
+        (perf)->status = CUDNN_STATUS_SUCCESS;                                                \
+        (perf)->time = 0.01f;                                                                 \
+        (perf)->determinism = CUDNN_DETERMINISTIC;                                            \
+        (perf)->mathType = (cv)->math;                                                        \
+        *(returned) = 1;                                                                      \
+    } while (0)
+
+cudnnStatus_t cudnnFindConvolutionForwardAlgorithmEx(
+    cudnnHandle_t, const cudnnTensorDescriptor_t x, const void *, const cudnnFilterDescriptor_t w,
+    const void *, const cudnnConvolutionDescriptor_t cv, const cudnnTensorDescriptor_t y, void *,
+    const int requested, int *returned, cudnnConvolutionFwdAlgoPerf_t *perf, void *, size_t)
+{
+    if (!shapes_agree(*x, *w, *cv, *y))
+        return CUDNN_STATUS_BAD_PARAM;
+    FIND_ONE(perf, returned, requested, cv);
+    perf->algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+    return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnFindConvolutionBackwardDataAlgorithmEx(
+    cudnnHandle_t, const cudnnFilterDescriptor_t w, const void *,
+    const cudnnTensorDescriptor_t dy, const void *, const cudnnConvolutionDescriptor_t cv,
+    const cudnnTensorDescriptor_t dx, void *, const int requested, int *returned,
+    cudnnConvolutionBwdDataAlgoPerf_t *perf, void *, size_t)
+{
+    if (!shapes_agree(*dx, *w, *cv, *dy))
+        return CUDNN_STATUS_BAD_PARAM;
+    FIND_ONE(perf, returned, requested, cv);
+    perf->algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
+    return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnFindConvolutionBackwardFilterAlgorithmEx(
+    cudnnHandle_t, const cudnnTensorDescriptor_t x, const void *,
+    const cudnnTensorDescriptor_t dy, const void *, const cudnnConvolutionDescriptor_t cv,
+    const cudnnFilterDescriptor_t dw, void *, const int requested, int *returned,
+    cudnnConvolutionBwdFilterAlgoPerf_t *perf, void *, size_t)
+{
+    if (!shapes_agree(*x, *dw, *cv, *dy))
+        return CUDNN_STATUS_BAD_PARAM;
+    FIND_ONE(perf, returned, requested, cv);
+    perf->algo = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
+    return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha,
+                                      const cudnnTensorDescriptor_t xd, const void *x,
+                                      const cudnnFilterDescriptor_t wd, const void *w,
+                                      const cudnnConvolutionDescriptor_t cvd,
+                                      cudnnConvolutionFwdAlgo_t, void *, size_t, const void *beta,
+                                      const cudnnTensorDescriptor_t yd, void *y)
+{
+    cudnnTensorStruct xs = *xd, ys = *yd;
+    cudnnFilterStruct ws = *wd;
+    cudnnConvolutionStruct cv = *cvd;
+    if (!shapes_agree(xs, ws, cv, ys))
+        return CUDNN_STATUS_BAD_PARAM;
+    float a = *(const float *)alpha, b = *(const float *)beta;
+    emu_host::run_on(h->stream, [=]() {
+        std::vector<double> X = tensor_in(xs, x), W = filter_in(ws, w), Y(tensor_elems(ys), 0.0);
+        convolve<FORWARD>(xs, ws, cv, ys, X.data(), W.data(), Y.data());
+        blend(ys.type, y, Y, a, b, [&](size_t i) { return tensor_index_of(ys, i); });
+    });
+    return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t h, const void *alpha,
+                                           const cudnnFilterDescriptor_t wd, const void *w,
+                                           const cudnnTensorDescriptor_t dyd, const void *dy,
+                                           const cudnnConvolutionDescriptor_t cvd,
+                                           cudnnConvolutionBwdDataAlgo_t, void *, size_t,
+                                           const void *beta, const cudnnTensorDescriptor_t dxd,
+                                           void *dx)
+{
+    cudnnTensorStruct xs = *dxd, ys = *dyd;
+    cudnnFilterStruct ws = *wd;
+    cudnnConvolutionStruct cv = *cvd;
+    if (!shapes_agree(xs, ws, cv, ys))
+        return CUDNN_STATUS_BAD_PARAM;
+    float a = *(const float *)alpha, b = *(const float *)beta;
+    emu_host::run_on(h->stream, [=]() {
+        std::vector<double> X(tensor_elems(xs), 0.0), W = filter_in(ws, w), Y = tensor_in(ys, dy);
+        convolve<BACKWARD_DATA>(xs, ws, cv, ys, X.data(), W.data(), Y.data());
+        blend(xs.type, dx, X, a, b, [&](size_t i) { return tensor_index_of(xs, i); });
+    });
+    return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t h, const void *alpha,
+                                             const cudnnTensorDescriptor_t xd, const void *x,
+                                             const cudnnTensorDescriptor_t dyd, const void *dy,
+                                             const cudnnConvolutionDescriptor_t cvd,
+                                             cudnnConvolutionBwdFilterAlgo_t, void *, size_t,
+                                             const void *beta, const cudnnFilterDescriptor_t dwd,
+                                             void *dw)
+{
+    cudnnTensorStruct xs = *xd, ys = *dyd;
+    cudnnFilterStruct ws = *dwd;
+    cudnnConvolutionStruct cv = *cvd;
+    if (!shapes_agree(xs, ws, cv, ys))
+        return CUDNN_STATUS_BAD_PARAM;
+    float a = *(const float *)alpha, b = *(const float *)beta;
+    emu_host::run_on(h->stream, [=]() {
+        std::vector<double> X = tensor_in(xs, x), W(filter_elems(ws), 0.0), Y = tensor_in(ys, dy);
+        convolve<BACKWARD_FILTER>(xs, ws, cv, ys, X.data(), W.data(), Y.data());
+        blend(ws.type, dw, W, a, b, [&](size_t i) { return filter_index_of(ws, i); });
+    });
+    return CUDNN_STATUS_SUCCESS;
+}
+
+} // extern "C"
