@@ -124,6 +124,19 @@ __global__ void maxpool_kernel(T *y, uint8_t *where, const T *x, pool_dims d, in
     }
 }
 
+/* The max pool outputs [r0, r1] x [q0, q1] whose windows hold input (h, w):
+ * r stride - pad <= h <= r stride - pad + kernel - 1 */
+__device__ __forceinline__ void windows_holding(const pool_dims &d, int h, int w, int &r0, int &r1,
+                                                int &q0, int &q1)
+{
+    r0 = h + d.pad - d.kernel + 1, q0 = w + d.pad - d.kernel + 1;
+    r0 = r0 > 0 ? (r0 + d.stride - 1) / d.stride : 0;
+    q0 = q0 > 0 ? (q0 + d.stride - 1) / d.stride : 0;
+    r1 = (h + d.pad) / d.stride, q1 = (w + d.pad) / d.stride;
+    r1 = r1 < d.oh - 1 ? r1 : d.oh - 1;
+    q1 = q1 < d.ow - 1 ? q1 : d.ow - 1;
+}
+
 template <typename T>
 __global__ void maxpool_backward_kernel(T *dx, const T *dy, const uint8_t *where, pool_dims d,
                                         bool acc, int64_t n_in)
@@ -132,13 +145,8 @@ __global__ void maxpool_backward_kernel(T *dx, const T *dy, const uint8_t *where
         int64_t n;
         int c, h, w;
         coords_of(d, j, d.h_div, d.w_div, n, c, h, w);
-        /* outputs r with r*stride - pad <= h <= r*stride - pad + kernel - 1 */
-        int r0 = h + d.pad - d.kernel + 1, q0 = w + d.pad - d.kernel + 1;
-        r0 = r0 > 0 ? (r0 + d.stride - 1) / d.stride : 0;
-        q0 = q0 > 0 ? (q0 + d.stride - 1) / d.stride : 0;
-        int r1 = (h + d.pad) / d.stride, q1 = (w + d.pad) / d.stride;
-        r1 = r1 < d.oh - 1 ? r1 : d.oh - 1;
-        q1 = q1 < d.ow - 1 ? q1 : d.ow - 1;
+        int r0, r1, q0, q1;
+        windows_holding(d, h, w, r0, r1, q0, q1);
         float g = 0.0f;
         for (int r = r0; r <= r1; r++)
             for (int q = q0; q <= q1; q++) {
@@ -228,12 +236,8 @@ __global__ void maxpool_backward_vec_kernel(T *dx, const T *dy, const uint8_t *w
         int c0, h, w;
         int64_t n;
         position_of(vec_row_channel<T>(vectors_per_row, v, &c0), d.h_div, d.w_div, n, h, w);
-        int r0 = h + d.pad - d.kernel + 1, q0 = w + d.pad - d.kernel + 1;
-        r0 = r0 > 0 ? (r0 + d.stride - 1) / d.stride : 0;
-        q0 = q0 > 0 ? (q0 + d.stride - 1) / d.stride : 0;
-        int r1 = (h + d.pad) / d.stride, q1 = (w + d.pad) / d.stride;
-        r1 = r1 < d.oh - 1 ? r1 : d.oh - 1;
-        q1 = q1 < d.ow - 1 ? q1 : d.ow - 1;
+        int r0, r1, q0, q1;
+        windows_holding(d, h, w, r0, r1, q0, q1);
         float g[W];
 #pragma unroll
         for (int k = 0; k < W; k++)

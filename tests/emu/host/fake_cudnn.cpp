@@ -177,6 +177,37 @@ bool shapes_agree(const cudnnTensorStruct &x, const cudnnFilterStruct &w,
            x.type == w.type && x.type == y.type;
 }
 
+/* Pass P on the handle's stream. x, w and y are in the forward's roles; the
+ * pass's output (y, x or w) is `out`, and its input in that role is unused.
+ * The descriptors are copied: a graph may replay the work after they
+ * change. */
+template <pass P>
+cudnnStatus_t run_pass(cudnnHandle_t h, const void *alpha, const void *beta,
+                       const cudnnTensorStruct &xs, const void *x, const cudnnFilterStruct &ws,
+                       const void *w, const cudnnConvolutionStruct &cv,
+                       const cudnnTensorStruct &ys, const void *y, void *out)
+{
+    if (!shapes_agree(xs, ws, cv, ys))
+        return CUDNN_STATUS_BAD_PARAM;
+    float a = *(const float *)alpha, b = *(const float *)beta;
+    emu_host::run_on(h->stream, [=]() {
+        std::vector<double> X = P == BACKWARD_DATA ? std::vector<double>(tensor_elems(xs), 0.0)
+                                                   : tensor_in(xs, x);
+        std::vector<double> W = P == BACKWARD_FILTER ? std::vector<double>(filter_elems(ws), 0.0)
+                                                     : filter_in(ws, w);
+        std::vector<double> Y = P == FORWARD ? std::vector<double>(tensor_elems(ys), 0.0)
+                                             : tensor_in(ys, y);
+        convolve<P>(xs, ws, cv, ys, X.data(), W.data(), Y.data());
+        if (P == FORWARD)
+            blend(ys.type, out, Y, a, b, [&](size_t i) { return tensor_index_of(ys, i); });
+        else if (P == BACKWARD_DATA)
+            blend(xs.type, out, X, a, b, [&](size_t i) { return tensor_index_of(xs, i); });
+        else
+            blend(ws.type, out, W, a, b, [&](size_t i) { return filter_index_of(ws, i); });
+    });
+    return CUDNN_STATUS_SUCCESS;
+}
+
 } // namespace
 
 extern "C" {
@@ -345,18 +376,7 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha,
                                       cudnnConvolutionFwdAlgo_t, void *, size_t, const void *beta,
                                       const cudnnTensorDescriptor_t yd, void *y)
 {
-    cudnnTensorStruct xs = *xd, ys = *yd;
-    cudnnFilterStruct ws = *wd;
-    cudnnConvolutionStruct cv = *cvd;
-    if (!shapes_agree(xs, ws, cv, ys))
-        return CUDNN_STATUS_BAD_PARAM;
-    float a = *(const float *)alpha, b = *(const float *)beta;
-    emu_host::run_on(h->stream, [=]() {
-        std::vector<double> X = tensor_in(xs, x), W = filter_in(ws, w), Y(tensor_elems(ys), 0.0);
-        convolve<FORWARD>(xs, ws, cv, ys, X.data(), W.data(), Y.data());
-        blend(ys.type, y, Y, a, b, [&](size_t i) { return tensor_index_of(ys, i); });
-    });
-    return CUDNN_STATUS_SUCCESS;
+    return run_pass<FORWARD>(h, alpha, beta, *xd, x, *wd, w, *cvd, *yd, nullptr, y);
 }
 cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t h, const void *alpha,
                                            const cudnnFilterDescriptor_t wd, const void *w,
@@ -366,18 +386,7 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t h, const void *alpha,
                                            const void *beta, const cudnnTensorDescriptor_t dxd,
                                            void *dx)
 {
-    cudnnTensorStruct xs = *dxd, ys = *dyd;
-    cudnnFilterStruct ws = *wd;
-    cudnnConvolutionStruct cv = *cvd;
-    if (!shapes_agree(xs, ws, cv, ys))
-        return CUDNN_STATUS_BAD_PARAM;
-    float a = *(const float *)alpha, b = *(const float *)beta;
-    emu_host::run_on(h->stream, [=]() {
-        std::vector<double> X(tensor_elems(xs), 0.0), W = filter_in(ws, w), Y = tensor_in(ys, dy);
-        convolve<BACKWARD_DATA>(xs, ws, cv, ys, X.data(), W.data(), Y.data());
-        blend(xs.type, dx, X, a, b, [&](size_t i) { return tensor_index_of(xs, i); });
-    });
-    return CUDNN_STATUS_SUCCESS;
+    return run_pass<BACKWARD_DATA>(h, alpha, beta, *dxd, nullptr, *wd, w, *cvd, *dyd, dy, dx);
 }
 cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t h, const void *alpha,
                                              const cudnnTensorDescriptor_t xd, const void *x,
@@ -387,18 +396,7 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t h, const void *alpha,
                                              const void *beta, const cudnnFilterDescriptor_t dwd,
                                              void *dw)
 {
-    cudnnTensorStruct xs = *xd, ys = *dyd;
-    cudnnFilterStruct ws = *dwd;
-    cudnnConvolutionStruct cv = *cvd;
-    if (!shapes_agree(xs, ws, cv, ys))
-        return CUDNN_STATUS_BAD_PARAM;
-    float a = *(const float *)alpha, b = *(const float *)beta;
-    emu_host::run_on(h->stream, [=]() {
-        std::vector<double> X = tensor_in(xs, x), W(filter_elems(ws), 0.0), Y = tensor_in(ys, dy);
-        convolve<BACKWARD_FILTER>(xs, ws, cv, ys, X.data(), W.data(), Y.data());
-        blend(ws.type, dw, W, a, b, [&](size_t i) { return filter_index_of(ws, i); });
-    });
-    return CUDNN_STATUS_SUCCESS;
+    return run_pass<BACKWARD_FILTER>(h, alpha, beta, *xd, x, *dwd, nullptr, *cvd, *dyd, dy, dw);
 }
 
 } // extern "C"
