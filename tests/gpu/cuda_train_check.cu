@@ -1,7 +1,8 @@
 /* make test-gpu: whole training steps of the CUDA backend, fused as bin/train
  * runs them.
- * - fp32 reproduces the CPU backend's losses of five steps within 1e-3
- *   relative (tests/gpu/cpu_losses.csv, written on a CPU machine by
+ * - fp32 reproduces the CPU backend's losses within 1e-3 relative, five steps
+ *   where the network is not chaotic at that batch (steps_reproducible)
+ *   (tests/gpu/cpu_losses.csv, written on a CPU machine by
  *   tests/gpu/make_cpu_losses.sh: the GPU node has no oneDNN);
  * - fused and unfused kernels give the same losses (1e-4);
  * - fp16 and bf16 train: the loss falls on a fixed batch;
@@ -18,9 +19,8 @@
  * and vgg16-cifar agree with the CPU to 1e-6 over five steps;
  * mobilenet_v2-cifar's three ways of running its depthwise layers agree to
  * 2e-5 at the second step and part by a few percent at the third), so the
- * first update is what tells a fault from rounding. The same amplification
- * may make cpu_losses.csv's resnet50 and mobilenet_v2 rows (batch 4 and 8)
- * too strict for a GPU: its fp32 rounds differently from oneDNN's. */
+ * first update is what tells a fault from rounding (steps_reproducible says
+ * the same of cpu_losses.csv's configurations). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -197,8 +197,8 @@ static int read_golden(golden *g, int max)
     return n;
 }
 
-/* On the emulator: fp32 steps of both backends in this process, five losses
- * within 1e-3 as against cpu_losses.csv. */
+/* On the emulator: fp32 steps of both backends in this process, the first
+ * two losses within 1e-4 (see the top of this file). */
 static void check_against_cpu_backend(void)
 {
 #ifdef HAVE_DNNL
@@ -235,6 +235,26 @@ static void check_against_cpu_backend(void)
 #endif
 }
 
+/* How many of a configuration's first losses two correct fp32 backends
+ * reproduce within 1e-3. Measured on the host emulator (tests/emu/host: this
+ * backend with every convolution in double) against the CPU backend on
+ * cpu_losses.csv's own configurations: resnet18-cifar, vgg16-cifar and vgg16
+ * agree to 3e-4 over all five; the others are chaotic at these batches
+ * (batch norms over 16 values at 2x2, ReLU masks at ties: conv outputs moved
+ * by a relative 1e-7 move some weight gradients by 15%), so that any two
+ * roundings part after the first update or two: mobilenet_v2-cifar (32, 8)
+ * and mobilenet_v2 (64, 8) by 2e-3 to 3e-2 from the third loss, resnet50
+ * (64, 4) by 3e-2 from the second. Their later losses are printed, not
+ * compared. */
+static int steps_reproducible(const char *model)
+{
+    if (!strcmp(model, "resnet50"))
+        return 1;
+    if (!strncmp(model, "mobilenet_v2", 12))
+        return 2;
+    return GOLDEN_STEPS;
+}
+
 static void check_against_cpu(void)
 {
     if (emulated) {
@@ -250,14 +270,17 @@ static void check_against_cpu(void)
         float losses[GOLDEN_STEPS];
         if (trainer_open(&t, g[k].model, g[k].res, g[k].batch, PREC_FP32, lr, true, 0.0f) &&
             trainer_steps(&t, GOLDEN_STEPS, losses)) {
+            int compared = steps_reproducible(g[k].model);
             double worst = 0.0;
-            for (int s = 0; s < GOLDEN_STEPS; s++)
+            for (int s = 0; s < compared; s++)
                 worst = fmax(worst, fabs(losses[s] - g[k].loss[s]) / fabs(g[k].loss[s]));
             expectf(worst <= 1e-3,
-                    "%s res %d batch %d fp32: five losses within 1e-3 of the CPU backend's "
-                    "(worst %.2e; GPU %.6f %.6f %.6f %.6f %.6f, CPU %.6f ... %.6f)",
-                    g[k].model, g[k].res, g[k].batch, worst, losses[0], losses[1], losses[2],
-                    losses[3], losses[4], g[k].loss[0], g[k].loss[4]);
+                    "%s res %d batch %d fp32: the first %d of five losses within 1e-3 of the CPU "
+                    "backend's (worst %.2e; GPU %.6f %.6f %.6f %.6f %.6f, CPU %.6f %.6f %.6f "
+                    "%.6f %.6f)",
+                    g[k].model, g[k].res, g[k].batch, compared, worst, losses[0], losses[1],
+                    losses[2], losses[3], losses[4], g[k].loss[0], g[k].loss[1], g[k].loss[2],
+                    g[k].loss[3], g[k].loss[4]);
         }
         trainer_close(&t);
     }
