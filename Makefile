@@ -234,7 +234,7 @@ $(EMU_PROG): $(EMU_OBJS) $(LIB)
 # launch of models/cuda/*.cu and of the layer and training checks of make
 # test-gpu into an emulator launch; fake_cuda.cpp, fake_cudnn.cpp and
 # fake_cublaslt.cpp stand in for the CUDA runtime, cuDNN and cuBLASLt (direct
-# loops); the checks then run as on a GPU, under ASan and UBSan.
+# loops); the checks then run as on a GPU.
 EMU_HOST_DIR := $(EMU_DIR)/host
 EMU_TRANSLATE := $(EMU_HOST_DIR)/translate_cu
 EMU_HOST_CHECKS := cuda_layers_check cuda_train_check

@@ -98,37 +98,11 @@ template <typename T> struct summand {
             s2 += g * (to_float(x[at]) - mean[c]);
     }
 
-    /* add() for the W elements of vector v, all of channel c (NCHW) */
-    __device__ __forceinline__ void add_vec_of_channel(int64_t v, int c, float shift, float &s1,
-                                                       float &s2) const
-    {
-        constexpr int W = vec16<T>::width;
-        if (mode == SUM_STATS) {
-            vec16<T> xv = load_vec(x, v);
-#pragma unroll
-            for (int k = 0; k < W; k++) {
-                float d = to_float(xv.v[k]) - shift;
-                s1 += d;
-                s2 += d * d;
-            }
-            return;
-        }
-        vec16<T> gv = load_vec(dy, v), xv = gv;
-        if (act != ACT_NONE || mode == SUM_GRAD)
-            xv = load_vec(x, v);
-#pragma unroll
-        for (int k = 0; k < W; k++) {
-            float g = to_float(gv.v[k]);
-            if (act != ACT_NONE &&
-                !passes(normalised(to_float(xv.v[k]), c, gamma, beta, mean, rstd), act))
-                g = 0.0f;
-            s1 += g;
-            if (mode == SUM_GRAD)
-                s2 += g * (to_float(xv.v[k]) - mean[c]);
-        }
-    }
-
-    /* add() for the W elements of vector v, channels c0 .. c0 + W - 1 */
+    /* add() for the W elements of vector v, whose channels span S: lane k
+     * is channel c0 + k % S, its sums s1[k % S] and s2[k % S] around
+     * shift[k % S]. S = W: W consecutive channels (NHWC); S = 1: all of
+     * channel c0 (NCHW planes). */
+    template <int S>
     __device__ __forceinline__ void add_vec(int64_t v, int c0, const float *shift, float *s1,
                                             float *s2) const
     {
@@ -137,9 +111,9 @@ template <typename T> struct summand {
             vec16<T> xv = load_vec(x, v);
 #pragma unroll
             for (int k = 0; k < W; k++) {
-                float d = to_float(xv.v[k]) - shift[k];
-                s1[k] += d;
-                s2[k] += d * d;
+                float d = to_float(xv.v[k]) - shift[k % S];
+                s1[k % S] += d;
+                s2[k % S] += d * d;
             }
             return;
         }
@@ -148,14 +122,14 @@ template <typename T> struct summand {
             xv = load_vec(x, v);
 #pragma unroll
         for (int k = 0; k < W; k++) {
-            int c = c0 + k;
+            int c = c0 + k % S;
             float g = to_float(gv.v[k]);
             if (act != ACT_NONE &&
                 !passes(normalised(to_float(xv.v[k]), c, gamma, beta, mean, rstd), act))
                 g = 0.0f;
-            s1[k] += g;
+            s1[k % S] += g;
             if (mode == SUM_GRAD)
-                s2[k] += g * (to_float(xv.v[k]) - mean[c]);
+                s2[k % S] += g * (to_float(xv.v[k]) - mean[c]);
         }
     }
 };
@@ -223,7 +197,7 @@ __global__ void partial_sums_nhwc_vec(summand<T> f, int channels, int64_t outer,
                 shift[k] = to_float(first_row.v[k]);
         }
         for (int64_t r = first + threadIdx.y; r < last; r += LANES)
-            f.add_vec(r * per_row + c0 / W, c0, shift, s1, s2);
+            f.template add_vec<W>(r * per_row + c0 / W, c0, shift, s1, s2);
     }
 #pragma unroll
     for (int k = 0; k < W; k++) {
@@ -271,7 +245,7 @@ __global__ void partial_sums_nchw(summand<T> f, int channels, int64_t outer,
         if (V == 1)
             f.add(at, c, shift, s1, s2);
         else
-            f.add_vec_of_channel(at / V, c, shift, s1, s2);
+            f.template add_vec<1>(at / V, c, &shift, &s1, &s2);
     }
     s1s[threadIdx.x] = s1;
     s2s[threadIdx.x] = s2;

@@ -95,6 +95,24 @@ __device__ __forceinline__ int last_bin(int i, int in, int out)
     return (int)(((uint32_t)(i + 1) * (uint32_t)out + (uint32_t)in - 1) / (uint32_t)in) - 1;
 }
 
+/* f(tap, row, col) for each tap kr * kernel + kc of output (r, q)'s max pool
+ * window that falls inside the input, in row-major order (padding is never
+ * chosen). */
+template <typename F>
+__device__ __forceinline__ void max_window(const pool_dims &d, int r, int q, F f)
+{
+    for (int kr = 0; kr < d.kernel; kr++) {
+        int row = r * d.stride - d.pad + kr;
+        if (row < 0 || row >= d.h)
+            continue;
+        for (int kc = 0; kc < d.kernel; kc++) {
+            int col = q * d.stride - d.pad + kc;
+            if (col >= 0 && col < d.w)
+                f(kr * d.kernel + kc, row, col);
+        }
+    }
+}
+
 template <typename T>
 __global__ void maxpool_kernel(T *y, uint8_t *where, const T *x, pool_dims d, int64_t n_out)
 {
@@ -104,21 +122,13 @@ __global__ void maxpool_kernel(T *y, uint8_t *where, const T *x, pool_dims d, in
         coords_of(d, j, d.oh_div, d.ow_div, n, c, r, q);
         float best = 0.0f;
         int at = -1;
-        for (int kr = 0; kr < d.kernel; kr++) {
-            int row = r * d.stride - d.pad + kr;
-            if (row < 0 || row >= d.h)
-                continue;
-            for (int kc = 0; kc < d.kernel; kc++) {
-                int col = q * d.stride - d.pad + kc;
-                if (col < 0 || col >= d.w)
-                    continue;
-                float v = to_float(x[offset_of(d, n, c, row, col, d.h, d.w)]);
-                if (at < 0 || v > best) {
-                    best = v;
-                    at = kr * d.kernel + kc;
-                }
+        max_window(d, r, q, [&](int tap, int row, int col) {
+            float v = to_float(x[offset_of(d, n, c, row, col, d.h, d.w)]);
+            if (at < 0 || v > best) {
+                best = v;
+                at = tap;
             }
-        }
+        });
         y[j] = from_float<T>(best);
         where[j] = (uint8_t)(at < 0 ? 0 : at);
     }
@@ -196,25 +206,16 @@ __global__ void maxpool_vec_kernel(T *y, uint8_t *where, const T *x, pool_dims d
 #pragma unroll
         for (int k = 0; k < W; k++)
             best[k] = 0.0f, best_at[k] = 0;
-        for (int kr = 0; kr < d.kernel; kr++) {
-            int row = r * d.stride - d.pad + kr;
-            if (row < 0 || row >= d.h)
-                continue;
-            for (int kc = 0; kc < d.kernel; kc++) {
-                int col = q * d.stride - d.pad + kc;
-                if (col < 0 || col >= d.w)
-                    continue;
-                vec16<T> xv = load_vec(x, offset_of(d, n, c0, row, col, d.h, d.w) / W);
-                int tap = kr * d.kernel + kc;
+        max_window(d, r, q, [&](int tap, int row, int col) {
+            vec16<T> xv = load_vec(x, offset_of(d, n, c0, row, col, d.h, d.w) / W);
 #pragma unroll
-                for (int k = 0; k < W; k++) {
-                    float value = to_float(xv.v[k]);
-                    if (!seen || value > best[k])
-                        best[k] = value, best_at[k] = tap;
-                }
-                seen = true;
+            for (int k = 0; k < W; k++) {
+                float value = to_float(xv.v[k]);
+                if (!seen || value > best[k])
+                    best[k] = value, best_at[k] = tap;
             }
-        }
+            seen = true;
+        });
         vec16<T> out;
         byte_vec<W> taps;
 #pragma unroll

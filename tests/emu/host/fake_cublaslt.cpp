@@ -60,6 +60,16 @@ double at(const matrix_layout &l, const void *p, cublasOperation_t op, uint64_t 
                              : load(l.type, p, j + i * (uint64_t)l.ld);
 }
 
+/* An attribute's value copied into its field; refused if its size is not
+ * the field's, as cuBLASLt refuses it. */
+template <typename F> cublasStatus_t set_field(F *field, const void *buf, size_t bytes)
+{
+    if (bytes != sizeof *field)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    memcpy(field, buf, bytes);
+    return CUBLAS_STATUS_SUCCESS;
+}
+
 } // namespace
 
 extern "C" {
@@ -102,26 +112,10 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
 {
     matmul_desc *m = desc_of(d);
     switch (attr) {
-    case CUBLASLT_MATMUL_DESC_TRANSA:
-        if (bytes != sizeof m->trans_a)
-            return CUBLAS_STATUS_INVALID_VALUE;
-        memcpy(&m->trans_a, buf, bytes);
-        return CUBLAS_STATUS_SUCCESS;
-    case CUBLASLT_MATMUL_DESC_TRANSB:
-        if (bytes != sizeof m->trans_b)
-            return CUBLAS_STATUS_INVALID_VALUE;
-        memcpy(&m->trans_b, buf, bytes);
-        return CUBLAS_STATUS_SUCCESS;
-    case CUBLASLT_MATMUL_DESC_EPILOGUE:
-        if (bytes != sizeof m->epilogue)
-            return CUBLAS_STATUS_INVALID_VALUE;
-        memcpy(&m->epilogue, buf, bytes);
-        return CUBLAS_STATUS_SUCCESS;
-    case CUBLASLT_MATMUL_DESC_BIAS_POINTER:
-        if (bytes != sizeof m->bias)
-            return CUBLAS_STATUS_INVALID_VALUE;
-        memcpy(&m->bias, buf, bytes);
-        return CUBLAS_STATUS_SUCCESS;
+    case CUBLASLT_MATMUL_DESC_TRANSA: return set_field(&m->trans_a, buf, bytes);
+    case CUBLASLT_MATMUL_DESC_TRANSB: return set_field(&m->trans_b, buf, bytes);
+    case CUBLASLT_MATMUL_DESC_EPILOGUE: return set_field(&m->epilogue, buf, bytes);
+    case CUBLASLT_MATMUL_DESC_BIAS_POINTER: return set_field(&m->bias, buf, bytes);
     default: return CUBLAS_STATUS_NOT_SUPPORTED;
     }
 }
