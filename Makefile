@@ -80,7 +80,8 @@ endif
 # library builds with the plain C compiler.
 ifneq ($(MPICC),)
   GPU_DEFS += -DHAVE_MPI $(shell $(MPICC) --showme:compile 2>/dev/null)
-  LDLIBS += $(shell $(MPICC) --showme:link 2>/dev/null)
+  MPI_LDLIBS := $(shell $(MPICC) --showme:link 2>/dev/null)
+  LDLIBS += $(MPI_LDLIBS)
 endif
 ALL_CFLAGS += $(GPU_DEFS)
 LIB := $(BUILD)/libroofline.a
@@ -240,8 +241,7 @@ EMU_TRANSLATE := $(EMU_HOST_DIR)/translate_cu
 EMU_HOST_CHECKS := cuda_layers_check cuda_train_check
 EMU_HOST_GEN := $(patsubst %.cu,$(EMU_HOST_DIR)/gen/%.cpp,$(wildcard models/cuda/*.cu) \
                   $(EMU_HOST_CHECKS:%=tests/gpu/%.cu))
-EMU_FAKE_OBJS := $(patsubst tests/emu/host/%.cpp,$(EMU_HOST_DIR)/%.o,$(filter-out \
-                   %/translate_cu.cpp,$(wildcard tests/emu/host/*.cpp)))
+EMU_FAKE_OBJS := $(patsubst %,$(EMU_HOST_DIR)/fake_%.o,cuda cudnn cublaslt)
 EMU_HOST_BACKEND := $(patsubst $(EMU_HOST_DIR)/gen/%.cpp,$(EMU_HOST_DIR)/gen/%.o,$(filter \
                       $(EMU_HOST_DIR)/gen/models/%,$(EMU_HOST_GEN)))
 EMU_HOST_PROGS := $(EMU_HOST_CHECKS:%=$(EMU_HOST_DIR)/%)
@@ -283,10 +283,40 @@ $(EMU_HOST_DIR)/cuda_train_check: $(EMU_HOST_FAST)/tests/gpu/cuda_train_check.o 
 	$(CXX) $(EMU_FAST_CXXFLAGS) $^ -o $@ $(HOST_LDLIBS)
 .SECONDARY: $(EMU_HOST_GEN)
 
+# bin/train on the host emulator ($(EMU_HOST_DIR)/bin/train): the programs'
+# C objects, the emulated backend of the training check, the translated .cu
+# files of counters/ and models/ddp/, and stand-ins for CUPTI (fake_cupti.cpp:
+# activity records of every emulated kernel; the profiler refuses as without
+# counter permission) and NCCL (fake_nccl.cpp: all-reduce over MPI, so that
+# mpirun runs the NCCL transport with several ranks). make test runs it as a
+# GPU machine would run bin/train (tests/test_cuda_emu.c).
+EMU_TRAIN := $(EMU_HOST_DIR)/bin/train
+EMU_TRAIN_READY := $(and $(NVCC),$(CUPTI_H),$(NCCL_H),$(MPICC))
+EMU_TRAIN_GEN := $(patsubst %.cu,$(EMU_HOST_DIR)/gen/%.cpp,$(wildcard models/ddp/*.cu))
+# counters/'s .cu files launch no kernel: g++ compiles them as they are
+EMU_TRAIN_CUPTI := $(patsubst %.cu,$(EMU_HOST_FAST)/%.o,$(wildcard counters/*.cu))
+EMU_TRAIN_OBJS := $(patsubst $(EMU_HOST_DIR)/gen/%.cpp,$(EMU_HOST_FAST)/%.o,$(EMU_TRAIN_GEN)) \
+                  $(EMU_TRAIN_CUPTI) $(EMU_HOST_FAST)/fake_cupti.o $(EMU_HOST_FAST)/fake_nccl.o
+$(EMU_TRAIN_OBJS): EMU_FAST_CXXFLAGS += $(filter -D% -I%,$(GPU_DEFS)) -Icounters -Imodels/ddp \
+                                        -DOMPI_SKIP_MPICXX
+$(EMU_TRAIN_CUPTI): $(EMU_HOST_FAST)/%.o: %.cu
+	@mkdir -p $(@D)
+	$(CXX) $(EMU_FAST_CXXFLAGS) -x c++ -c $< -o $@
+$(EMU_TRAIN): $(BUILD)/bench/train.o $(CLI_OBJ) $(EMU_TRAIN_OBJS) \
+        $(patsubst $(EMU_HOST_DIR)/gen/%,$(EMU_HOST_FAST)/%,$(EMU_HOST_BACKEND)) \
+        $(patsubst $(EMU_HOST_DIR)/%,$(EMU_HOST_FAST)/%,$(EMU_FAKE_OBJS)) $(LIB)
+	@mkdir -p $(@D)
+	$(CXX) $(EMU_FAST_CXXFLAGS) $^ -o $@ $(HOST_LDLIBS) $(MPI_LDLIBS)
+.SECONDARY: $(EMU_TRAIN_GEN)
+
 ifneq ($(NVCC),)
 $(TEST_BIN): | $(EMU_PROG) $(EMU_HOST_PROGS)
 $(BUILD)/tests/test_cuda_emu.o: ALL_CFLAGS += -DROOFLINE_CUDA_EMU='"$(CURDIR)/$(EMU_PROG)"' \
     -DROOFLINE_CUDA_HOST_DIR='"$(CURDIR)/$(EMU_HOST_DIR)"'
+endif
+ifneq ($(EMU_TRAIN_READY),)
+$(TEST_BIN): | $(EMU_TRAIN)
+$(BUILD)/tests/test_cuda_train_emu.o: ALL_CFLAGS += -DROOFLINE_CUDA_TRAIN='"$(CURDIR)/$(EMU_TRAIN)"'
 endif
 
 # The GPU tests share the direct-loop reference and the layer checks of the

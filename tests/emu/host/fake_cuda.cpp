@@ -4,6 +4,8 @@
  * order, events read the host clock, and stream capture records the work
  * into a graph that a launch replays. One device, reported as
  * FAKE_SM_COUNT SMs of compute capability 9.0. */
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +22,7 @@
 
 struct CUstream_st {
     std::vector<std::function<void()>> *capture = nullptr;
+    uint32_t id = 0; /* as CUPTI numbers streams */
 };
 struct CUevent_st {
     double at_ms = 0.0;
@@ -52,9 +55,54 @@ double now_ms()
     return std::chrono::duration<double, std::milli>(clock::now().time_since_epoch()).count();
 }
 
+uint64_t now_ns()
+{
+    using clock = std::chrono::steady_clock;
+    return (uint64_t)std::chrono::duration_cast<std::chrono::nanoseconds>(
+               clock::now().time_since_epoch())
+        .count();
+}
+
+std::atomic<const emu_host::kernel_observer *> &observer()
+{
+    static std::atomic<const emu_host::kernel_observer *> o{nullptr};
+    return o;
+}
+
+/* CUPTI numbers the legacy default stream 7 and the streams of a context
+ * from there on */
+uint32_t next_stream_id()
+{
+    static std::atomic<uint32_t> next{13};
+    return next++;
+}
+
+/* FAKE_CUDA_DEVICES=N (1 to 8, default 1): as many devices, all the same
+ * host memory, so that one rank per device can run on one machine */
+/* the device this process chose; every device is the same host memory */
+int current_device;
+
+int device_count()
+{
+    const char *text = getenv("FAKE_CUDA_DEVICES");
+    int n = text ? atoi(text) : 1;
+    return n >= 1 && n <= 8 ? n : 1;
+}
+
+/* FAKE_CUDA_MEMORY_MB=N: the device holds N MiB (default 16 GiB), so that
+ * running out of device memory can be tested */
+size_t device_bytes_now()
+{
+    const char *text = getenv("FAKE_CUDA_MEMORY_MB");
+    long mb = text ? atol(text) : 0;
+    return mb > 0 ? (size_t)mb << 20 : device_bytes;
+}
+
 cudaError_t take(void **p, size_t bytes)
 {
     size_t rounded = (bytes + 255) / 256 * 256;
+    if (allocated().in_use + bytes > device_bytes_now())
+        return *p = nullptr, cudaErrorMemoryAllocation;
     if (bytes > poison_limit) {
         /* the cuDNN workspace (1 GiB at plan time), which the fakes never
          * touch: pages mapped lazily, and no AddressSanitizer shadow to
@@ -100,6 +148,29 @@ void emu_host::run_on(cudaStream_t stream, std::function<void()> f)
         f();
 }
 
+void emu_host::observe_kernels(const kernel_observer *o) { observer().store(o); }
+
+void emu_host::run_kernel(cudaStream_t stream, const char *name, dim3 grid, dim3 block,
+                          std::function<void()> f)
+{
+    const kernel_observer *o = observer().load();
+    if (!o) {
+        run_on(stream, std::move(f));
+        return;
+    }
+    uint32_t correlation = o->launched();
+    uint32_t stream_id = stream ? stream->id : 7;
+    run_on(stream, [=]() {
+        uint64_t start = now_ns();
+        f();
+        /* a GPU kernel takes at least a microsecond; a record of 0 ns reads as untimed */
+        uint64_t end = std::max(now_ns(), start + 1000);
+        /* the observer of the launch: records stop when tracing stops */
+        if (const kernel_observer *now = observer().load())
+            now->ran(correlation, name, grid, block, stream_id, start, end);
+    });
+}
+
 extern "C" {
 
 cudaError_t cudaMalloc(void **p, size_t bytes) { return take(p, bytes); }
@@ -128,32 +199,38 @@ cudaError_t cudaMemset(void *p, int value, size_t bytes)
 }
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total)
 {
-    *total = device_bytes;
-    *free_bytes = device_bytes - allocated().in_use;
+    *total = device_bytes_now();
+    *free_bytes = *total - std::min(*total, allocated().in_use);
     return cudaSuccess;
 }
 
 cudaError_t cudaGetDeviceCount(int *count)
 {
-    *count = 1;
+    *count = device_count();
     return cudaSuccess;
 }
-cudaError_t cudaSetDevice(int device) { return device == 0 ? cudaSuccess : cudaErrorInvalidDevice; }
+cudaError_t cudaSetDevice(int device)
+{
+    if (device < 0 || device >= device_count())
+        return cudaErrorInvalidDevice;
+    current_device = device;
+    return cudaSuccess;
+}
 cudaError_t cudaGetDevice(int *device)
 {
-    *device = 0;
+    *device = current_device;
     return cudaSuccess;
 }
 cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
 {
-    if (device != 0)
+    if (device < 0 || device >= device_count())
         return cudaErrorInvalidDevice;
     memset(prop, 0, sizeof *prop);
     snprintf(prop->name, sizeof prop->name, "host emulator (tests/emu)");
     prop->major = 9;
     prop->minor = 0;
     prop->multiProcessorCount = FAKE_SM_COUNT;
-    prop->totalGlobalMem = device_bytes;
+    prop->totalGlobalMem = device_bytes_now();
     prop->warpSize = 32;
     prop->maxThreadsPerBlock = 1024;
     prop->sharedMemPerBlock = 48 << 10;
@@ -164,17 +241,55 @@ cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
 /* a launch the emulator refuses ends the program (cuda_emu.h), so none is pending */
 cudaError_t cudaGetLastError(void) { return cudaSuccess; }
 cudaError_t cudaPeekAtLastError(void) { return cudaSuccess; }
+/* the runtime's own words for the errors the stand-ins return */
 const char *cudaGetErrorString(cudaError_t error)
 {
-    static char text[64];
-    snprintf(text, sizeof text, "CUDA error %d (host emulator)", (int)error);
-    return text;
+    switch (error) {
+    case cudaSuccess:
+        return "no error";
+    case cudaErrorMemoryAllocation:
+        return "out of memory";
+    case cudaErrorInvalidValue:
+        return "invalid argument";
+    case cudaErrorInvalidDevice:
+        return "invalid device ordinal";
+    default:
+        return "unknown error (host emulator)";
+    }
 }
-const char *cudaGetErrorName(cudaError_t error) { return cudaGetErrorString(error); }
+const char *cudaGetErrorName(cudaError_t error)
+{
+    switch (error) {
+    case cudaSuccess:
+        return "cudaSuccess";
+    case cudaErrorMemoryAllocation:
+        return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidValue:
+        return "cudaErrorInvalidValue";
+    case cudaErrorInvalidDevice:
+        return "cudaErrorInvalidDevice";
+    default:
+        return "cudaErrorUnknown";
+    }
+}
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned int)
 {
     *stream = new CUstream_st;
+    (*stream)->id = next_stream_id();
+    return cudaSuccess;
+}
+cudaError_t cudaStreamCreateWithPriority(cudaStream_t *stream, unsigned int flags, int)
+{
+    return cudaStreamCreateWithFlags(stream, flags);
+}
+/* as on an H100: 0 the lowest priority, -5 the highest */
+cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest)
+{
+    if (least)
+        *least = 0;
+    if (greatest)
+        *greatest = -5;
     return cudaSuccess;
 }
 cudaError_t cudaStreamCreate(cudaStream_t *stream) { return cudaStreamCreateWithFlags(stream, 0); }
@@ -254,6 +369,17 @@ cudaError_t cudaGraphDestroy(cudaGraph_t graph)
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec)
 {
     delete exec;
+    return cudaSuccess;
+}
+
+/* there is no driver: no entry point is found */
+cudaError_t cudaGetDriverEntryPointByVersion(const char *, void **fn, unsigned int,
+                                             unsigned long long,
+                                             cudaDriverEntryPointQueryResult *found)
+{
+    *fn = nullptr;
+    if (found)
+        *found = cudaDriverEntryPointSymbolNotFound;
     return cudaSuccess;
 }
 

@@ -1,0 +1,186 @@
+/* NCCL on the host emulator, over MPI: the DDP transport of bin/train
+ * (models/ddp/ddp_nccl.c) runs with any number of ranks on one machine, as
+ * mpirun starts them, one emulated device each (FAKE_CUDA_DEVICES). An
+ * all-reduce gathers every rank's buffer (MPI_Allgather) and sums them in
+ * rank order in double, so that every rank computes the very same result;
+ * it runs on its stream as one kernel named as NCCL's are, which the trace
+ * pass (fake_cupti.cpp) sees. Types: fp32, fp16 and bf16; ops: sum and avg.
+ * MPI_Init must have been called (bin/train does, before the communicator). */
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <mpi.h>
+#include <nccl.h>
+
+#include "host_launch.h"
+
+struct ncclComm {
+    MPI_Comm comm;
+    int nranks, rank;
+};
+
+namespace {
+
+size_t size_of(ncclDataType_t type)
+{
+    switch (type) {
+    case ncclFloat32:
+        return 4;
+    case ncclFloat16:
+    case ncclBfloat16:
+        return 2;
+    default:
+        return 0;
+    }
+}
+
+double load(ncclDataType_t type, const uint8_t *p)
+{
+    if (type == ncclFloat32) {
+        float f;
+        memcpy(&f, p, 4);
+        return f;
+    }
+    if (type == ncclFloat16)
+        return (double)__half2float(*reinterpret_cast<const __half *>(p));
+    return (double)__bfloat162float(*reinterpret_cast<const __nv_bfloat16 *>(p));
+}
+
+void store(ncclDataType_t type, double v, uint8_t *p)
+{
+    if (type == ncclFloat32) {
+        float f = (float)v;
+        memcpy(p, &f, 4);
+    } else if (type == ncclFloat16) {
+        *reinterpret_cast<__half *>(p) = __float2half((float)v);
+    } else {
+        *reinterpret_cast<__nv_bfloat16 *>(p) = __float2bfloat16((float)v);
+    }
+}
+
+const char *kernel_name(ncclDataType_t type, ncclRedOp_t op)
+{
+    static const char *const names[2][3] = {
+        {"ncclDevKernel_AllReduce_Sum_f32_RING_LL", "ncclDevKernel_AllReduce_Sum_f16_RING_LL",
+         "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"},
+        {"ncclDevKernel_AllReduce_SumPostDiv_f32_RING_LL",
+         "ncclDevKernel_AllReduce_SumPostDiv_f16_RING_LL",
+         "ncclDevKernel_AllReduce_SumPostDiv_bf16_RING_LL"}};
+    int t = type == ncclFloat32 ? 0 : type == ncclFloat16 ? 1 : 2;
+    return names[op == ncclAvg][t];
+}
+
+/* the message of the last failure, as ncclGetLastError gives it */
+char last_error[256];
+
+} // namespace
+
+extern "C" {
+
+const char *ncclGetErrorString(ncclResult_t result)
+{
+    switch (result) {
+    case ncclSuccess:
+        return "no error";
+    case ncclSystemError:
+        return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+    case ncclInvalidArgument:
+        return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+    case ncclInvalidUsage:
+        return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+    default:
+        return "unhandled error (host emulator)";
+    }
+}
+
+const char *ncclGetLastError(ncclComm_t) { return last_error; }
+
+ncclResult_t ncclGetUniqueId(ncclUniqueId *id)
+{
+    memset(id, 0, sizeof *id);
+    snprintf(id->internal, sizeof id->internal, "host emulator");
+    return ncclSuccess;
+}
+
+ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId, int rank)
+{
+    int initialized = 0, world = 0;
+    if (MPI_Initialized(&initialized) != MPI_SUCCESS || !initialized) {
+        snprintf(last_error, sizeof last_error, "the NCCL stand-in needs MPI_Init first");
+        return ncclInvalidUsage;
+    }
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    if (nranks != world || rank < 0 || rank >= nranks) {
+        snprintf(last_error, sizeof last_error,
+                 "the NCCL stand-in runs one rank per MPI rank: %d ranks asked, %d in "
+                 "MPI_COMM_WORLD",
+                 nranks, world);
+        return ncclInvalidArgument;
+    }
+    ncclComm *c = new ncclComm{MPI_COMM_NULL, nranks, rank};
+    if (MPI_Comm_dup(MPI_COMM_WORLD, &c->comm) != MPI_SUCCESS) {
+        delete c;
+        return ncclSystemError;
+    }
+    *comm = c;
+    return ncclSuccess;
+}
+
+ncclResult_t ncclCommGetAsyncError(ncclComm_t, ncclResult_t *async)
+{
+    *async = ncclSuccess; /* every reduction has finished when its call returns */
+    return ncclSuccess;
+}
+
+ncclResult_t ncclCommFinalize(ncclComm_t) { return ncclSuccess; }
+
+ncclResult_t ncclCommDestroy(ncclComm_t comm)
+{
+    if (comm) {
+        MPI_Comm_free(&comm->comm);
+        delete comm;
+    }
+    return ncclSuccess;
+}
+
+/* after a failure the other ranks may never reach a collective again: the
+ * duplicate communicator is left to MPI_Finalize or the process's end */
+ncclResult_t ncclCommAbort(ncclComm_t comm)
+{
+    delete comm;
+    return ncclSuccess;
+}
+
+ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, ncclDataType_t type,
+                           ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
+{
+    size_t elem = size_of(type);
+    if (!comm || elem == 0 || (op != ncclSum && op != ncclAvg) ||
+        count * elem > (size_t)INT32_MAX) {
+        snprintf(last_error, sizeof last_error,
+                 "the NCCL stand-in reduces fp32, fp16 and bf16 by sum or avg, below 2 GiB");
+        return ncclInvalidArgument;
+    }
+    emu_host::run_kernel(stream, kernel_name(type, op), dim3(1), dim3(1), [=]() {
+        size_t bytes = count * elem;
+        std::vector<uint8_t> all(bytes * (size_t)comm->nranks);
+        if (MPI_Allgather(send, (int)bytes, MPI_BYTE, all.data(), (int)bytes, MPI_BYTE,
+                          comm->comm) != MPI_SUCCESS) {
+            fprintf(stderr, "fake_nccl: MPI_Allgather failed\n");
+            MPI_Abort(MPI_COMM_WORLD, 3);
+        }
+        for (size_t i = 0; i < count; i++) {
+            double sum = 0.0;
+            for (int r = 0; r < comm->nranks; r++)
+                sum += load(type, all.data() + (size_t)r * bytes + i * elem);
+            store(type, op == ncclAvg ? sum / comm->nranks : sum,
+                  static_cast<uint8_t *>(recv) + i * elem);
+        }
+    });
+    return ncclSuccess;
+}
+
+} // extern "C"

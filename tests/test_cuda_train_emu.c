@@ -1,0 +1,246 @@
+/* bin/train --backend cuda as a GPU machine runs it, on the host emulator
+ * (tests/emu/host/: the Makefile's $(EMU_TRAIN), the very bin/train linked
+ * against stand-ins for the CUDA runtime, cuDNN, cuBLASLt, CUPTI and NCCL):
+ * the options, steps.csv, --graph, the trace pass with its attribution and
+ * the counters' fallback, out of device memory, and data-parallel training
+ * over the NCCL transport with two ranks, which the one-GPU machines cannot
+ * run. Speed and the vendor libraries' numerics are make test-gpu's. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../analysis/csv.h"
+#include "../analysis/run_load.h"
+#include "helpers.h"
+
+#ifdef ROOFLINE_CUDA_TRAIN
+
+/* resnet18-cifar in bf16 at 16x16: every layer type but depthwise, tensor
+ * core precision (NHWC), about 0.5 s a step on the emulator */
+#define SMALL "--model resnet18-cifar --res 16 --batch 4 --precision bf16"
+
+/* Runs the emulated bin/train with ARGS in dir (environment ENV first),
+ * stdout to NAME.out and stderr to NAME.err; its exit status. */
+static int emulated_train(const char *dir, const char *env, const char *name, const char *args)
+{
+    return sh("cd '%s' && %s timeout 600 '%s' %s >%s.out 2>%s.err", dir, env,
+              ROOFLINE_CUDA_TRAIN, args, name, name);
+}
+
+/* The loss column of dir/file, rank 0's rows, in file order. */
+static int read_losses(const char *dir, const char *file, double *loss, int max)
+{
+    char path[1024], err[512];
+    format_or_fail(path, sizeof path, "%s/%s", dir, file);
+    csv_table *t = csv_read(path, err, sizeof err);
+    cr_assert_not_null(t, "%s", err);
+    int col = csv_col(t, "loss"), rank = csv_col(t, "rank"), backend = csv_col(t, "backend");
+    cr_assert(col >= 0 && rank >= 0 && backend >= 0, "%s: no loss, rank or backend column",
+              path);
+    int n = 0;
+    for (int r = 0; r < csv_rows(t) && n < max; r++) {
+        cr_expect_str_eq(csv_cell(t, r, backend), "cuda", "%s row %d", path, r + 1);
+        if (strcmp(csv_cell(t, r, rank), "0") != 0)
+            continue;
+        bool ok = false;
+        loss[n++] = csv_num(t, r, col, &ok);
+        cr_assert(ok, "%s row %d: loss '%s'", path, r + 1, csv_cell(t, r, col));
+    }
+    csv_free(t);
+    return n;
+}
+
+Test(cuda_train_emu, auto_takes_the_gpu_and_graph_replays_the_eager_losses, .timeout = 600)
+{
+    char *dir = temp_dir();
+    /* one warm-up step: the one that --graph captures */
+    cr_assert_eq(emulated_train(dir, "", "eager", SMALL " --warmup 1 --iters 3 --out eager.csv"),
+                 0, "%s", read_text(dir, "eager.err"));
+    cr_assert_eq(emulated_train(dir, "", "graph",
+                                SMALL " --warmup 1 --iters 3 --backend cuda --graph "
+                                      "--out graph.csv"),
+                 0, "%s", read_text(dir, "graph.err"));
+    char *eager = read_text(dir, "eager.out"), *graph = read_text(dir, "graph.out");
+    /* --backend auto (the default) on a machine with a device */
+    cr_expect(strstr(eager, "bf16 on cuda: median step") != NULL, "%s", eager);
+    cr_expect(strstr(graph, "on cuda (CUDA graph): median step") != NULL, "%s", graph);
+    cr_expect(strstr(eager, "device memory ") != NULL, "%s", eager);
+
+    double a[8], b[8];
+    int n = read_losses(dir, "eager.csv", a, 8), m = read_losses(dir, "graph.csv", b, 8);
+    cr_assert_eq(n, 3, "eager: %d rows", n);
+    cr_assert_eq(m, 3, "graph: %d rows", m);
+    for (int i = 0; i < n; i++) {
+        cr_expect(isfinite(a[i]) && a[i] > 0, "step %d: loss %g", i, a[i]);
+        cr_expect_eq(a[i], b[i], "step %d: eager %.9g, graph %.9g", i, a[i], b[i]);
+    }
+    cr_expect(a[2] < a[0], "the loss did not fall: %g then %g", a[0], a[2]);
+
+    /* steps.csv's peak device memory: what the backend allocated, > 0 */
+    run_model model;
+    char err[512];
+    sh("cd '%s' && mv eager.csv steps.csv", dir);
+    cr_assert_eq(run_load(&model, dir, RUN_STEPS, RUN_STEPS, err, sizeof err), RUN_LOAD_OK,
+                 "%s", err);
+    cr_assert_eq(model.n_steps, 1);
+    cr_expect(model.steps[0].peak_mem_bytes > 1e6, "peak memory %g bytes",
+              model.steps[0].peak_mem_bytes);
+    cr_expect_str_eq(model.steps[0].key.backend, "cuda");
+    run_free(&model);
+    remove_temp_dir(dir);
+}
+
+static bool has_phase(const run_trace *t, const char *phase)
+{
+    for (int i = 0; i < t->n; i++)
+        if (strcmp(t->rows[i].phase, phase) == 0)
+            return true;
+    return false;
+}
+
+/* The trace pass over CUPTI's activity records of every emulated kernel;
+ * the metric pass refused as without counter permission (fake_cupti.cpp),
+ * or as on a MIG slice: one line naming the cause, then analytic figures. */
+static void expect_trace_with_fallback(const char *env, const char *cause)
+{
+    char *dir = temp_dir();
+    cr_assert_eq(emulated_train(dir, env, "trace",
+                                SMALL " --warmup 0 --iters 1 --trace kernels.csv --counters cupti"),
+                 0, "%s", read_text(dir, "trace.err"));
+    char *err = read_text(dir, "trace.err"), *out = read_text(dir, "trace.out");
+    cr_expect(strstr(err, cause) != NULL, "no '%s' in:\n%s", cause, err);
+    cr_expect_eq(count_lines(err), 1, "one line, not:\n%s", err);
+    cr_expect(strstr(out, "timing cupti, FLOPs and bytes analytic") != NULL, "%s", out);
+
+    run_model model;
+    char why[512];
+    cr_assert_eq(run_load(&model, dir, RUN_KERNELS, RUN_KERNELS, why, sizeof why), RUN_LOAD_OK,
+                 "%s", why);
+    cr_assert_eq(model.n_traces, 1);
+    const run_trace *t = &model.traces[0];
+    /* resnet18-cifar's step: well over a hundred kernels */
+    cr_expect_gt(t->n, 100, "%d kernel rows", t->n);
+    int convs = 0;
+    for (int i = 0; i < t->n; i++) {
+        const run_kernel *k = &t->rows[i];
+        cr_expect(k->layer[0] && k->phase[0], "row %d (%s): layer '%s', phase '%s'", i + 2,
+                  k->kernel, k->layer, k->phase);
+        cr_expect_str_eq(k->source, "analytic", "row %d", i + 2);
+        cr_expect(k->duration_ns > 0, "row %d (%s): %g ns", i + 2, k->kernel, k->duration_ns);
+        if (strncmp(k->kernel, "fake_cudnn_", 11) == 0) {
+            convs++;
+            cr_expect_str_eq(k->layer_type, "conv", "row %d: %s", i + 2, k->kernel);
+        }
+    }
+    /* 20 convolutions (the stem, 16 in the blocks, 3 shortcuts), 3 passes
+     * but the stem's backward data */
+    cr_expect_eq(convs, 20 * 3 - 1, "%d cuDNN convolution kernels", convs);
+    const char *phases[] = {"fwd", "bwd_data", "bwd_weights", "loss", "update"};
+    for (size_t p = 0; p < sizeof phases / sizeof *phases; p++)
+        cr_expect(has_phase(t, phases[p]), "no %s kernel", phases[p]);
+    run_free(&model);
+    remove_temp_dir(dir);
+}
+
+Test(cuda_train_emu, trace_attributes_every_kernel_and_counters_fall_back, .timeout = 600)
+{
+    expect_trace_with_fallback("", "not permitted (ERR_NVGPUCTRPERM)");
+}
+
+Test(cuda_train_emu, counters_on_a_mig_slice_fall_back_with_their_cause, .timeout = 600)
+{
+    expect_trace_with_fallback("FAKE_CUPTI_PROFILER_ERROR=43", "MIG");
+}
+
+Test(cuda_train_emu, out_of_device_memory_is_one_line_and_no_rows, .timeout = 600)
+{
+    char *dir = temp_dir();
+    int status = emulated_train(dir, "FAKE_CUDA_MEMORY_MB=40", "oom",
+                                SMALL " --precision fp32 --warmup 0 --iters 1 --out steps.csv");
+    char *err = read_text(dir, "oom.err");
+    cr_expect_neq(status, 0, "exit 0 with 40 MiB of device memory");
+    cr_expect_eq(count_lines(err), 1, "%s", err);
+    cr_expect(strstr(err, "device memory") && strstr(err, "fp32") &&
+                  strstr(err, "use a smaller --batch"),
+              "%s", err);
+    cr_expect_neq(sh("test -e '%s/steps.csv'", dir), 0, "a steps.csv without a step");
+    remove_temp_dir(dir);
+}
+
+#define MPIRUN_2                                                                              \
+    "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 FAKE_CUDA_DEVICES=2 timeout 600 " \
+    "mpirun --oversubscribe --bind-to none -np 2 -x FAKE_CUDA_DEVICES"
+
+/* The NCCL transport of models/ddp with two ranks, one emulated device each
+ * (all-reduce over MPI, fake_nccl.cpp): bucketed reductions launched during
+ * backward on the communication stream, averaged, the same update on both
+ * ranks. VGG-16 has no batch norm, so two ranks on half batches must equal
+ * one process on the whole batch. */
+Test(cuda_train_emu, two_nccl_ranks_equal_one_process_on_the_global_batch, .timeout = 900)
+{
+    if (sh("command -v mpirun >/dev/null") != 0)
+        cr_skip_test("no mpirun");
+    char *dir = temp_dir();
+    const char *common = "--model vgg16 --res 32 --dropout 0 --lr 0.01 --warmup 0 --iters 2 "
+                         "--backend cuda";
+    char args[512];
+    format_or_fail(args, sizeof args, "%s %s --ddp --batch 2 --save-weights ddp --out steps.csv",
+                   MPIRUN_2 " " ROOFLINE_CUDA_TRAIN, common);
+    cr_assert_eq(sh("cd '%s' && %s >ddp.out 2>ddp.err", dir, args), 0, "%s",
+                 read_text(dir, "ddp.err"));
+    format_or_fail(args, sizeof args, "%s --batch 4 --shards 2 --save-weights one", common);
+    cr_assert_eq(emulated_train(dir, "", "one", args), 0, "%s", read_text(dir, "one.err"));
+
+    char *out = read_text(dir, "ddp.out");
+    cr_expect(strstr(out, "2 rank(s) on 1 node(s) over nccl") != NULL, "%s", out);
+    cr_expect(strstr(out, "ddp: the weights are bit-identical on all 2 ranks") != NULL, "%s",
+              out);
+    cr_expect_eq(sh("cd '%s' && cmp -s ddp.rank0.bin ddp.rank1.bin", dir), 0,
+                 "the ranks' weights differ");
+
+    char path[1024];
+    format_or_fail(path, sizeof path, "%s/ddp.rank0.bin", dir);
+    FILE *a = fopen(path, "rb");
+    format_or_fail(path, sizeof path, "%s/one.rank0.bin", dir);
+    FILE *b = fopen(path, "rb");
+    cr_assert(a && b, "a weights file is missing");
+    enum { CHUNK = 1 << 16 };
+    static float x[CHUNK], y[CHUNK];
+    size_t n = 0, changed = 0, got;
+    double worst = 0.0;
+    /* VGG-16's weights are of order 1e-2: relative to at least 1e-4 */
+    while ((got = fread(x, sizeof *x, CHUNK, a)) > 0) {
+        cr_assert_eq(fread(y, sizeof *y, got, b), got, "one.rank0.bin is shorter");
+        for (size_t i = 0; i < got; i++) {
+            double rel = fabs((double)x[i] - y[i]) / fmax(fabs(y[i]), 1e-4);
+            worst = rel > worst ? rel : worst;
+            changed += x[i] != y[i];
+        }
+        n += got;
+    }
+    cr_expect_eq(fread(y, sizeof *y, 1, b), 0, "one.rank0.bin is longer");
+    fclose(a);
+    fclose(b);
+    cr_expect_eq(n, 138357544, "VGG-16's parameters: %zu", n);
+    cr_expect_leq(worst, 1e-5, "2 NCCL ranks vs one process: %.3g relative", worst);
+    cr_log_info("2 NCCL ranks vs one process: %zu of %zu weights differ, at most %.3g relative",
+                changed, n, worst);
+
+    /* rank 0 writes both ranks' rows */
+    double loss[8];
+    cr_expect_eq(read_losses(dir, "steps.csv", loss, 8), 2);
+    char *steps = read_text(dir, "steps.csv");
+    cr_expect_eq(count_lines(steps), 1 + 2 * 2, "%s", steps);
+    remove_temp_dir(dir);
+}
+
+#else
+
+Test(cuda_train_emu, needs_the_emulated_train)
+{
+    cr_skip_test("the emulated bin/train needs the CUDA toolkit, CUPTI, NCCL and MPI");
+}
+
+#endif
