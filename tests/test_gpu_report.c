@@ -537,3 +537,38 @@ Test(gpu_figures, gnuplot_draws_the_gpu_figures, .timeout = 120)
     free(log);
     remove_temp_dir(dir);
 }
+
+/* The GPU run of a machine that refused the counters and measured no roofs
+ * (peaks off, or bin/peaks failed): kernels timed, FLOPs and bytes analytic
+ * (DRAM only). Every figure is still drawn, the hierarchical roofline without
+ * ceilings, and the findings claim no disagreement with the cost model that
+ * nothing was counted to show. */
+Test(gpu_report, no_roofs_and_no_counters, .timeout = 120)
+{
+    if (!have_gnuplot())
+        cr_skip_test("gnuplot is not installed (apt-get install gnuplot-nox): render test skipped");
+    char *dir = temp_dir();
+    cr_assert_eq(sh("for f in env.json steps.csv configs.csv; do cp '%s'/$f '%s/' || exit 1; "
+                    "done && awk -F, -v OFS=, 'NR > 1 { $19 = \"\"; $20 = \"\"; $21 = \"analytic\" } "
+                    "{ print }' '%s/kernels.csv' > '%s/kernels.csv' && "
+                    "BIN='%s' '%s/scripts/render.sh' '%s' >'%s/render.out' 2>&1",
+                    GOLDEN_GPU, dir, GOLDEN_GPU, dir, ROOFLINE_BIN_DIR, ROOFLINE_SOURCE_DIR, dir,
+                    dir),
+                 0, "scripts/render.sh failed: %s", read_text(dir, "render.out"));
+    char *log = read_text(dir, "figures/gnuplot.log");
+    cr_expect_str_empty(log, "gnuplot: %s", log);
+    for (int p = 0; p < 2; p++) {
+        char png[1024];
+        format_or_fail(png, sizeof png, "%s/figures/roofline_hier_resnet18-cifar_32_b64_%s.png",
+                       dir, p ? "fp32" : "bf16");
+        uint32_t w, h;
+        png_size(png, &w, &h);
+        cr_expect(w == 1200 && h == 800, "%s is %ux%u", png, w, h);
+    }
+    char *md = read_text(dir, "report.md");
+    expect_contains(md, "Not compared: no kernel was counted", "report.md");
+    cr_expect(strstr(md, "disagree by more than") == NULL, "a disagreement without counters");
+    free(md);
+    free(log);
+    remove_temp_dir(dir);
+}

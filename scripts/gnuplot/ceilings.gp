@@ -35,8 +35,8 @@ comp(i) = value(sprintf("comp_y_%d", i))
 memb(i) = value(sprintf("mem_slope_%d", i))
 horiz(x, i) = x >= value(sprintf("comp_from_%d", i)) ? comp(i) : NaN
 diag(x, i) = x <= value(sprintf("mem_to_%d", i)) ? memb(i) * x : NaN
-ceil_color(main) = main ? "#202020" : "#8a8a8a"
-ceil_width(main) = main ? 2.6 : 1.3
+ceil_color(main) = main > 0 ? "#202020" : "#8a8a8a"
+ceil_width(main) = main > 0 ? 2.6 : 1.3
 # a memory level drawn in a colour of its own where the .vars file gives one
 # (mem_color_i: the hierarchical roofline matches each level's points)
 mem_color(i) = exists(sprintf("mem_color_%d", i)) ? value(sprintf("mem_color_%d", i)) : ceil_color(value(sprintf("mem_main_%d", i)))
