@@ -233,7 +233,9 @@ static comm_breakdown breakdown(const train_ddp *t)
         .hidden = NAN,
         .hidden_hideable = NAN,
     };
-    b.imbalance = median_over_steps(t, FIELD(exposed_ms), OVER_RANKS_MEAN) - b.exposed;
+    /* the medians of different ranks' steps: the mean may fall a hair below
+     * the critical rank's, which is no wait at all (and no "-0.00 ms") */
+    b.imbalance = fmax(0.0, median_over_steps(t, FIELD(exposed_ms), OVER_RANKS_MEAN) - b.exposed);
     double reductions = b.exposed - b.copy; /* exposed time of the reductions themselves */
     if (t->world->size > 1 && b.alone > 0) {
         b.hidden = 1.0 - reductions / b.alone;
