@@ -155,6 +155,21 @@ Test(check_gpu, ncu_and_the_suite_disagreeing_fail_the_counters)
     remove_temp_dir(d);
 }
 
+/* A machine that does not permit the counters (the common case of a shared
+ * node): the trace falls back, and the stage says so as a skip, not a
+ * failure of the suite; the permission line reaches the summary. */
+Test(check_gpu, counters_not_permitted_skip_the_counters)
+{
+    char *d = fakes();
+    cr_expect_eq(check_gpu(d, "FAKE_COUNTERS_DENIED=1", "STAGES=counters"), 0);
+    char *summary = read_text(d, "out/summary.txt");
+    cr_expect(stage_is(summary, "counters", "skipped"), "%s", summary);
+    cr_expect(strstr(summary, "ERR_NVGPUCTRPERM") && strstr(summary, "does not permit"), "%s",
+              summary);
+    free(summary);
+    remove_temp_dir(d);
+}
+
 Test(check_gpu, deadline_cuts_a_stage_and_starts_no_other)
 {
     char *d = fakes();

@@ -5,7 +5,8 @@
 # bin/allreduce and the tests/gpu programs. What each does is the least that
 # lets the script's stages read their results: the rows and lines the real
 # programs write. Calls are logged to $FAKE_LOG. Knobs: FAKE_NO_GPU,
-# FAKE_NO_TORCH, FAKE_FAIL=<name> (that program fails), FAKE_SLOW=<name>
+# FAKE_NO_TORCH, FAKE_COUNTERS_DENIED (bin/train's metric pass refused), FAKE_FAIL=<name>
+# (that program fails), FAKE_SLOW=<name>
 # (sleeps FAKE_SLEEP seconds first).
 set -u
 name=${0##*/}
@@ -104,7 +105,12 @@ train)
             echo "fake,resnet50,224,64,bf16,0,0,conv_kernel,conv1,conv,fwd,1000,0,200,0,1000000,4096,2048,8192,16384,cupti"
             echo "fake,resnet50,224,64,bf16,0,1,bn_kernel,bn1,bn,fwd,500,0,600,8,0,1024,1024,2048,4096,cupti"
         } >"$trace"
-        echo "trace: 2 rows to $trace (2 kernels, timing cupti, FLOPs and bytes cupti on GH100); kernels sum to 0.00 ms = 1.0% of the median step (100.00 ms); metric pass 1.5 s, 15 counters in 3 replay passes per kernel"
+        if [[ -n ${FAKE_COUNTERS_DENIED:-} ]]; then
+            echo "train: trace: GPU performance counters not permitted (ERR_NVGPUCTRPERM): run as root, or ... (cuptiProfilerInitialize(&init): CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)" >&2
+            echo "trace: 2 rows to $trace (2 kernels, timing cupti, FLOPs and bytes analytic); kernels sum to 0.00 ms = 1.0% of the median step (100.00 ms)"
+        else
+            echo "trace: 2 rows to $trace (2 kernels, timing cupti, FLOPs and bytes cupti on GH100); kernels sum to 0.00 ms = 1.0% of the median step (100.00 ms); metric pass 1.5 s, 15 counters in 3 replay passes per kernel"
+        fi
         echo "trace: the traced step took 101.00 ms on the host, +1.0% against the median untraced step (the timing pass's overhead)"
     fi
     ;;
