@@ -308,6 +308,17 @@ $(EMU_TRAIN): $(BUILD)/bench/train.o $(CLI_OBJ) $(EMU_TRAIN_OBJS) \
 	@mkdir -p $(@D)
 	$(CXX) $(EMU_FAST_CXXFLAGS) $^ -o $@ $(HOST_LDLIBS) $(MPI_LDLIBS)
 .SECONDARY: $(EMU_TRAIN_GEN)
+# make test-gpu's checks of the trace pass and of the NCCL transport, over the
+# same stand-ins
+EMU_HOST_MORE := cupti_trace_check ddp_check
+EMU_HOST_MORE_PROGS := $(EMU_HOST_MORE:%=$(EMU_HOST_DIR)/%)
+$(EMU_HOST_MORE_PROGS): $(EMU_HOST_DIR)/%: $(EMU_HOST_FAST)/tests/gpu/%.o $(EMU_TRAIN_OBJS) \
+        $(patsubst $(EMU_HOST_DIR)/gen/%,$(EMU_HOST_FAST)/%,$(EMU_HOST_BACKEND)) \
+        $(patsubst $(EMU_HOST_DIR)/%,$(EMU_HOST_FAST)/%,$(EMU_FAKE_OBJS)) $(LIB)
+	$(CXX) $(EMU_FAST_CXXFLAGS) $^ -o $@ $(HOST_LDLIBS) $(MPI_LDLIBS)
+$(EMU_HOST_MORE:%=$(EMU_HOST_FAST)/tests/gpu/%.o): EMU_FAST_CXXFLAGS += $(filter -D% -I%,$(GPU_DEFS)) \
+    -Icounters -Imodels/ddp -DOMPI_SKIP_MPICXX
+.SECONDARY: $(EMU_HOST_MORE:%=$(EMU_HOST_DIR)/gen/tests/gpu/%.cpp)
 
 ifneq ($(NVCC),)
 $(TEST_BIN): | $(EMU_PROG) $(EMU_HOST_PROGS)
@@ -315,7 +326,8 @@ $(BUILD)/tests/test_cuda_emu.o: ALL_CFLAGS += -DROOFLINE_CUDA_EMU='"$(CURDIR)/$(
     -DROOFLINE_CUDA_HOST_DIR='"$(CURDIR)/$(EMU_HOST_DIR)"'
 endif
 ifneq ($(EMU_TRAIN_READY),)
-$(TEST_BIN): | $(EMU_TRAIN)
+$(TEST_BIN): | $(EMU_TRAIN) $(EMU_HOST_MORE_PROGS)
+$(BUILD)/tests/test_cuda_emu.o: ALL_CFLAGS += -DROOFLINE_CUDA_HOST_MORE
 $(BUILD)/tests/test_cuda_train_emu.o: ALL_CFLAGS += -DROOFLINE_CUDA_TRAIN='"$(CURDIR)/$(EMU_TRAIN)"'
 endif
 

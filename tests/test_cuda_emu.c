@@ -53,6 +53,31 @@ Test(cuda_emu, whole_cuda_steps_on_the_host_match_the_cpu_backend, .timeout = 12
     expect_host_check_passes("cuda_train_check");
 }
 
+/* make test-gpu's check of the trace pass (a toy backend whose kernels are
+ * told apart by their FFMA counts; the metric pass is refused on the host, so
+ * its exact counts are checked on a GPU only) and of the DDP transports (the
+ * NCCL stand-in over MPI, one rank; the backend's NCCL path against the
+ * plain one at res 16, batch 4). */
+static void expect_more_host_check_passes(const char *name)
+{
+#ifndef ROOFLINE_CUDA_HOST_MORE
+    (void)name;
+    cr_skip_test("the emulated trace and DDP checks need CUPTI's headers, NCCL's and MPI");
+#else
+    expect_host_check_passes(name);
+#endif
+}
+
+Test(cuda_emu, trace_pass_check_on_the_host, .timeout = 600)
+{
+    expect_more_host_check_passes("cupti_trace_check");
+}
+
+Test(cuda_emu, ddp_check_on_the_host, .timeout = 600)
+{
+    expect_more_host_check_passes("ddp_check");
+}
+
 /* The emulator stops a kernel that no GPU would run as written: exit 3 and
  * one line naming what and where. */
 static void expect_misuse_caught(const char *which, const char *message)
