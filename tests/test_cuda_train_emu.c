@@ -236,6 +236,61 @@ Test(cuda_train_emu, two_nccl_ranks_equal_one_process_on_the_global_batch, .time
     remove_temp_dir(dir);
 }
 
+/* make bench of a cuda row, end to end, with the emulated bin/train beside
+ * the real programs: the runs, the trace pass with its counters refused, the
+ * analysis and the report's GPU sections and figures. Peaks off: the host
+ * has no GPU to measure (bin/peaks --gpu is make test-gpu's). */
+Test(cuda_train_emu, bench_of_a_cuda_row_end_to_end, .timeout = 600)
+{
+    char *dir = temp_dir();
+    write_text(dir, "matrix.md",
+               "| ENV | backend | models | res | batch | precision | warmup | iters | repeats | "
+               "ranks | counters | peaks |\n"
+               "|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+               "| emu | cuda | resnet18-cifar@16/4 | - | - | bf16 | 1 | 2 | 2 | - | cupti | off "
+               "|\n");
+    int status = sh("cd '%s' && mkdir bin && ln -s '%s'/* bin/ && ln -sf '%s' bin/train && "
+                    "'%s/scripts/bench.sh' emu MATRIX=matrix.md RUNS_DIR=runs BIN=bin "
+                    ">bench.out 2>&1",
+                    dir, ROOFLINE_BIN_DIR, ROOFLINE_CUDA_TRAIN, ROOFLINE_SOURCE_DIR);
+    char *out = read_text(dir, "bench.out");
+    cr_assert_eq(status, 0, "%s", out);
+    cr_expect(strstr(out, "(3 runs ok)") != NULL, "%s", out);
+    cr_assert_eq(sh("cd '%s' && ln -s runs/emu/2* run", dir), 0);
+
+    run_model model;
+    char err[512], run[1024];
+    format_or_fail(run, sizeof run, "%s/run", dir);
+    cr_assert_eq(run_load(&model, run, RUN_STEPS | RUN_KERNELS | RUN_CONFIGS,
+                          RUN_STEPS | RUN_KERNELS | RUN_CONFIGS, err, sizeof err),
+                 RUN_LOAD_OK, "%s", err);
+    cr_expect_eq(model.n_steps, 1);
+    cr_expect_str_eq(model.steps[0].key.backend, "cuda");
+    cr_expect_eq(model.steps[0].repeats, 2);
+    cr_expect_eq(model.n_traces, 1);
+    cr_expect_gt(model.traces[0].n, 100, "%d kernel rows", model.traces[0].n);
+    run_free(&model);
+
+    char *md = read_text(run, "report.md");
+    static const char *const sections[] = {"## GPU: hierarchical roofline",
+                                           "## GPU: step time by layer type and phase",
+                                           "## GPU: counters against the cost model"};
+    for (size_t i = 0; i < sizeof sections / sizeof *sections; i++)
+        cr_expect(strstr(md, sections[i]) != NULL, "report.md has no '%s'", sections[i]);
+    cr_expect(strstr(md, "disagree by more than") == NULL, "nothing was counted to disagree");
+    if (have_gnuplot()) {
+        char *log = read_text(run, "figures/gnuplot.log");
+        cr_expect_str_empty(log, "gnuplot: %s", log);
+        uint32_t w, h;
+        char png[1200];
+        format_or_fail(png, sizeof png, "%s/figures/roofline_hier_resnet18-cifar_16_b4_bf16.png",
+                       run);
+        png_size(png, &w, &h);
+        cr_expect(w == 1200 && h == 800, "%s is %ux%u", png, w, h);
+    }
+    remove_temp_dir(dir);
+}
+
 #else
 
 Test(cuda_train_emu, needs_the_emulated_train)
