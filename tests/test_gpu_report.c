@@ -513,6 +513,18 @@ Test(gpu_report, sections_figures_and_findings, .timeout = 60)
     remove_temp_dir(dir);
 }
 
+/* dir/figures/STEM_resnet18-cifar_32_b64_PREC.png (a figure of the golden
+ * GPU run) was drawn at the suite's size. */
+static void expect_golden_figure(const char *dir, const char *stem, const char *prec)
+{
+    char png[1024];
+    format_or_fail(png, sizeof png, "%s/figures/%s_resnet18-cifar_32_b64_%s.png", dir, stem,
+                   prec);
+    uint32_t w, h;
+    png_size(png, &w, &h);
+    cr_expect(w == 1200 && h == 800, "%s is %ux%u", png, w, h);
+}
+
 Test(gpu_figures, gnuplot_draws_the_gpu_figures, .timeout = 120)
 {
     if (!have_gnuplot())
@@ -524,14 +536,8 @@ Test(gpu_figures, gnuplot_draws_the_gpu_figures, .timeout = 120)
                  0, "scripts/render.sh failed on the synthetic GPU run");
     static const char *const stems[] = {"roofline_hier", "time_breakdown", "cost_check"};
     for (int i = 0; i < 3; i++)
-        for (int p = 0; p < 2; p++) {
-            char png[1024];
-            format_or_fail(png, sizeof png, "%s/figures/%s_resnet18-cifar_32_b64_%s.png", dir,
-                           stems[i], p ? "fp32" : "bf16");
-            uint32_t w, h;
-            png_size(png, &w, &h);
-            cr_expect(w == 1200 && h == 800, "%s is %ux%u", png, w, h);
-        }
+        for (int p = 0; p < 2; p++)
+            expect_golden_figure(dir, stems[i], p ? "fp32" : "bf16");
     char *log = read_text(dir, "figures/gnuplot.log");
     cr_expect_str_empty(log, "gnuplot warned: %s", log);
     free(log);
@@ -557,14 +563,8 @@ Test(gpu_report, no_roofs_and_no_counters, .timeout = 120)
                  0, "scripts/render.sh failed: %s", read_text(dir, "render.out"));
     char *log = read_text(dir, "figures/gnuplot.log");
     cr_expect_str_empty(log, "gnuplot: %s", log);
-    for (int p = 0; p < 2; p++) {
-        char png[1024];
-        format_or_fail(png, sizeof png, "%s/figures/roofline_hier_resnet18-cifar_32_b64_%s.png",
-                       dir, p ? "fp32" : "bf16");
-        uint32_t w, h;
-        png_size(png, &w, &h);
-        cr_expect(w == 1200 && h == 800, "%s is %ux%u", png, w, h);
-    }
+    for (int p = 0; p < 2; p++)
+        expect_golden_figure(dir, "roofline_hier", p ? "fp32" : "bf16");
     char *md = read_text(dir, "report.md");
     expect_contains(md, "Not compared: no kernel was counted", "report.md");
     cr_expect(strstr(md, "disagree by more than") == NULL, "a disagreement without counters");
