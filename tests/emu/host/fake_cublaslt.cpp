@@ -9,9 +9,8 @@
 #include <vector>
 
 #include <cublasLt.h>
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 
+#include "host_elements.h"
 #include "host_launch.h"
 
 struct cublasLtContext {
@@ -34,23 +33,16 @@ struct matrix_layout {
 matmul_desc *desc_of(cublasLtMatmulDesc_t d) { return (matmul_desc *)d; }
 matrix_layout *layout_of(cublasLtMatrixLayout_t l) { return (matrix_layout *)l; }
 
-double load(cudaDataType t, const void *p, size_t i)
+using emu_host::element;
+
+element element_of(cudaDataType t)
 {
-    if (t == CUDA_R_16F)
-        return __half2float(((const __half *)p)[i]);
-    if (t == CUDA_R_16BF)
-        return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
-    return ((const float *)p)[i];
+    return t == CUDA_R_16F ? element::f16 : t == CUDA_R_16BF ? element::bf16 : element::f32;
 }
 
-void store(cudaDataType t, void *p, size_t i, double v)
+double load(cudaDataType t, const void *p, size_t i)
 {
-    if (t == CUDA_R_16F)
-        ((__half *)p)[i] = __float2half_rn((float)v);
-    else if (t == CUDA_R_16BF)
-        ((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn((float)v);
-    else
-        ((float *)p)[i] = (float)v;
+    return emu_host::load_element(element_of(t), p, i);
 }
 
 /* element (i, j) of op(M) for a matrix stored as layout l */
@@ -218,7 +210,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t d, const vo
                     v += load(out.type, m.bias, i);
                 if (relu && v < 0.0)
                     v = 0.0;
-                store(out.type, D, i + j * (uint64_t)out.ld, v);
+                emu_host::store_element(element_of(out.type), D, i + j * (uint64_t)out.ld, v);
             }
     });
     return CUBLAS_STATUS_SUCCESS;

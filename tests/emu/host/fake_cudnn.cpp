@@ -11,10 +11,9 @@
 #include <cstring>
 #include <vector>
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cudnn.h>
 
+#include "host_elements.h"
 #include "host_launch.h"
 
 struct cudnnContext {
@@ -37,23 +36,15 @@ struct cudnnConvolutionStruct {
 
 namespace {
 
-double load(cudnnDataType_t t, const void *p, size_t i)
-{
-    if (t == CUDNN_DATA_HALF)
-        return __half2float(((const __half *)p)[i]);
-    if (t == CUDNN_DATA_BFLOAT16)
-        return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
-    return ((const float *)p)[i];
-}
+using emu_host::element;
+using emu_host::load_element;
+using emu_host::store_element;
 
-void store(cudnnDataType_t t, void *p, size_t i, double v)
+element element_of(cudnnDataType_t t)
 {
-    if (t == CUDNN_DATA_HALF)
-        ((__half *)p)[i] = __float2half_rn((float)v);
-    else if (t == CUDNN_DATA_BFLOAT16)
-        ((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn((float)v);
-    else
-        ((float *)p)[i] = (float)v;
+    return t == CUDNN_DATA_HALF       ? element::f16
+           : t == CUDNN_DATA_BFLOAT16 ? element::bf16
+                                      : element::f32;
 }
 
 size_t tensor_at(const cudnnTensorStruct &d, int n, int c, int y, int x)
@@ -84,7 +75,7 @@ std::vector<double> tensor_in(const cudnnTensorStruct &d, const void *p)
         for (int c = 0; c < d.c; c++)
             for (int y = 0; y < d.h; y++)
                 for (int x = 0; x < d.w; x++)
-                    v[i++] = load(d.type, p, tensor_at(d, n, c, y, x));
+                    v[i++] = load_element(element_of(d.type), p, tensor_at(d, n, c, y, x));
     return v;
 }
 std::vector<double> filter_in(const cudnnFilterStruct &f, const void *p)
@@ -95,7 +86,7 @@ std::vector<double> filter_in(const cudnnFilterStruct &f, const void *p)
         for (int c = 0; c < f.c; c++)
             for (int r = 0; r < f.r; r++)
                 for (int s = 0; s < f.s; s++)
-                    v[i++] = load(f.type, p, filter_at(f, k, c, r, s));
+                    v[i++] = load_element(element_of(f.type), p, filter_at(f, k, c, r, s));
     return v;
 }
 
@@ -106,9 +97,11 @@ template <typename At>
 void blend(cudnnDataType_t t, void *out, const std::vector<double> &sums, float alpha,
            float beta, At at)
 {
+    element e = element_of(t);
     for (size_t i = 0; i < sums.size(); i++) {
         size_t o = at(i);
-        store(t, out, o, alpha * sums[i] + (beta != 0.0f ? beta * load(t, out, o) : 0.0));
+        store_element(e, out, o,
+                      alpha * sums[i] + (beta != 0.0f ? beta * load_element(e, out, o) : 0.0));
     }
 }
 

@@ -10,11 +10,10 @@
 #include <cstring>
 #include <vector>
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <mpi.h>
 #include <nccl.h>
 
+#include "host_elements.h"
 #include "host_launch.h"
 
 struct ncclComm {
@@ -37,28 +36,11 @@ size_t size_of(ncclDataType_t type)
     }
 }
 
-double load(ncclDataType_t type, const uint8_t *p)
+emu_host::element element_of(ncclDataType_t type)
 {
-    if (type == ncclFloat32) {
-        float f;
-        memcpy(&f, p, 4);
-        return f;
-    }
-    if (type == ncclFloat16)
-        return (double)__half2float(*reinterpret_cast<const __half *>(p));
-    return (double)__bfloat162float(*reinterpret_cast<const __nv_bfloat16 *>(p));
-}
-
-void store(ncclDataType_t type, double v, uint8_t *p)
-{
-    if (type == ncclFloat32) {
-        float f = (float)v;
-        memcpy(p, &f, 4);
-    } else if (type == ncclFloat16) {
-        *reinterpret_cast<__half *>(p) = __float2half((float)v);
-    } else {
-        *reinterpret_cast<__nv_bfloat16 *>(p) = __float2bfloat16((float)v);
-    }
+    return type == ncclFloat16    ? emu_host::element::f16
+           : type == ncclBfloat16 ? emu_host::element::bf16
+                                  : emu_host::element::f32;
 }
 
 const char *kernel_name(ncclDataType_t type, ncclRedOp_t op)
@@ -172,12 +154,12 @@ ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, ncclDataT
             fprintf(stderr, "fake_nccl: MPI_Allgather failed\n");
             MPI_Abort(MPI_COMM_WORLD, 3);
         }
+        emu_host::element e = element_of(type);
         for (size_t i = 0; i < count; i++) {
             double sum = 0.0;
             for (int r = 0; r < comm->nranks; r++)
-                sum += load(type, all.data() + (size_t)r * bytes + i * elem);
-            store(type, op == ncclAvg ? sum / comm->nranks : sum,
-                  static_cast<uint8_t *>(recv) + i * elem);
+                sum += emu_host::load_element(e, all.data() + (size_t)r * bytes, i);
+            emu_host::store_element(e, recv, i, op == ncclAvg ? sum / comm->nranks : sum);
         }
     });
     return ncclSuccess;

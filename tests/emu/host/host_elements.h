@@ -1,0 +1,37 @@
+/* The element types the stand-ins read and write (fp32, fp16, bf16), whatever
+ * each library calls them (cudnnDataType_t, cudaDataType, ncclDataType_t):
+ * one load and one store in double, rounding to nearest even. */
+#ifndef ROOFLINE_EMU_HOST_ELEMENTS_H
+#define ROOFLINE_EMU_HOST_ELEMENTS_H
+
+#include <cstddef>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+namespace emu_host {
+
+enum class element { f32, f16, bf16 };
+
+inline double load_element(element t, const void *p, size_t i)
+{
+    if (t == element::f16)
+        return __half2float(((const __half *)p)[i]);
+    if (t == element::bf16)
+        return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
+    return ((const float *)p)[i];
+}
+
+inline void store_element(element t, void *p, size_t i, double v)
+{
+    if (t == element::f16)
+        ((__half *)p)[i] = __float2half_rn((float)v);
+    else if (t == element::bf16)
+        ((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn((float)v);
+    else
+        ((float *)p)[i] = (float)v;
+}
+
+} // namespace emu_host
+
+#endif
