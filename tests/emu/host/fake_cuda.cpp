@@ -138,6 +138,26 @@ cudaError_t give_back(void *p)
     return cudaSuccess;
 }
 
+struct error_text {
+    cudaError_t code;
+    const char *name, *text;
+};
+const error_text *text_of(cudaError_t error)
+{
+    static const error_text known[] = {
+        {cudaSuccess, "cudaSuccess", "no error"},
+        {cudaErrorMemoryAllocation, "cudaErrorMemoryAllocation", "out of memory"},
+        {cudaErrorInvalidValue, "cudaErrorInvalidValue", "invalid argument"},
+        {cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal"},
+    };
+    static const error_text unknown = {cudaErrorUnknown, "cudaErrorUnknown",
+                                       "unknown error (host emulator)"};
+    for (const error_text &e : known)
+        if (e.code == error)
+            return &e;
+    return &unknown;
+}
+
 } // namespace
 
 void emu_host::run_on(cudaStream_t stream, std::function<void()> f)
@@ -241,37 +261,9 @@ cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
 /* a launch the emulator refuses ends the program (cuda_emu.h), so none is pending */
 cudaError_t cudaGetLastError(void) { return cudaSuccess; }
 cudaError_t cudaPeekAtLastError(void) { return cudaSuccess; }
-/* the runtime's own words for the errors the stand-ins return */
-const char *cudaGetErrorString(cudaError_t error)
-{
-    switch (error) {
-    case cudaSuccess:
-        return "no error";
-    case cudaErrorMemoryAllocation:
-        return "out of memory";
-    case cudaErrorInvalidValue:
-        return "invalid argument";
-    case cudaErrorInvalidDevice:
-        return "invalid device ordinal";
-    default:
-        return "unknown error (host emulator)";
-    }
-}
-const char *cudaGetErrorName(cudaError_t error)
-{
-    switch (error) {
-    case cudaSuccess:
-        return "cudaSuccess";
-    case cudaErrorMemoryAllocation:
-        return "cudaErrorMemoryAllocation";
-    case cudaErrorInvalidValue:
-        return "cudaErrorInvalidValue";
-    case cudaErrorInvalidDevice:
-        return "cudaErrorInvalidDevice";
-    default:
-        return "cudaErrorUnknown";
-    }
-}
+/* the runtime's own names and words for the errors the stand-ins return */
+const char *cudaGetErrorString(cudaError_t error) { return text_of(error)->text; }
+const char *cudaGetErrorName(cudaError_t error) { return text_of(error)->name; }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned int)
 {
