@@ -277,9 +277,11 @@ $(EMU_HOST_DIR)/cuda_layers_check: $(EMU_HOST_DIR)/gen/tests/gpu/cuda_layers_che
         $(EMU_HOST_BACKEND) $(EMU_FAKE_OBJS) $(BUILD)/tests/layer_check.o $(BUILD)/tests/reference.o \
         $(LIB)
 	$(CXX) $(EMU_HOST_CXXFLAGS) $^ -o $@ $(HOST_LDLIBS)
+# the emulated backend and the stand-ins for the runtime, cuDNN and cuBLASLt, in fast/
+EMU_FAST_BACKEND := $(patsubst $(EMU_HOST_DIR)/gen/%,$(EMU_HOST_FAST)/%,$(EMU_HOST_BACKEND)) \
+                    $(patsubst $(EMU_HOST_DIR)/%,$(EMU_HOST_FAST)/%,$(EMU_FAKE_OBJS))
 $(EMU_HOST_DIR)/cuda_train_check: $(EMU_HOST_FAST)/tests/gpu/cuda_train_check.o \
-        $(patsubst $(EMU_HOST_DIR)/gen/%,$(EMU_HOST_FAST)/%,$(EMU_HOST_BACKEND)) \
-        $(patsubst $(EMU_HOST_DIR)/%,$(EMU_HOST_FAST)/%,$(EMU_FAKE_OBJS)) $(LIB)
+        $(EMU_FAST_BACKEND) $(LIB)
 	$(CXX) $(EMU_FAST_CXXFLAGS) $^ -o $@ $(HOST_LDLIBS)
 .SECONDARY: $(EMU_HOST_GEN)
 
@@ -289,7 +291,7 @@ $(EMU_HOST_DIR)/cuda_train_check: $(EMU_HOST_FAST)/tests/gpu/cuda_train_check.o 
 # activity records of every emulated kernel; the profiler refuses as without
 # counter permission) and NCCL (fake_nccl.cpp: all-reduce over MPI, so that
 # mpirun runs the NCCL transport with several ranks). make test runs it as a
-# GPU machine would run bin/train (tests/test_cuda_emu.c).
+# GPU machine would run bin/train (tests/test_cuda_train_emu.c).
 EMU_TRAIN := $(EMU_HOST_DIR)/bin/train
 EMU_TRAIN_READY := $(and $(NVCC),$(CUPTI_H),$(NCCL_H),$(MPICC))
 EMU_TRAIN_GEN := $(patsubst %.cu,$(EMU_HOST_DIR)/gen/%.cpp,$(wildcard models/ddp/*.cu))
@@ -297,14 +299,13 @@ EMU_TRAIN_GEN := $(patsubst %.cu,$(EMU_HOST_DIR)/gen/%.cpp,$(wildcard models/ddp
 EMU_TRAIN_CUPTI := $(patsubst %.cu,$(EMU_HOST_FAST)/%.o,$(wildcard counters/*.cu))
 EMU_TRAIN_OBJS := $(patsubst $(EMU_HOST_DIR)/gen/%.cpp,$(EMU_HOST_FAST)/%.o,$(EMU_TRAIN_GEN)) \
                   $(EMU_TRAIN_CUPTI) $(EMU_HOST_FAST)/fake_cupti.o $(EMU_HOST_FAST)/fake_nccl.o
-$(EMU_TRAIN_OBJS): EMU_FAST_CXXFLAGS += $(filter -D% -I%,$(GPU_DEFS)) -Icounters -Imodels/ddp \
-                                        -DOMPI_SKIP_MPICXX
+# what the CUPTI and NCCL code and their stand-ins compile with (MPI's C API only)
+EMU_CUPTI_NCCL_FLAGS := $(filter -D% -I%,$(GPU_DEFS)) -Icounters -Imodels/ddp -DOMPI_SKIP_MPICXX
+$(EMU_TRAIN_OBJS): EMU_FAST_CXXFLAGS += $(EMU_CUPTI_NCCL_FLAGS)
 $(EMU_TRAIN_CUPTI): $(EMU_HOST_FAST)/%.o: %.cu
 	@mkdir -p $(@D)
 	$(CXX) $(EMU_FAST_CXXFLAGS) -x c++ -c $< -o $@
-$(EMU_TRAIN): $(BUILD)/bench/train.o $(CLI_OBJ) $(EMU_TRAIN_OBJS) \
-        $(patsubst $(EMU_HOST_DIR)/gen/%,$(EMU_HOST_FAST)/%,$(EMU_HOST_BACKEND)) \
-        $(patsubst $(EMU_HOST_DIR)/%,$(EMU_HOST_FAST)/%,$(EMU_FAKE_OBJS)) $(LIB)
+$(EMU_TRAIN): $(BUILD)/bench/train.o $(CLI_OBJ) $(EMU_TRAIN_OBJS) $(EMU_FAST_BACKEND) $(LIB)
 	@mkdir -p $(@D)
 	$(CXX) $(EMU_FAST_CXXFLAGS) $^ -o $@ $(HOST_LDLIBS) $(MPI_LDLIBS)
 .SECONDARY: $(EMU_TRAIN_GEN)
@@ -313,11 +314,9 @@ $(EMU_TRAIN): $(BUILD)/bench/train.o $(CLI_OBJ) $(EMU_TRAIN_OBJS) \
 EMU_HOST_MORE := cupti_trace_check ddp_check
 EMU_HOST_MORE_PROGS := $(EMU_HOST_MORE:%=$(EMU_HOST_DIR)/%)
 $(EMU_HOST_MORE_PROGS): $(EMU_HOST_DIR)/%: $(EMU_HOST_FAST)/tests/gpu/%.o $(EMU_TRAIN_OBJS) \
-        $(patsubst $(EMU_HOST_DIR)/gen/%,$(EMU_HOST_FAST)/%,$(EMU_HOST_BACKEND)) \
-        $(patsubst $(EMU_HOST_DIR)/%,$(EMU_HOST_FAST)/%,$(EMU_FAKE_OBJS)) $(LIB)
+        $(EMU_FAST_BACKEND) $(LIB)
 	$(CXX) $(EMU_FAST_CXXFLAGS) $^ -o $@ $(HOST_LDLIBS) $(MPI_LDLIBS)
-$(EMU_HOST_MORE:%=$(EMU_HOST_FAST)/tests/gpu/%.o): EMU_FAST_CXXFLAGS += $(filter -D% -I%,$(GPU_DEFS)) \
-    -Icounters -Imodels/ddp -DOMPI_SKIP_MPICXX
+$(EMU_HOST_MORE:%=$(EMU_HOST_FAST)/tests/gpu/%.o): EMU_FAST_CXXFLAGS += $(EMU_CUPTI_NCCL_FLAGS)
 .SECONDARY: $(EMU_HOST_MORE:%=$(EMU_HOST_DIR)/gen/tests/gpu/%.cpp)
 
 ifneq ($(NVCC),)
