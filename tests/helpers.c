@@ -108,7 +108,7 @@ void remove_temp_dir(char *dir)
     free(dir);
 }
 
-char *read_text(const char *dir, const char *name)
+void *read_bytes(const char *dir, const char *name, size_t *len)
 {
     char path[1024];
     format_or_fail(path, sizeof path, "%s/%s", dir, name);
@@ -118,12 +118,19 @@ char *read_text(const char *dir, const char *name)
     long n = ftell(f);
     cr_assert(n >= 0, "cannot size %s", path);
     rewind(f);
-    char *text = malloc((size_t)n + 1);
-    cr_assert_not_null(text);
-    cr_assert_eq(fread(text, 1, (size_t)n, f), (size_t)n, "cannot read %s", path);
-    text[n] = '\0';
+    char *bytes = malloc((size_t)n + 1);
+    cr_assert_not_null(bytes);
+    cr_assert_eq(fread(bytes, 1, (size_t)n, f), (size_t)n, "cannot read %s", path);
+    bytes[n] = '\0';
     fclose(f);
-    return text;
+    if (len)
+        *len = (size_t)n;
+    return bytes;
+}
+
+char *read_text(const char *dir, const char *name)
+{
+    return read_bytes(dir, name, NULL);
 }
 
 void write_bytes(const char *dir, const char *name, const void *data, size_t len)

@@ -41,8 +41,10 @@ char *temp_dir(void);
 /* Removes a temp_dir() folder with all it holds and frees its path. */
 void remove_temp_dir(char *dir);
 
-/* The whole of dir/name, NUL-terminated (malloc'd); fails the test when it
- * is missing. */
+/* The whole of dir/name, NUL-terminated (malloc'd), its length in *len
+ * (without the NUL) unless len is NULL; fails the test when it is missing. */
+void *read_bytes(const char *dir, const char *name, size_t *len);
+/* read_bytes as a string */
 char *read_text(const char *dir, const char *name);
 
 /* Writes dir/name; fails the test on error. */

@@ -218,22 +218,6 @@ static int train(const char *dir, const char *name, int ranks, const char *args)
               ROOFLINE_BIN_DIR, args, name, name);
 }
 
-/* The whole of a binary file as floats; n its count. */
-static float *read_floats(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "%s is missing", path);
-    cr_assert_eq(fseek(f, 0, SEEK_END), 0);
-    long bytes = ftell(f);
-    rewind(f);
-    float *v = malloc((size_t)bytes + 1);
-    cr_assert_not_null(v);
-    cr_assert_eq(fread(v, 1, (size_t)bytes, f), (size_t)bytes);
-    fclose(f);
-    *n = (size_t)bytes / sizeof *v;
-    return v;
-}
-
 static void expect_same_file(const char *dir, const char *a, const char *b)
 {
     cr_expect_eq(sh("cd '%s' && cmp -s %s %s", dir, a, b), 0, "%s and %s differ", a, b);
@@ -260,12 +244,9 @@ Test(ddp_mpi, two_ranks_equal_one_process_on_the_global_batch, .timeout = 300)
     cr_expect(strstr(out, "ddp: the weights are bit-identical on all 2 ranks") != NULL, "%s", out);
     expect_same_file(dir, "ddp.rank0.bin", "ddp.rank1.bin");
 
-    char path[1024];
     size_t n, m;
-    format_or_fail(path, sizeof path, "%s/ddp.rank0.bin", dir);
-    float *a = read_floats(path, &n);
-    format_or_fail(path, sizeof path, "%s/one.rank0.bin", dir);
-    float *b = read_floats(path, &m);
+    float *a = read_bytes(dir, "ddp.rank0.bin", &n), *b = read_bytes(dir, "one.rank0.bin", &m);
+    n /= sizeof *a, m /= sizeof *b;
     cr_assert_eq(n, m, "%zu and %zu weights", n, m);
     cr_assert_eq(n, 138357544, "VGG-16's parameters");
     double worst = 0.0, scale = 0.0;
