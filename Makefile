@@ -288,8 +288,9 @@ $(EMU_HOST_DIR)/cuda_train_check: $(EMU_HOST_FAST)/tests/gpu/cuda_train_check.o 
 # bin/train on the host emulator ($(EMU_HOST_DIR)/bin/train): the programs'
 # C objects, the emulated backend of the training check, the translated .cu
 # files of counters/ and models/ddp/, and stand-ins for CUPTI (fake_cupti.cpp:
-# activity records of every emulated kernel; the profiler refuses as without
-# counter permission) and NCCL (fake_nccl.cpp: all-reduce over MPI, so that
+# activity records of every emulated kernel; fake_cupti_profiler.cpp: the
+# metric pass, refused as without counter permission unless
+# FAKE_CUPTI_PROFILER_ERROR=0) and NCCL (fake_nccl.cpp: all-reduce over MPI, so that
 # mpirun runs the NCCL transport with several ranks). make test runs it as a
 # GPU machine would run bin/train (tests/test_cuda_train_emu.c).
 EMU_TRAIN := $(EMU_HOST_DIR)/bin/train
@@ -298,7 +299,7 @@ EMU_TRAIN_GEN := $(patsubst %.cu,$(EMU_HOST_DIR)/gen/%.cpp,$(wildcard models/ddp
 # counters/'s .cu files launch no kernel: g++ compiles them as they are
 EMU_TRAIN_CUPTI := $(patsubst %.cu,$(EMU_HOST_FAST)/%.o,$(wildcard counters/*.cu))
 EMU_TRAIN_OBJS := $(patsubst $(EMU_HOST_DIR)/gen/%.cpp,$(EMU_HOST_FAST)/%.o,$(EMU_TRAIN_GEN)) \
-                  $(EMU_TRAIN_CUPTI) $(EMU_HOST_FAST)/fake_cupti.o $(EMU_HOST_FAST)/fake_nccl.o
+                  $(EMU_TRAIN_CUPTI) $(patsubst %,$(EMU_HOST_FAST)/fake_%.o,cupti cupti_profiler nccl)
 # what the CUPTI and NCCL code and their stand-ins compile with (MPI's C API only)
 EMU_CUPTI_NCCL_FLAGS := $(filter -D% -I%,$(GPU_DEFS)) -Icounters -Imodels/ddp -DOMPI_SKIP_MPICXX
 $(EMU_TRAIN_OBJS): EMU_FAST_CXXFLAGS += $(EMU_CUPTI_NCCL_FLAGS)

@@ -20,6 +20,7 @@ struct cublasLtContext {
 namespace {
 
 struct matmul_desc {
+    cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
     cublasOperation_t trans_a = CUBLAS_OP_N, trans_b = CUBLAS_OP_N;
     cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
     const void *bias = nullptr;
@@ -90,7 +91,9 @@ cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *d, cublasComputeTy
     if (scale != CUDA_R_32F ||
         (compute != CUBLAS_COMPUTE_32F && compute != CUBLAS_COMPUTE_32F_FAST_TF32))
         return CUBLAS_STATUS_NOT_SUPPORTED; /* the backend asks for these only */
-    *d = (cublasLtMatmulDesc_t) new matmul_desc;
+    matmul_desc *m = new matmul_desc;
+    m->compute = compute;
+    *d = (cublasLtMatmulDesc_t)m;
     return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t d)
@@ -139,6 +142,32 @@ cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t,
                                                     const void *, size_t)
 {
     return CUBLAS_STATUS_SUCCESS;
+}
+
+/* The GEMM as CUPTI's metric pass would count it: m n k multiply-adds, on
+ * the tensor cores for fp16 and bf16 inputs and for TF32 compute; A, B (and
+ * C where beta is not 0, and the bias) read once, D written once. */
+static emu_host::kernel_work work_of(const matmul_desc &m, const matrix_layout &a,
+                                     const matrix_layout &b, const matrix_layout &d, uint64_t k,
+                                     float beta)
+{
+    emu_host::kernel_work w;
+    double macs = (double)d.rows * d.cols * k;
+    bool tensor = a.type == CUDA_R_16F || a.type == CUDA_R_16BF ||
+                  m.compute == CUBLAS_COMPUTE_32F_FAST_TF32;
+    if (tensor) {
+        w.tensor_ops = 2 * macs;
+        w.tensor_src = a.type == CUDA_R_16F ? "fp16" : a.type == CUDA_R_16BF ? "bf16" : "tf32";
+    } else
+        w.ffma = macs;
+    auto bytes = [](const matrix_layout &l) {
+        return (double)l.rows * l.cols * (l.type == CUDA_R_32F ? 4 : 2);
+    };
+    bool bias = m.epilogue == CUBLASLT_EPILOGUE_BIAS || m.epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
+    w.bytes_read = bytes(a) + bytes(b) + (beta != 0.0f ? bytes(d) : 0.0) +
+                   (bias ? (double)d.rows * (d.type == CUDA_R_32F ? 4 : 2) : 0.0);
+    w.bytes_written = bytes(d);
+    return w;
 }
 
 /* op(A) is m x k, op(B) k x n, C and D m x n */
@@ -212,7 +241,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t d, const vo
                     v = 0.0;
                 emu_host::store_element(element_of(out.type), D, i + j * (uint64_t)out.ld, v);
             }
-    });
+    }, work_of(m, a, b, out, k, be));
     return CUBLAS_STATUS_SUCCESS;
 }
 

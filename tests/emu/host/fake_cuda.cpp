@@ -15,6 +15,7 @@
 
 #include <sys/mman.h>
 
+#include <cuda.h>
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 
@@ -171,14 +172,14 @@ void emu_host::run_on(cudaStream_t stream, std::function<void()> f)
 void emu_host::observe_kernels(const kernel_observer *o) { observer().store(o); }
 
 void emu_host::run_kernel(cudaStream_t stream, const char *name, dim3 grid, dim3 block,
-                          std::function<void()> f)
+                          std::function<void()> f, const kernel_work &work)
 {
     const kernel_observer *o = observer().load();
     if (!o) {
         run_on(stream, std::move(f));
         return;
     }
-    uint32_t correlation = o->launched();
+    uint32_t correlation = o->launched(name);
     uint32_t stream_id = stream ? stream->id : 7;
     run_on(stream, [=]() {
         uint64_t start = now_ns();
@@ -187,7 +188,7 @@ void emu_host::run_kernel(cudaStream_t stream, const char *name, dim3 grid, dim3
         uint64_t end = std::max(now_ns(), start + 1000);
         /* the observer of the launch: records stop when tracing stops */
         if (const kernel_observer *now = observer().load())
-            now->ran(correlation, name, grid, block, stream_id, start, end);
+            now->ran(correlation, name, grid, block, stream_id, start, end, work);
     });
 }
 
@@ -365,13 +366,24 @@ cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec)
 }
 
 /* there is no driver: no entry point is found */
-cudaError_t cudaGetDriverEntryPointByVersion(const char *, void **fn, unsigned int,
+/* The driver's cuCtxGetCurrent, which CUPTI's profiler needs (the context
+ * to enable it on): one context, the device's; every other entry point is
+ * not found. */
+static CUresult CUDAAPI current_context(CUcontext *ctx)
+{
+    static int the_context;
+    *ctx = reinterpret_cast<CUcontext>(&the_context);
+    return CUDA_SUCCESS;
+}
+
+cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **fn, unsigned int,
                                              unsigned long long,
                                              cudaDriverEntryPointQueryResult *found)
 {
-    *fn = nullptr;
+    bool known = symbol && strcmp(symbol, "cuCtxGetCurrent") == 0;
+    *fn = known ? reinterpret_cast<void *>(current_context) : nullptr;
     if (found)
-        *found = cudaDriverEntryPointSymbolNotFound;
+        *found = known ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
     return cudaSuccess;
 }
 

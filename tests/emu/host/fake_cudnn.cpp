@@ -170,6 +170,34 @@ bool shapes_agree(const cudnnTensorStruct &x, const cudnnFilterStruct &w,
            x.type == w.type && x.type == y.type;
 }
 
+/* The pass as a GPU's implicit GEMM runs it, for CUPTI's metric pass: one
+ * multiply-add per output element, input channel of its group and filter
+ * tap (padding taps included), on the tensor cores where the type or the
+ * math type asks for them (float with tensor-op math is TF32); its operands
+ * read once, the output written once (and read where beta is not 0). */
+template <pass P>
+emu_host::kernel_work work_of(const cudnnTensorStruct &x, const cudnnFilterStruct &w,
+                              const cudnnConvolutionStruct &cv, const cudnnTensorStruct &y,
+                              float beta)
+{
+    emu_host::kernel_work k;
+    double macs = (double)tensor_elems(y) * w.c * w.r * w.s;
+    if (x.type == CUDNN_DATA_FLOAT && cv.math == CUDNN_FMA_MATH)
+        k.ffma = macs;
+    else {
+        k.tensor_ops = 2 * macs;
+        k.tensor_src = x.type == CUDNN_DATA_HALF       ? "fp16"
+                       : x.type == CUDNN_DATA_BFLOAT16 ? "bf16"
+                                                       : "tf32";
+    }
+    double size = x.type == CUDNN_DATA_FLOAT ? 4 : 2;
+    double xb = size * tensor_elems(x), wb = size * filter_elems(w), yb = size * tensor_elems(y);
+    double out = P == FORWARD ? yb : P == BACKWARD_DATA ? xb : wb;
+    k.bytes_read = xb + wb + yb - out + (beta != 0.0f ? out : 0.0);
+    k.bytes_written = out;
+    return k;
+}
+
 /* Pass P on the handle's stream. x, w and y are in the forward's roles; the
  * pass's output (y, x or w) is `out`, and its input in that role is unused.
  * The descriptors are copied: a graph may replay the work after they
@@ -199,7 +227,7 @@ cudnnStatus_t run_pass(cudnnHandle_t h, const void *alpha, const void *beta,
             blend(xs.type, out, X, a, b, [&](size_t i) { return tensor_index_of(xs, i); });
         else
             blend(ws.type, out, W, a, b, [&](size_t i) { return filter_index_of(ws, i); });
-    });
+    }, work_of<P>(xs, ws, cv, ys, b));
     return CUDNN_STATUS_SUCCESS;
 }
 

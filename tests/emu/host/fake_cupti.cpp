@@ -5,12 +5,8 @@
  * an EXTERNAL_CORRELATION record binding that id to the operation pushed at
  * launch time. Buffers come from the client's callbacks and go back through
  * its completion callback at a flush, read with cuptiActivityGetNextRecord.
- *
- * The Range Profiler refuses at cuptiProfilerInitialize, as on a machine
- * without counter permission (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES), so that
- * `--counters cupti` takes its fallback; FAKE_CUPTI_PROFILER_ERROR=<code>
- * picks another CUptiResult (26 busy, 39 another profiler, 43 MIG). The
- * profiler's other calls are never reached and answer NOT_SUPPORTED. */
+ * The metric pass's calls (the profiler, the driver's launch callbacks) are
+ * fake_cupti_profiler.cpp's; this file shows it every kernel. */
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -19,11 +15,8 @@
 #include <vector>
 
 #include <cupti.h>
-#include <cupti_profiler_host.h>
-#include <cupti_profiler_target.h>
-#include <cupti_range_profiler.h>
-#include <cupti_target.h>
 
+#include "fake_cupti.h"
 #include "host_launch.h"
 
 namespace {
@@ -67,7 +60,7 @@ template <typename R> void keep(activity_state &s, const R &record)
     s.pending.resize(s.pending.size() + padded(sizeof record) - sizeof record, 0);
 }
 
-uint32_t kernel_launched()
+uint32_t activity_launched()
 {
     activity_state &s = state();
     std::lock_guard<std::mutex> guard(s.lock);
@@ -87,8 +80,8 @@ uint32_t kernel_launched()
     return id;
 }
 
-void kernel_ran(uint32_t correlation, const char *name, dim3 grid, dim3 block,
-                uint32_t stream_id, uint64_t start_ns, uint64_t end_ns)
+void activity_ran(uint32_t correlation, const char *name, dim3 grid, dim3 block,
+                  uint32_t stream_id, uint64_t start_ns, uint64_t end_ns)
 {
     activity_state &s = state();
     std::lock_guard<std::mutex> guard(s.lock);
@@ -107,48 +100,64 @@ void kernel_ran(uint32_t correlation, const char *name, dim3 grid, dim3 block,
     keep(s, r);
 }
 
-const emu_host::kernel_observer observer = {kernel_launched, kernel_ran};
-
-CUptiResult profiler_error()
+uint32_t kernel_launched(const char *name)
 {
-    const char *text = getenv("FAKE_CUPTI_PROFILER_ERROR");
-    int code = text ? atoi(text) : 0;
-    return code > 0 ? (CUptiResult)code : CUPTI_ERROR_INSUFFICIENT_PRIVILEGES;
+    uint32_t id = activity_launched();
+    fake_cupti::profiler_launched(name);
+    return id;
 }
 
+void kernel_ran(uint32_t correlation, const char *name, dim3 grid, dim3 block,
+                uint32_t stream_id, uint64_t start_ns, uint64_t end_ns,
+                const emu_host::kernel_work &work)
+{
+    activity_ran(correlation, name, grid, block, stream_id, start_ns, end_ns);
+    fake_cupti::profiler_ran(name, work);
+}
+
+const emu_host::kernel_observer observer = {kernel_launched, kernel_ran};
+
 } // namespace
+
+void fake_cupti::watch_kernels()
+{
+    bool tracing;
+    {
+        std::lock_guard<std::mutex> guard(state().lock);
+        tracing = !state().enabled.empty();
+    }
+    emu_host::observe_kernels(tracing || profiler_watches() ? &observer : nullptr);
+}
 
 extern "C" {
 
 CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult result, const char **str)
 {
-    switch (result) {
-    case CUPTI_SUCCESS:
-        *str = "CUPTI_SUCCESS";
-        break;
-    case CUPTI_ERROR_MAX_LIMIT_REACHED:
-        *str = "CUPTI_ERROR_MAX_LIMIT_REACHED";
-        break;
-    case CUPTI_ERROR_HARDWARE_BUSY:
-        *str = "CUPTI_ERROR_HARDWARE_BUSY";
-        break;
-    case CUPTI_ERROR_NOT_SUPPORTED:
-        *str = "CUPTI_ERROR_NOT_SUPPORTED";
-        break;
-    case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES:
-        *str = "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES";
-        break;
-    case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
-        *str = "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED";
-        break;
-    case CUPTI_ERROR_MIG_DEVICE_NOT_SUPPORTED:
-        *str = "CUPTI_ERROR_MIG_DEVICE_NOT_SUPPORTED";
-        break;
-    default:
-        *str = "CUPTI_ERROR_UNKNOWN";
-        return CUPTI_ERROR_INVALID_PARAMETER;
-    }
-    return CUPTI_SUCCESS;
+    static const struct {
+        CUptiResult code;
+        const char *name;
+    } known[] = {
+        {CUPTI_SUCCESS, "CUPTI_SUCCESS"},
+        {CUPTI_ERROR_INVALID_PARAMETER, "CUPTI_ERROR_INVALID_PARAMETER"},
+        {CUPTI_ERROR_INVALID_OPERATION, "CUPTI_ERROR_INVALID_OPERATION"},
+        {CUPTI_ERROR_INVALID_METRIC_NAME, "CUPTI_ERROR_INVALID_METRIC_NAME"},
+        {CUPTI_ERROR_MAX_LIMIT_REACHED, "CUPTI_ERROR_MAX_LIMIT_REACHED"},
+        {CUPTI_ERROR_NOT_INITIALIZED, "CUPTI_ERROR_NOT_INITIALIZED"},
+        {CUPTI_ERROR_HARDWARE_BUSY, "CUPTI_ERROR_HARDWARE_BUSY"},
+        {CUPTI_ERROR_NOT_SUPPORTED, "CUPTI_ERROR_NOT_SUPPORTED"},
+        {CUPTI_ERROR_INSUFFICIENT_PRIVILEGES, "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"},
+        {CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED,
+         "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"},
+        {CUPTI_ERROR_MIG_DEVICE_NOT_SUPPORTED, "CUPTI_ERROR_MIG_DEVICE_NOT_SUPPORTED"},
+        {CUPTI_ERROR_INVALID_CHIP_NAME, "CUPTI_ERROR_INVALID_CHIP_NAME"},
+    };
+    for (const auto &k : known)
+        if (k.code == result) {
+            *str = k.name;
+            return CUPTI_SUCCESS;
+        }
+    *str = "CUPTI_ERROR_UNKNOWN";
+    return CUPTI_ERROR_INVALID_PARAMETER;
 }
 
 CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc requested,
@@ -168,20 +177,17 @@ CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind)
         std::lock_guard<std::mutex> guard(state().lock);
         state().enabled.insert(kind);
     }
-    emu_host::observe_kernels(&observer);
+    fake_cupti::watch_kernels();
     return CUPTI_SUCCESS;
 }
 
 CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind)
 {
-    bool none_left;
     {
         std::lock_guard<std::mutex> guard(state().lock);
         state().enabled.erase(kind);
-        none_left = state().enabled.empty();
     }
-    if (none_left)
-        emu_host::observe_kernels(nullptr);
+    fake_cupti::watch_kernels();
     return CUPTI_SUCCESS;
 }
 
@@ -277,55 +283,5 @@ CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext, uint32_t, size
     *dropped = 0;
     return CUPTI_SUCCESS;
 }
-
-/* ---- the profiler: refused ---------------------------------------------- */
-
-CUptiResult CUPTIAPI cuptiProfilerInitialize(CUpti_Profiler_Initialize_Params *)
-{
-    return profiler_error();
-}
-CUptiResult CUPTIAPI cuptiProfilerDeInitialize(CUpti_Profiler_DeInitialize_Params *)
-{
-    return CUPTI_SUCCESS;
-}
-CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *)
-{
-    return CUPTI_ERROR_NOT_SUPPORTED;
-}
-CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle) { return CUPTI_SUCCESS; }
-CUptiResult CUPTIAPI cuptiEnableDomain(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain)
-{
-    return CUPTI_ERROR_NOT_SUPPORTED;
-}
-
-#define FAKE_CUPTI_REFUSES(fn, params)                                                        \
-    CUptiResult CUPTIAPI fn(params *) { return CUPTI_ERROR_NOT_SUPPORTED; }
-FAKE_CUPTI_REFUSES(cuptiDeviceGetChipName, CUpti_Device_GetChipName_Params)
-FAKE_CUPTI_REFUSES(cuptiProfilerDeviceSupported, CUpti_Profiler_DeviceSupported_Params)
-FAKE_CUPTI_REFUSES(cuptiProfilerGetCounterAvailability,
-                   CUpti_Profiler_GetCounterAvailability_Params)
-FAKE_CUPTI_REFUSES(cuptiProfilerHostInitialize, CUpti_Profiler_Host_Initialize_Params)
-FAKE_CUPTI_REFUSES(cuptiProfilerHostDeinitialize, CUpti_Profiler_Host_Deinitialize_Params)
-FAKE_CUPTI_REFUSES(cuptiProfilerHostGetBaseMetrics, CUpti_Profiler_Host_GetBaseMetrics_Params)
-FAKE_CUPTI_REFUSES(cuptiProfilerHostConfigAddMetrics,
-                   CUpti_Profiler_Host_ConfigAddMetrics_Params)
-FAKE_CUPTI_REFUSES(cuptiProfilerHostGetConfigImageSize,
-                   CUpti_Profiler_Host_GetConfigImageSize_Params)
-FAKE_CUPTI_REFUSES(cuptiProfilerHostGetConfigImage, CUpti_Profiler_Host_GetConfigImage_Params)
-FAKE_CUPTI_REFUSES(cuptiProfilerHostGetNumOfPasses, CUpti_Profiler_Host_GetNumOfPasses_Params)
-FAKE_CUPTI_REFUSES(cuptiProfilerHostEvaluateToGpuValues,
-                   CUpti_Profiler_Host_EvaluateToGpuValues_Params)
-FAKE_CUPTI_REFUSES(cuptiRangeProfilerCounterDataImageInitialize,
-                   CUpti_RangeProfiler_CounterDataImage_Initialize_Params)
-FAKE_CUPTI_REFUSES(cuptiRangeProfilerEnable, CUpti_RangeProfiler_Enable_Params)
-FAKE_CUPTI_REFUSES(cuptiRangeProfilerDisable, CUpti_RangeProfiler_Disable_Params)
-FAKE_CUPTI_REFUSES(cuptiRangeProfilerGetCounterDataSize,
-                   CUpti_RangeProfiler_GetCounterDataSize_Params)
-FAKE_CUPTI_REFUSES(cuptiRangeProfilerSetConfig, CUpti_RangeProfiler_SetConfig_Params)
-FAKE_CUPTI_REFUSES(cuptiRangeProfilerGetCounterDataInfo,
-                   CUpti_RangeProfiler_GetCounterDataInfo_Params)
-FAKE_CUPTI_REFUSES(cuptiRangeProfilerStart, CUpti_RangeProfiler_Start_Params)
-FAKE_CUPTI_REFUSES(cuptiRangeProfilerStop, CUpti_RangeProfiler_Stop_Params)
-FAKE_CUPTI_REFUSES(cuptiRangeProfilerDecodeData, CUpti_RangeProfiler_DecodeData_Params)
 
 } // extern "C"

@@ -17,13 +17,28 @@ namespace emu_host {
 /* f now, or appended to the graph that `stream` is capturing. */
 void run_on(cudaStream_t stream, std::function<void()> f);
 
-/* Who watches kernels as CUPTI's activity API does (fake_cupti.cpp): a
- * correlation id taken when the kernel is launched, and the kernel's record
- * when it has run. */
+/* What a kernel of the stand-ins does, as CUPTI's metric pass would count
+ * it (fake_cupti.cpp): the stand-ins for cuDNN and cuBLASLt state the work of
+ * the call they emulate (multiply-adds on the CUDA cores or on the tensor
+ * cores of one source type, and the operands' bytes, each read once and
+ * written once); the backend's own kernels run on the emulator's fibers,
+ * whose instructions nobody counts, and state none. */
+struct kernel_work {
+    double ffma = 0;            /* fp32 fused multiply-adds, on the CUDA cores */
+    double tensor_ops = 0;      /* tensor-core math ops, a multiply-add counted as 2 */
+    const char *tensor_src = nullptr; /* their source type: "fp16", "bf16" or "tf32" */
+    double bytes_read = 0, bytes_written = 0;
+};
+
+/* Who watches kernels as CUPTI does (fake_cupti.cpp): at the launch, on the
+ * launching thread (a correlation id, and the driver's launch callback), and
+ * when the kernel has run (its activity record, its range of the metric
+ * pass). */
 struct kernel_observer {
-    uint32_t (*launched)(void);
+    uint32_t (*launched)(const char *name);
     void (*ran)(uint32_t correlation, const char *name, dim3 grid, dim3 block,
-                uint32_t stream_id, uint64_t start_ns, uint64_t end_ns);
+                uint32_t stream_id, uint64_t start_ns, uint64_t end_ns,
+                const kernel_work &work);
 };
 /* null: nobody watches */
 void observe_kernels(const kernel_observer *observer);
@@ -31,7 +46,7 @@ void observe_kernels(const kernel_observer *observer);
 /* run_on for work that a GPU runs as one kernel (own kernels, and the
  * stand-ins' cuDNN and cuBLASLt calls): named, timed and shown to the observer. */
 void run_kernel(cudaStream_t stream, const char *name, dim3 grid, dim3 block,
-                std::function<void()> f);
+                std::function<void()> f, const kernel_work &work = kernel_work());
 
 template <typename K, typename... A>
 void launch(cudaStream_t stream, const char *name, dim3 grid, dim3 block, K kernel, A... args)
