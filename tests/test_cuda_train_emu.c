@@ -1,15 +1,17 @@
 /* bin/train --backend cuda as a GPU machine runs it, on the host emulator
  * (tests/emu/host/: the Makefile's $(EMU_TRAIN), the very bin/train linked
  * against stand-ins for the CUDA runtime, cuDNN, cuBLASLt, CUPTI and NCCL):
- * the options, steps.csv, --graph, the trace pass with its attribution and
- * the counters' fallback, out of device memory, and data-parallel training
- * over the NCCL transport with two ranks, which the one-GPU machines cannot
- * run. Speed and the vendor libraries' numerics are make test-gpu's. */
+ * the options, steps.csv, --graph, the trace pass with its attribution, the
+ * metric pass joined to it and the counters' fallback, out of device memory,
+ * and data-parallel training over the NCCL transport with two ranks, which
+ * the one-GPU machines cannot run. Speed, the vendor libraries' numerics and
+ * real counter values are make test-gpu's. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../analysis/cost_check.h"
 #include "../analysis/csv.h"
 #include "../analysis/run_load.h"
 #include "helpers.h"
@@ -153,6 +155,116 @@ Test(cuda_train_emu, counters_on_a_mig_slice_fall_back_with_their_cause, .timeou
     expect_trace_with_fallback("FAKE_CUPTI_PROFILER_ERROR=43", "MIG");
 }
 
+/* The metric pass over the stand-in Range Profiler (fake_cupti_profiler.cpp,
+ * counters permitted): its call sequence, one range per kernel joined to the
+ * timing pass by launch order and name, the values through the plan's
+ * arithmetic into kernels.csv (source cupti), and per layer against the cost
+ * model. The stand-ins for cuDNN and cuBLASLt count the multiply-adds of the
+ * shapes the backend gave them (an implicit GEMM's, padding taps included)
+ * on the unit the precision asks for, so a convolution or a fully connected
+ * layer whose counted FLOPs are not its analytic ones is a kernel booked on
+ * the wrong layer, a value on the wrong metric, or a cost model that
+ * disagrees with the shapes the backend ran. */
+static void expect_counted_step(const char *prec, bool tensor)
+{
+    char *dir = temp_dir();
+    char args[256];
+    format_or_fail(args, sizeof args,
+                   SMALL " --precision %s --warmup 0 --iters 1 --trace kernels.csv "
+                         "--counters cupti",
+                   prec);
+    cr_assert_eq(emulated_train(dir, "FAKE_CUPTI_PROFILER_ERROR=0", "count", args), 0, "%s",
+                 read_text(dir, "count.err"));
+    char *err = read_text(dir, "count.err"), *out = read_text(dir, "count.out");
+    cr_expect_str_empty(err, "%s", err);
+    cr_expect(strstr(out, "FLOPs and bytes cupti on GH100") != NULL, "%s", out);
+    cr_expect(strstr(out, "15 counters in 2 replay passes per kernel") != NULL, "%s", out);
+
+    run_model model;
+    char why[512];
+    cr_assert_eq(run_load(&model, dir, RUN_KERNELS, RUN_KERNELS, why, sizeof why), RUN_LOAD_OK,
+                 "%s", why);
+    cr_assert_eq(model.n_traces, 1);
+    const run_trace *t = &model.traces[0];
+    cr_expect_eq(t->n, 195, "%d kernel rows", t->n);
+    for (int i = 0; i < t->n; i++) {
+        const run_kernel *k = &t->rows[i];
+        cr_expect_str_eq(k->source, "cupti", "row %d (%s)", i + 2, k->kernel);
+        bool library = strncmp(k->kernel, "fake_cu", 7) == 0;
+        double unit = tensor ? k->flops_tensor : k->flops_fp32;
+        double other = tensor ? k->flops_fp32 : k->flops_tensor;
+        cr_expect(library ? unit > 0 && other == 0 : unit == 0 && other == 0,
+                  "row %d (%s): fp32 %g, tensor %g FLOPs", i + 2, k->kernel, k->flops_fp32,
+                  k->flops_tensor);
+    }
+
+    cost_check c;
+    cr_assert_eq(cost_check_build(t, &c), 0);
+    cr_assert_str_empty(c.why, "%s", c.why);
+    int checked = 0;
+    for (int i = 0; i < c.n_layers; i++) {
+        const cost_check_row *r = &c.layers[i];
+        if (strcmp(r->layer_type, "conv") != 0 && strcmp(r->layer_type, "fc") != 0)
+            continue;
+        checked++;
+        for (int p = 0; p < COST_PASSES; p++) {
+            const cost_counts *pc = &r->pass[p];
+            if (pc->kernels == 0)
+                continue;
+            /* a fully connected layer's analytic FLOPs and bytes have its
+             * bias's (N K adds, forward and gradient), which neither the GEMM
+             * nor the own kernels (0) count: 2C/(2C+1) */
+            bool fc = strcmp(r->layer_type, "fc") == 0;
+            double low = fc ? 0.99 : 1 - 1e-9;
+            cr_expect(pc->flops_ratio > low && pc->flops_ratio < 1 + 1e-9,
+                      "%s %s: counted/analytic FLOPs %.9g", r->name, cost_check_pass_name(p),
+                      pc->flops_ratio);
+            /* bytes: the operands once each, as the cost model has them, but
+             * where the backward data accumulates into an input gradient that
+             * the residual branch wrote first (beta = 1 reads it once more) */
+            bool bwd_data = strcmp(cost_check_pass_name(p), "bwd_data") == 0;
+            double high = !fc && bwd_data ? 1.5 : 1 + 1e-9;
+            cr_expect(pc->bytes_ratio > low && pc->bytes_ratio < high,
+                      "%s %s: counted/analytic bytes %.9g", r->name, cost_check_pass_name(p),
+                      pc->bytes_ratio);
+        }
+    }
+    cr_expect_eq(checked, 21, "%d convolution and fully connected layers", checked);
+    cost_check_free(&c);
+    run_free(&model);
+    remove_temp_dir(dir);
+}
+
+Test(cuda_train_emu, counted_bf16_step_books_tensor_flops_on_each_layer, .timeout = 600)
+{
+    expect_counted_step("bf16", true);
+}
+
+Test(cuda_train_emu, counted_fp32_step_books_ffma_flops_on_each_layer, .timeout = 600)
+{
+    expect_counted_step("fp32", false);
+}
+
+/* A launch that the metric pass's callback does not see (FAKE_CUPTI_HIDE_LAUNCH:
+ * the ranges outnumber the names) is an error, never a shifted join: one
+ * line, no kernels.csv, and the steps measured before the trace kept. */
+Test(cuda_train_emu, ranges_without_their_launches_are_an_error, .timeout = 600)
+{
+    char *dir = temp_dir();
+    int status = emulated_train(dir, "FAKE_CUPTI_PROFILER_ERROR=0 FAKE_CUPTI_HIDE_LAUNCH=7",
+                                "hide",
+                                SMALL " --warmup 0 --iters 2 --out steps.csv --trace kernels.csv "
+                                      "--counters cupti");
+    char *err = read_text(dir, "hide.err");
+    cr_expect_neq(status, 0, "a join of 195 ranges to 194 launches passed");
+    cr_expect_eq(count_lines(err), 1, "%s", err);
+    cr_expect(strstr(err, "195 ranges for 194 kernel launches") != NULL, "%s", err);
+    cr_expect_neq(sh("test -e '%s/kernels.csv'", dir), 0, "kernels.csv of a failed join");
+    double loss[4];
+    cr_expect_eq(read_losses(dir, "steps.csv", loss, 4), 2, "the measured steps were lost");
+    remove_temp_dir(dir);
+}
+
 Test(cuda_train_emu, out_of_device_memory_is_one_line_and_no_rows, .timeout = 600)
 {
     char *dir = temp_dir();
@@ -226,9 +338,10 @@ Test(cuda_train_emu, two_nccl_ranks_equal_one_process_on_the_global_batch, .time
 }
 
 /* make bench of a cuda row, end to end, with the emulated bin/train beside
- * the real programs: the runs, the trace pass with its counters refused, the
- * analysis and the report's GPU sections and figures. Peaks off: the host
- * has no GPU to measure (bin/peaks --gpu is make test-gpu's). */
+ * the real programs: the runs, the trace pass with the metric pass on the
+ * stand-in profiler (counters permitted), the analysis and the report's GPU
+ * sections and figures over counted kernels. Peaks off: the host has no GPU
+ * to measure (bin/peaks --gpu is make test-gpu's). */
 Test(cuda_train_emu, bench_of_a_cuda_row_end_to_end, .timeout = 600)
 {
     char *dir = temp_dir();
@@ -239,7 +352,8 @@ Test(cuda_train_emu, bench_of_a_cuda_row_end_to_end, .timeout = 600)
                "| emu | cuda | resnet18-cifar@16/4 | - | - | bf16 | 1 | 2 | 2 | - | cupti | off "
                "|\n");
     int status = sh("cd '%s' && mkdir bin && ln -s '%s'/* bin/ && ln -sf '%s' bin/train && "
-                    "'%s/scripts/bench.sh' emu MATRIX=matrix.md RUNS_DIR=runs BIN=bin "
+                    "FAKE_CUPTI_PROFILER_ERROR=0 '%s/scripts/bench.sh' emu MATRIX=matrix.md "
+                    "RUNS_DIR=runs BIN=bin "
                     ">bench.out 2>&1",
                     dir, ROOFLINE_BIN_DIR, ROOFLINE_CUDA_TRAIN, ROOFLINE_SOURCE_DIR);
     char *out = read_text(dir, "bench.out");
@@ -266,7 +380,14 @@ Test(cuda_train_emu, bench_of_a_cuda_row_end_to_end, .timeout = 600)
                                            "## GPU: counters against the cost model"};
     for (size_t i = 0; i < sizeof sections / sizeof *sections; i++)
         cr_expect(strstr(md, sections[i]) != NULL, "report.md has no '%s'", sections[i]);
-    cr_expect(strstr(md, "disagree by more than") == NULL, "nothing was counted to disagree");
+    cr_expect(strstr(md, "(FLOPs and bytes: cupti)") != NULL, "the kernels were not counted");
+    /* the cuDNN stand-in's counts are the convolutions' analytic FLOPs; the
+     * backend's own kernels, whose instructions the emulator does not count,
+     * read 0 and are the findings' disagreements */
+    cr_expect(strstr(md, "| conv | 20 | 60 | 3.33 | 3.33 | 1.00x |") != NULL,
+              "no counted convolutions at 1.00x of their analytic FLOPs");
+    cr_expect(strstr(md, "disagree by more than 2x in 80 layer passes (update FLOPs 0x") != NULL,
+              "the own kernels' zero counts are not findings");
     if (have_gnuplot()) {
         char *log = read_text(run, "figures/gnuplot.log");
         cr_expect_str_empty(log, "gnuplot: %s", log);
