@@ -93,6 +93,16 @@ Test(cuda_train_emu, auto_takes_the_gpu_and_graph_replays_the_eager_losses, .tim
     remove_temp_dir(dir);
 }
 
+/* The one trace of the kernels.csv in dir (model freed by the caller). */
+static const run_trace *load_the_trace(const char *dir, run_model *model)
+{
+    char why[512];
+    cr_assert_eq(run_load(model, dir, RUN_KERNELS, RUN_KERNELS, why, sizeof why), RUN_LOAD_OK,
+                 "%s", why);
+    cr_assert_eq(model->n_traces, 1);
+    return &model->traces[0];
+}
+
 static bool has_phase(const run_trace *t, const char *phase)
 {
     for (int i = 0; i < t->n; i++)
@@ -116,11 +126,7 @@ static void expect_trace_with_fallback(const char *env, const char *cause)
     cr_expect(strstr(out, "timing cupti, FLOPs and bytes analytic") != NULL, "%s", out);
 
     run_model model;
-    char why[512];
-    cr_assert_eq(run_load(&model, dir, RUN_KERNELS, RUN_KERNELS, why, sizeof why), RUN_LOAD_OK,
-                 "%s", why);
-    cr_assert_eq(model.n_traces, 1);
-    const run_trace *t = &model.traces[0];
+    const run_trace *t = load_the_trace(dir, &model);
     /* resnet18-cifar's step: well over a hundred kernels */
     cr_expect_gt(t->n, 100, "%d kernel rows", t->n);
     int convs = 0;
@@ -181,11 +187,7 @@ static void expect_counted_step(const char *prec, bool tensor)
     cr_expect(strstr(out, "15 counters in 2 replay passes per kernel") != NULL, "%s", out);
 
     run_model model;
-    char why[512];
-    cr_assert_eq(run_load(&model, dir, RUN_KERNELS, RUN_KERNELS, why, sizeof why), RUN_LOAD_OK,
-                 "%s", why);
-    cr_assert_eq(model.n_traces, 1);
-    const run_trace *t = &model.traces[0];
+    const run_trace *t = load_the_trace(dir, &model);
     cr_expect_eq(t->n, 195, "%d kernel rows", t->n);
     for (int i = 0; i < t->n; i++) {
         const run_kernel *k = &t->rows[i];

@@ -61,7 +61,9 @@ const char CHIP[] = "GH100";
 enum { NAME_BYTES = 96 };
 
 /* GH100's base counters that the metric pass may choose from (a subset of
- * cuptiProfilerHostGetBaseMetrics's list on CUDA 13.0, tensor names kept) */
+ * cuptiProfilerHostGetBaseMetrics's list on CUDA 13.0, tensor names kept).
+ * Spelled out, not taken from counters/gpu_metrics.c: the chip's list must
+ * not follow the suite's, or a misspelt counter would pass. */
 const char *const base_counters[] = {
     "dram__bytes_read",
     "dram__bytes_write",
@@ -198,6 +200,16 @@ void write_names(uint8_t *image, const std::vector<std::string> &names)
     for (size_t i = 0; i < names.size(); i++)
         snprintf(reinterpret_cast<char *>(image + sizeof(image_header) + i * NAME_BYTES),
                  NAME_BYTES, "%s", names[i].c_str());
+}
+
+/* The index of metric `name` among the image's, or h->metrics where it has
+ * no such metric. */
+size_t index_of(const uint8_t *image, const image_header *h, const char *name)
+{
+    size_t m = 0;
+    while (m < h->metrics && strcmp(name_at(image, m), name) != 0)
+        m++;
+    return m;
 }
 
 double *values_of(uint8_t *image, const image_header *h)
@@ -468,9 +480,7 @@ cuptiProfilerHostEvaluateToGpuValues(CUpti_Profiler_Host_EvaluateToGpuValues_Par
         return CUPTI_ERROR_INVALID_PARAMETER;
     const double *values = values_of(const_cast<uint8_t *>(p->pCounterDataImage), h);
     for (size_t i = 0; i < p->numMetrics; i++) {
-        size_t m = 0;
-        while (m < h->metrics && strcmp(name_at(p->pCounterDataImage, m), p->ppMetricNames[i]))
-            m++;
+        size_t m = index_of(p->pCounterDataImage, h, p->ppMetricNames[i]);
         if (m == h->metrics)
             return CUPTI_ERROR_INVALID_METRIC_NAME; /* not collected */
         p->pMetricValues[i] = values[p->rangeIndex * h->metrics + m];
@@ -579,14 +589,9 @@ CUptiResult CUPTIAPI cuptiRangeProfilerSetConfig(CUpti_RangeProfiler_SetConfig_P
     if (rp->started)
         return CUPTI_ERROR_INVALID_OPERATION;
     /* the image must hold what the configuration collects */
-    for (size_t i = 0; i < config->metrics; i++) {
-        size_t m = 0;
-        while (m < image->metrics && strcmp(name_at(p->pCounterDataImage, m),
-                                            name_at(p->pConfig, i)) != 0)
-            m++;
-        if (m == image->metrics)
+    for (size_t i = 0; i < config->metrics; i++)
+        if (index_of(p->pCounterDataImage, image, name_at(p->pConfig, i)) == image->metrics)
             return CUPTI_ERROR_INVALID_PARAMETER;
-    }
     rp->image = p->pCounterDataImage;
     rp->image_size = p->counterDataImageSize;
     rp->ranges_per_pass = p->maxRangesPerPass;
