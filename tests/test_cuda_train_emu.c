@@ -242,9 +242,17 @@ Test(cuda_train_emu, counted_bf16_step_books_tensor_flops_on_each_layer, .timeou
     expect_counted_step("bf16", true);
 }
 
+/* fp32 is FMA math on cuDNN and COMPUTE_32F on cuBLASLt: no TF32 slips in
+ * (the metric pass collects the tf32 tensor counters of an fp32 step) */
 Test(cuda_train_emu, counted_fp32_step_books_ffma_flops_on_each_layer, .timeout = 600)
 {
     expect_counted_step("fp32", false);
+}
+
+/* tf32 asks cuDNN and cuBLASLt for the tensor cores */
+Test(cuda_train_emu, counted_tf32_step_books_tensor_flops_on_each_layer, .timeout = 600)
+{
+    expect_counted_step("tf32", true);
 }
 
 /* A launch that the metric pass's callback does not see (FAKE_CUPTI_HIDE_LAUNCH:
