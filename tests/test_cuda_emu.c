@@ -26,21 +26,28 @@ Test(cuda_emu, own_kernels_match_direct_loops, .timeout = 600)
  * and training checks, built against fake CUDA runtime, cuDNN and cuBLASLt
  * libraries (direct loops), every launch of the .cu files of models/cuda
  * emulated. */
-static void expect_host_check_passes(const char *name)
+static const char *expect_host_check_passes_with(const char *env, const char *name)
 {
 #ifndef ROOFLINE_CUDA_HOST_DIR
-    (void)name;
+    (void)env, (void)name;
     cr_skip_test("no CUDA headers: the host emulator of the backend is not built");
+    return "";
 #else
     static char out[1 << 17];
     char cmd[1024];
-    format_or_fail(cmd, sizeof cmd, "'%s/%s' 2>&1", ROOFLINE_CUDA_HOST_DIR, name);
+    format_or_fail(cmd, sizeof cmd, "%s '%s/%s' 2>&1", env, ROOFLINE_CUDA_HOST_DIR, name);
     int status = run_capture(cmd, out, sizeof out);
     size_t n = strlen(out);
     const char *tail = n > 8000 ? out + n - 8000 : out;
     cr_assert_eq(status, 0, "%s exited %d:\n%s", name, status, tail);
     cr_expect(strstr(out, " passed, 0 failed") != NULL && !strstr(out, "FAIL:"), "%s", tail);
+    return out;
 #endif
+}
+
+static void expect_host_check_passes(const char *name)
+{
+    expect_host_check_passes_with("", name);
 }
 
 Test(cuda_emu, every_layer_of_the_cuda_backend_on_the_host, .timeout = 600)
@@ -54,28 +61,51 @@ Test(cuda_emu, whole_cuda_steps_on_the_host_match_the_cpu_backend, .timeout = 12
 }
 
 /* make test-gpu's check of the trace pass (a toy backend whose kernels are
- * told apart by their FFMA counts; the metric pass is refused on the host, so
- * its exact counts are checked on a GPU only) and of the DDP transports (the
- * NCCL stand-in over MPI, one rank; the backend's NCCL path against the
- * plain one at res 16, batch 4). */
-static void expect_more_host_check_passes(const char *name)
+ * told apart by their FFMA counts) and of the DDP transports (the NCCL
+ * stand-in over MPI, one rank; the backend's NCCL path against the plain one
+ * at res 16, batch 4). */
+static const char *expect_more_host_check_passes(const char *env, const char *name)
 {
 #ifndef ROOFLINE_CUDA_HOST_MORE
-    (void)name;
+    (void)env, (void)name;
     cr_skip_test("the emulated trace and DDP checks need CUPTI's headers, NCCL's and MPI");
+    return "";
 #else
-    expect_host_check_passes(name);
+    return expect_host_check_passes_with(env, name);
 #endif
 }
 
+/* The metric pass refused (as without counter permission): the timing pass
+ * and the fallback only. */
 Test(cuda_emu, trace_pass_check_on_the_host, .timeout = 600)
 {
-    expect_more_host_check_passes("cupti_trace_check");
+    char *dir = temp_dir(), env[600];
+    format_or_fail(env, sizeof env, "TMPDIR='%s'", dir);
+    const char *out = expect_more_host_check_passes(env, "cupti_trace_check");
+    cr_expect(strstr(out, "SKIP: traced step 1: counters unavailable") != NULL, "%s", out);
+    remove_temp_dir(dir);
+}
+
+/* Counters permitted: the stand-in profiler counts the toy kernels' FFMAs
+ * as they run (emu_host::counted_fmaf), so make test-gpu's exact per-row
+ * FLOP checks of the join run here too. */
+Test(cuda_emu, trace_pass_check_with_counters_on_the_host, .timeout = 600)
+{
+    char *dir = temp_dir(), env[600];
+    format_or_fail(env, sizeof env, "TMPDIR='%s' FAKE_CUPTI_PROFILER_ERROR=0", dir);
+    const char *out = expect_more_host_check_passes(env, "cupti_trace_check");
+    for (int round = 1; round <= 2; round++) {
+        char line[128];
+        format_or_fail(line, sizeof line,
+                       "PASS: traced step %d: every row's fp32 FLOPs are exactly", round);
+        cr_expect(strstr(out, line) != NULL, "no '%s' in:\n%s", line, out);
+    }
+    remove_temp_dir(dir);
 }
 
 Test(cuda_emu, ddp_check_on_the_host, .timeout = 600)
 {
-    expect_more_host_check_passes("ddp_check");
+    expect_more_host_check_passes("", "ddp_check");
 }
 
 /* The emulator stops a kernel that no GPU would run as written: exit 3 and

@@ -29,6 +29,14 @@ extern "C" {
 #endif
 }
 
+/* One FFMA: fmaf on a GPU; on the host emulator (tests/emu/host) a call
+ * that its stand-in for CUPTI's metric pass counts as one. */
+#ifdef ROOFLINE_HOST_EMULATOR
+#define FFMA(a, b, c) emu_host::counted_fmaf(a, b, c)
+#else
+#define FFMA(a, b, c) fmaf(a, b, c)
+#endif
+
 /* Exactly n FFMA per thread: inline PTX, so the compiler neither folds nor
  * fuses them. The int-to-float conversion and the store are no FP add, mul
  * or fma, so the kernel's fp32 FLOPs are 2 n threads and nothing else. */
@@ -39,7 +47,7 @@ __global__ void ffma_loop(float *out, int n, float a, float b)
 #ifdef __CUDA_ARCH__
         asm volatile("fma.rn.f32 %0, %0, %1, %2;" : "+f"(x) : "f"(a), "f"(b));
 #else
-        x = fmaf(x, a, b); /* the host emulator (tests/emu/host), which counts no FLOPs */
+        x = FFMA(x, a, b);
 #endif
     }
     out[blockIdx.x * blockDim.x + threadIdx.x] = x;
@@ -51,7 +59,7 @@ __global__ void triad(float *a, const float *b, const float *c, float s, size_t 
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
-        a[i] = fmaf(s, c[i], b[i]);
+        a[i] = FFMA(s, c[i], b[i]);
 }
 
 __global__ void fill(float *p, size_t n, float v)

@@ -269,7 +269,7 @@ static double median_step_ms(step_driver *d, int steps)
 
 static void check_counted(const network *net, step_driver *d, const char *dir, int round)
 {
-    char path[512];
+    char path[1024];
     snprintf(path, sizeof path, "%s/kernels-%d.csv", dir, round);
     gpu_trace_options opt = {};
     opt.env = "gpu-test";
@@ -327,7 +327,7 @@ static void check_counted(const network *net, step_driver *d, const char *dir, i
 
 static void check_timing_only(const network *net, step_driver *d, const char *dir)
 {
-    char path[512];
+    char path[1024];
     snprintf(path, sizeof path, "%s/kernels-timing.csv", dir);
     double untraced = median_step_ms(d, 21);
     gpu_trace_options opt = {};
@@ -378,7 +378,9 @@ int main(void)
         return 1;
     }
     median_step_ms(&d, 3); /* module loading outside every trace */
-    char dir[] = "/tmp/roofline-cupti-XXXXXX";
+    char dir[512];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/roofline-cupti-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(dir)) {
         perror("mkdtemp");
         return 1;

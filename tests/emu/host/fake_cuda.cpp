@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -169,6 +170,16 @@ void emu_host::run_on(cudaStream_t stream, std::function<void()> f)
         f();
 }
 
+/* counted_fmaf's calls on this thread: a kernel's fibers run on the thread
+ * that runs the kernel */
+static thread_local uint64_t fmas_counted;
+
+float emu_host::counted_fmaf(float a, float b, float c)
+{
+    fmas_counted++;
+    return fmaf(a, b, c);
+}
+
 void emu_host::observe_kernels(const kernel_observer *o) { observer().store(o); }
 
 void emu_host::run_kernel(cudaStream_t stream, const char *name, dim3 grid, dim3 block,
@@ -182,13 +193,16 @@ void emu_host::run_kernel(cudaStream_t stream, const char *name, dim3 grid, dim3
     uint32_t correlation = o->launched(name);
     uint32_t stream_id = stream ? stream->id : 7;
     run_on(stream, [=]() {
+        uint64_t fmas_before = fmas_counted;
         uint64_t start = now_ns();
         f();
         /* a GPU kernel takes at least a microsecond; a record of 0 ns reads as untimed */
         uint64_t end = std::max(now_ns(), start + 1000);
+        kernel_work done = work;
+        done.ffma += (double)(fmas_counted - fmas_before);
         /* the observer of the launch: records stop when tracing stops */
         if (const kernel_observer *now = observer().load())
-            now->ran(correlation, name, grid, block, stream_id, start, end, work);
+            now->ran(correlation, name, grid, block, stream_id, start, end, done);
     });
 }
 

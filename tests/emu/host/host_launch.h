@@ -12,6 +12,9 @@
 
 #include "../cuda_emu.h"
 
+/* Code translated for the host emulator may tell (tests/gpu/cupti_kernels.cuh). */
+#define ROOFLINE_HOST_EMULATOR 1
+
 namespace emu_host {
 
 /* f now, or appended to the graph that `stream` is capturing. */
@@ -22,13 +25,20 @@ void run_on(cudaStream_t stream, std::function<void()> f);
  * the call they emulate (multiply-adds on the CUDA cores or on the tensor
  * cores of one source type, and the operands' bytes, each read once and
  * written once); the backend's own kernels run on the emulator's fibers,
- * whose instructions nobody counts, and state none. */
+ * whose instructions nobody counts but the calls of counted_fmaf, and state
+ * none. */
 struct kernel_work {
-    double ffma = 0;            /* fp32 fused multiply-adds, on the CUDA cores */
+    double ffma = 0;            /* fp32 fused multiply-adds (thread instructions) */
     double tensor_ops = 0;      /* tensor-core math ops, a multiply-add counted as 2 */
     const char *tensor_src = nullptr; /* their source type: "fp16", "bf16" or "tf32" */
     double bytes_read = 0, bytes_written = 0;
 };
+
+/* fmaf, counted as one FFMA of the kernel that runs it (added to its
+ * kernel_work.ffma): for the kernels whose FFMA count a check knows
+ * (tests/gpu/cupti_kernels.cuh). A GPU's compiler fuses a * b + c into FFMA
+ * on its own; the emulator sees only these calls. */
+float counted_fmaf(float a, float b, float c);
 
 /* Who watches kernels as CUPTI does (fake_cupti.cpp): at the launch, on the
  * launching thread (a correlation id, and the driver's launch callback), and
