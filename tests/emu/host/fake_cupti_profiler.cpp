@@ -14,9 +14,10 @@
  * What the counters read is the work each stand-in states for its kernel
  * (host_launch.h, kernel_work): the cuDNN and cuBLASLt stand-ins' FFMAs or
  * tensor-core ops ("hmma" class: warp-level MMA, never the Hopper
- * warpgroup "hgmma" one) and their operands' bytes at every memory level;
- * the backend's own kernels state none and read 0. The images are this
- * stand-in's own layout, not CUPTI's.
+ * warpgroup "hgmma" one) and their operands' bytes at every memory level,
+ * plus the FFMAs of emu_host::counted_fmaf calls (the test-gpu checks' toy
+ * kernels); the backend's own kernels state none and read 0. The images are
+ * this stand-in's own layout, not CUPTI's.
  *
  * FAKE_CUPTI_HIDE_LAUNCH=k: the k-th kernel launched after a start makes no
  * launch callback (as a launch through a path the callback list misses),
