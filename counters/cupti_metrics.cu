@@ -133,7 +133,7 @@ void CUPTIAPI on_driver_call(void *userdata, CUpti_CallbackDomain domain, CUpti_
     if (d->callbackSite != CUPTI_API_ENTER)
         return;
     if (is_kernel_launch(cbid)) {
-        if (gpu_metric_pass_add_launch(&m->pass, d->symbolName ? d->symbolName : "?", m->op))
+        if (gpu_metric_pass_add_launch(&m->pass, d->symbolName, m->op))
             m->out_of_memory = true;
     } else if (cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch ||
                cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz) {

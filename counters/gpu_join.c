@@ -36,7 +36,8 @@ static void describe(const char *name, uint64_t op, char *buf, size_t len)
 {
     char where[64];
     describe_op(op, where, sizeof where);
-    snprintf(buf, len, "%.80s%s (%s)", name, strlen(name) > 80 ? "..." : "", where);
+    snprintf(buf, len, "%.80s%s (%s)", name[0] ? name : "an unnamed kernel",
+             strlen(name) > 80 ? "..." : "", where);
 }
 
 static bool same_name(const char *a, const char *b, char *(*demangle)(const char *name))
@@ -107,7 +108,8 @@ int gpu_join(const gpu_kernel_list *timing, const gpu_metric_pass *metric,
             return -1;
         }
         const gpu_launch *m = &metric->launch[k];
-        if (t->op != m->op || !same_name(t->name, m->name, demangle)) {
+        bool unnamed = m->name[0] == '\0';
+        if (t->op != m->op || (!unnamed && !same_name(t->name, m->name, demangle))) {
             char a[160], b[160];
             describe(t->name, t->op, a, sizeof a);
             describe(m->name, m->op, b, sizeof b);

@@ -4,7 +4,10 @@
  * agree on the kernel's name and on the operation that launched it. Any
  * disagreement is an error naming the first place it happens: the passes did
  * not run the same kernels, and a silent shift would book every FLOP after it
- * on the wrong kernel. Communication kernels (phase comm, or an NCCL name) are
+ * on the wrong kernel. A launch whose callback gave no symbol name (CUPTI
+ * documents the name for every launch callback; should one launch path leave
+ * it out) is matched by its place and its operation alone, and counted in
+ * metric->unnamed. Communication kernels (phase comm, or an NCCL name) are
  * only timed: the metric pass runs without the gradient hooks and must launch
  * none of them. */
 #ifndef ROOFLINE_GPU_JOIN_H

@@ -59,6 +59,7 @@ int gpu_metric_pass_add_launch(gpu_metric_pass *m, const char *name, uint64_t op
     if (!copy)
         return -1;
     m->launch[m->n_launches++] = (gpu_launch){.name = copy, .op = op};
+    m->unnamed += copy[0] == '\0';
     return 0;
 }
 

@@ -42,7 +42,8 @@ typedef struct {
 
 /* One launch seen by the metric pass's callbacks. */
 typedef struct {
-    char *name;             /* the launch's symbol name (mangled), owned */
+    char *name;             /* the launch's symbol name (mangled), owned; "" where the
+                               callback gave none */
     uint64_t op;
 } gpu_launch;
 
@@ -54,9 +55,11 @@ typedef struct {
     size_t dropped;         /* ranges the counter data image could not hold */
     int graph_launches;     /* cuGraphLaunch calls: their kernels have no launch of their own */
     int memory_ops;         /* memset/memcpy calls, to explain a count mismatch */
+    int unnamed;            /* launches whose callback gave no symbol name */
 } gpu_metric_pass;
 
-/* Appends a launch (name duplicated). 0, or -1 out of memory. */
+/* Appends a launch (name duplicated; NULL or "": unnamed, counted). 0, or -1
+ * out of memory. */
 int gpu_metric_pass_add_launch(gpu_metric_pass *m, const char *name, uint64_t op);
 void gpu_metric_pass_free(gpu_metric_pass *m);
 

@@ -336,6 +336,7 @@ int gpu_trace_step_with(const gpu_passes *p, step_driver *d, int batch, precisio
                     rows[i].counted = true;
                 }
             result->source = "cupti";
+            result->unnamed = metric.unnamed;
         }
     }
     int missing = gpu_rows_spread_analytic(d, batch, prec, rows, kernels.n);

@@ -57,6 +57,7 @@ typedef struct {
     int kernels;                /* kernels the traced step launched */
     int comm_kernels;           /* of which communication (timed only) */
     int unattributed;           /* launched outside every operation (layer "none") */
+    int unnamed;                /* metric-pass launches joined without a name (gpu_join.h) */
     int ops_without_kernels;    /* operations with analytic work and no kernel */
     int replay_passes;          /* per kernel in the metric pass; 0 without one */
     int metrics;                /* counters read per kernel; 0 without */

@@ -103,6 +103,19 @@ Test(cuda_emu, trace_pass_check_with_counters_on_the_host, .timeout = 600)
     remove_temp_dir(dir);
 }
 
+/* Launch callbacks without a symbol name: the join goes by place and
+ * operation, the counts land on the same rows. */
+Test(cuda_emu, trace_pass_check_with_unnamed_launches_on_the_host, .timeout = 600)
+{
+    char *dir = temp_dir(), env[600];
+    format_or_fail(env, sizeof env,
+                   "TMPDIR='%s' FAKE_CUPTI_PROFILER_ERROR=0 FAKE_CUPTI_NO_SYMBOL_NAME=1", dir);
+    const char *out = expect_more_host_check_passes(env, "cupti_trace_check");
+    cr_expect(strstr(out, "PASS: traced step 2: every row's fp32 FLOPs are exactly") != NULL,
+              "%s", out);
+    remove_temp_dir(dir);
+}
+
 Test(cuda_emu, ddp_check_on_the_host, .timeout = 600)
 {
     expect_more_host_check_passes("", "ddp_check");

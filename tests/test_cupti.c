@@ -330,6 +330,29 @@ Test(gpu_join, a_renamed_kernel_is_an_error_naming_where)
     free_case(&j);
 }
 
+/* A launch whose callback gave no symbol name joins by its place and its
+ * operation, counted; of another operation it is still an error. */
+Test(gpu_join, an_unnamed_launch_joins_by_place_and_operation)
+{
+    join_case j;
+    four_kernels(&j, false);
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(gpu_metric_pass_add_launch(&j.metric, i == 1 ? NULL : j.timing.v[i].name,
+                                                j.timing.v[i].op),
+                     0);
+    add_ranges(&j);
+    cr_expect_eq(j.metric.unnamed, 1);
+    char err[400] = "";
+    cr_assert_eq(gpu_join(&j.timing, &j.metric, NULL, j.map, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(j.map[1], 1);
+
+    j.metric.launch[1].op = gpu_op_id(1, GPU_PHASE_FWD);
+    cr_assert_eq(gpu_join(&j.timing, &j.metric, NULL, j.map, err, sizeof err), -1);
+    cr_expect(strstr(err, "kernel 1") && strstr(err, "an unnamed kernel (layer 1 fwd)"), "%s",
+              err);
+    free_case(&j);
+}
+
 Test(gpu_join, a_kernel_of_another_operation_is_an_error)
 {
     join_case j;

@@ -118,6 +118,10 @@ static int run_trace(const train_options *o, step_driver *drv, const network *ne
         if (r.replay_passes)
             printf("; metric pass %.1f s, %d counters in %d replay passes per kernel",
                    r.metric_pass_s, r.metrics, r.replay_passes);
+        if (r.unnamed)
+            printf("; %d launches without a name in the metric pass, joined by place and "
+                   "operation alone",
+                   r.unnamed);
         if (r.comm_kernels || r.unattributed)
             printf("; %d communication kernels, %d outside every operation", r.comm_kernels,
                    r.unattributed);

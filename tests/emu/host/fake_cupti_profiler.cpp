@@ -21,7 +21,8 @@
  *
  * FAKE_CUPTI_HIDE_LAUNCH=k: the k-th kernel launched after a start makes no
  * launch callback (as a launch through a path the callback list misses),
- * while it still gets its range: the names and the ranges then disagree. */
+ * while it still gets its range: the names and the ranges then disagree.
+ * FAKE_CUPTI_NO_SYMBOL_NAME=1: the launch callbacks carry no symbol name. */
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -249,7 +250,8 @@ void fake_cupti::profiler_launched(const char *name)
     }
     CUpti_CallbackData d = {};
     d.functionName = "cuLaunchKernel";
-    d.symbolName = name;
+    const char *unnamed = getenv("FAKE_CUPTI_NO_SYMBOL_NAME");
+    d.symbolName = unnamed && strcmp(unnamed, "1") == 0 ? nullptr : name;
     d.context = ctx;
     /* the client's callback, outside the lock: it may call CUPTI */
     d.callbackSite = CUPTI_API_ENTER;
