@@ -379,7 +379,6 @@ cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec)
     return cudaSuccess;
 }
 
-/* there is no driver: no entry point is found */
 /* The driver's cuCtxGetCurrent, which CUPTI's profiler needs (the context
  * to enable it on): one context, the device's; every other entry point is
  * not found. */

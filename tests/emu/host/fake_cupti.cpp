@@ -6,7 +6,8 @@
  * launch time. Buffers come from the client's callbacks and go back through
  * its completion callback at a flush, read with cuptiActivityGetNextRecord.
  * The metric pass's calls (the profiler, the driver's launch callbacks) are
- * fake_cupti_profiler.cpp's; this file shows it every kernel. */
+ * fake_cupti_profiler.cpp's; the one observer of emulated kernels here
+ * serves both. */
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -141,6 +142,8 @@ CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult result, const char **str)
         {CUPTI_ERROR_INVALID_PARAMETER, "CUPTI_ERROR_INVALID_PARAMETER"},
         {CUPTI_ERROR_INVALID_OPERATION, "CUPTI_ERROR_INVALID_OPERATION"},
         {CUPTI_ERROR_INVALID_METRIC_NAME, "CUPTI_ERROR_INVALID_METRIC_NAME"},
+        {CUPTI_ERROR_INVALID_DEVICE, "CUPTI_ERROR_INVALID_DEVICE"},
+        {CUPTI_ERROR_INVALID_CONTEXT, "CUPTI_ERROR_INVALID_CONTEXT"},
         {CUPTI_ERROR_MAX_LIMIT_REACHED, "CUPTI_ERROR_MAX_LIMIT_REACHED"},
         {CUPTI_ERROR_NOT_INITIALIZED, "CUPTI_ERROR_NOT_INITIALIZED"},
         {CUPTI_ERROR_HARDWARE_BUSY, "CUPTI_ERROR_HARDWARE_BUSY"},

@@ -21,7 +21,7 @@ namespace emu_host {
 void run_on(cudaStream_t stream, std::function<void()> f);
 
 /* What a kernel of the stand-ins does, as CUPTI's metric pass would count
- * it (fake_cupti.cpp): the stand-ins for cuDNN and cuBLASLt state the work of
+ * it (fake_cupti_profiler.cpp): the stand-ins for cuDNN and cuBLASLt state the work of
  * the call they emulate (multiply-adds on the CUDA cores or on the tensor
  * cores of one source type, and the operands' bytes, each read once and
  * written once); the backend's own kernels run on the emulator's fibers,
