@@ -37,7 +37,8 @@ static void print_help(void)
            "             [--warmup W] [--iters I] [--threads T] [--seed S] [--lr X]\n"
            "             [--data synthetic|cifar10:DIR] [--repeat K] [--env NAME] [--out steps.csv]\n"
            "             [--backend cpu|cuda|auto] [--device D] [--graph] [--workspace-mb MB]\n"
-           "             [--no-fusion] [--depthwise auto|cudnn|own] [--trace kernels.csv]\n"
+           "             [--no-fusion] [--depthwise auto|cudnn|own] [--algo-cache FILE]\n"
+           "             [--trace kernels.csv]\n"
            "             [--counters perf|analytic|cupti]\n"
            "             [--dropout P] [--shards N] [--save-weights PREFIX]\n"
            "             [--ddp [--bucket-mb MB] [--comm-precision fp32|bf16] [--ddp-timeout S]\n"
@@ -56,7 +57,10 @@ static void print_help(void)
            "layer as its own kernels (to measure what fusion gains); --depthwise runs\n"
            "depthwise convolutions on cuDNN, on the suite's own kernels, or (auto, the\n"
            "default) per pass on whichever was faster at plan time once its result\n"
-           "matched cuDNN's (the choice is printed after the summary).\n"
+           "matched cuDNN's (the choice is printed after the summary); --algo-cache FILE\n"
+           "reuses the convolution algorithms that earlier runs chose for the same device,\n"
+           "cuDNN version, precision, workspace and shape, and adds those it searches\n"
+           "(delete FILE to search again).\n"
            "--trace adds one step after the timed ones whose kernels (GPU: CUPTI, per\n"
            "kernel) or operations (CPU: each timed alone) go to kernels.csv; FLOPs from\n"
            "the counters (--counters perf on CPU, cupti on GPU) where allowed, else from\n"
@@ -181,6 +185,7 @@ static options parse_options(int argc, char **argv)
         {"graph", no_argument, 0, 'G'},         {"workspace-mb", required_argument, 0, 'W'},
         {"no-fusion", no_argument, 0, 'F'},     {"help", no_argument, 0, 'h'},
         {"depthwise", required_argument, 0, 1011},
+        {"algo-cache", required_argument, 0, 1012},
         {"ddp", no_argument, 0, 1000},          {"bucket-mb", required_argument, 0, 1001},
         {"comm-precision", required_argument, 0, 1002},
         {"ddp-timeout", required_argument, 0, 1003},
@@ -194,7 +199,7 @@ static options parse_options(int argc, char **argv)
     };
     const char *accepted = "--model, --res, --classes, --batch, --precision, --warmup, --iters, "
                            "--threads, --seed, --lr, --data, --repeat, --env, --out, --backend, "
-                           "--device, --graph, --workspace-mb, --no-fusion, --depthwise, --trace, "
+                           "--device, --graph, --workspace-mb, --no-fusion, --depthwise, --algo-cache, --trace, "
                            "--counters, "
                            "--dropout, --shards, --save-weights, --ddp, --bucket-mb, "
                            "--comm-precision, --ddp-timeout, --scaling-out, --scaling-mode, "
@@ -271,6 +276,7 @@ static options parse_options(int argc, char **argv)
                                 optarg);
             o.depthwise_given = true;
             break;
+        case 1012: r->algo_cache = output_file("--algo-cache", optarg); break;
         case 1000: r->ddp = true; break;
         case 1001:
             r->bucket_bytes = (int64_t)cli_int_option(prog, "--bucket-mb", optarg, 0, 4096) << 20;
@@ -373,12 +379,14 @@ static const backend_ops *choose_backend(options *o, const ddp_world *w)
     if (cpu && r->prec != PREC_FP32)
         cli_usage_error(prog, "--precision: %s needs a GPU (the cpu backend runs fp32)",
                         precision_name(r->prec));
-    if (cpu && (r->graph || r->no_fusion || r->workspace_limit || o->depthwise_given))
+    if (cpu &&
+        (r->graph || r->no_fusion || r->workspace_limit || o->depthwise_given || r->algo_cache))
         cli_usage_error(prog, "%s: only for the cuda backend",
-                        r->graph         ? "--graph"
-                        : r->no_fusion   ? "--no-fusion"
+                        r->graph             ? "--graph"
+                        : r->no_fusion       ? "--no-fusion"
                         : o->depthwise_given ? "--depthwise"
-                                         : "--workspace-mb");
+                        : r->algo_cache      ? "--algo-cache"
+                                             : "--workspace-mb");
     if (cpu && r->counters == COUNTERS_CUPTI)
         cli_usage_error(prog, "--counters: cupti needs the cuda backend (cpu: perf, analytic)");
     if (!cpu && r->counters == COUNTERS_PERF && o->counters_given)

@@ -52,6 +52,10 @@ typedef struct {
     bool no_fusion;
     float initial_loss_scale;   /* fp16 (cuda; 0: 65536, as PyTorch's GradScaler) */
     depthwise_choice depthwise; /* cuda: who runs depthwise convolutions */
+    /* cuda: a file of convolution algorithms chosen by earlier processes, reused
+     * where its key matches and extended with what this one searches
+     * (models/cuda/algo_cache.h); NULL: search every shape */
+    const char *algo_cache;
 } backend_config;
 
 /* What a backend reports of a run (backend_ops.stats). */

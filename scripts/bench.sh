@@ -435,6 +435,9 @@ run_one() {
     args=(--model "${models[k]}" --res "${res[k]}" --batch "${batch[k]}" --precision "${prec[k]}"
         --warmup "${warmup[k]}" --env "$env_name" --backend "${backend[k]}")
     [[ -n $THREADS ]] && args+=(--threads "$THREADS")
+    # the convolution algorithms a configuration's first process chose serve its
+    # other repeats and its trace pass (and any configuration of the same shapes)
+    [[ ${backend[k]} == cuda ]] && args+=(--algo-cache "$run/algos.csv")
     if [[ $rep == trace ]]; then
         tag=trace
         part=${keys[k]}.kernels.csv

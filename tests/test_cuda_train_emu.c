@@ -275,6 +275,49 @@ Test(cuda_train_emu, ranges_without_their_launches_are_an_error, .timeout = 600)
     remove_temp_dir(dir);
 }
 
+/* --algo-cache: the first process searches every distinct convolution shape
+ * and writes its choices, the next one reuses them all (the same losses);
+ * a file that is not a cache is one line and no step. */
+Test(cuda_train_emu, the_algorithm_cache_serves_the_next_process, .timeout = 600)
+{
+    char *dir = temp_dir();
+    const char *args = SMALL " --warmup 0 --iters 2 --algo-cache algos.csv";
+    char run[256];
+    double loss[2][4];
+    for (int i = 0; i < 2; i++) {
+        char name[16];
+        format_or_fail(name, sizeof name, "run%d", i);
+        format_or_fail(run, sizeof run, "%s --out %s.csv", args, name);
+        cr_assert_eq(emulated_train(dir, "", name, run), 0, "%s", read_text(dir, "run0.err"));
+        format_or_fail(name, sizeof name, "run%d.csv", i);
+        cr_assert_eq(read_losses(dir, name, loss[i], 4), 2);
+    }
+    /* resnet18-cifar: 11 distinct convolution shapes at batch 4 */
+    char *first = read_text(dir, "run0.out"), *second = read_text(dir, "run1.out");
+    cr_expect(strstr(first, "convolution algorithms: 0 of 11 distinct shapes from algos.csv, "
+                            "11 searched") != NULL,
+              "%s", first);
+    cr_expect(strstr(second, "convolution algorithms: 11 of 11 distinct shapes from algos.csv, "
+                             "0 searched") != NULL,
+              "%s", second);
+    for (int s = 0; s < 2; s++)
+        cr_expect_eq(loss[0][s], loss[1][s], "step %d: %.9g searched, %.9g reused", s,
+                     loss[0][s], loss[1][s]);
+    char *cache = read_text(dir, "algos.csv");
+    /* the header, and a row per pass: the stem has no backward data */
+    cr_expect_eq(count_lines(cache), 1 + 11 * 3 - 1, "%s", cache);
+
+    write_text(dir, "other.csv", "env,model\n");
+    int status = emulated_train(dir, "", "bad", SMALL " --warmup 0 --iters 1 --algo-cache "
+                                                   "other.csv --out bad.csv");
+    char *err = read_text(dir, "bad.err");
+    cr_expect_neq(status, 0);
+    cr_expect_eq(count_lines(err), 1, "%s", err);
+    cr_expect(strstr(err, "other.csv is not an algorithm cache") != NULL, "%s", err);
+    cr_expect_neq(sh("test -e '%s/bad.csv'", dir), 0, "a steps.csv without a step");
+    remove_temp_dir(dir);
+}
+
 Test(cuda_train_emu, out_of_device_memory_is_one_line_and_no_rows, .timeout = 600)
 {
     char *dir = temp_dir();
@@ -370,6 +413,13 @@ Test(cuda_train_emu, bench_of_a_cuda_row_end_to_end, .timeout = 600)
     cr_assert_eq(status, 0, "%s", out);
     cr_expect(strstr(out, "(3 runs ok)") != NULL, "%s", out);
     cr_assert_eq(sh("cd '%s' && ln -s runs/emu/2* run", dir), 0);
+    /* the first repeat searched the convolution algorithms, the second and the
+     * trace pass took its choices */
+    cr_expect_eq(sh("cd '%s/run' && test -s algos.csv && grep -q ', 11 searched' logs/*.rep1.log "
+                    "&& grep -q ', 0 searched' logs/*.rep2.log && grep -q ', 0 searched' "
+                    "logs/*.trace.log",
+                    dir),
+                 0, "algos.csv was not reused");
 
     run_model model;
     char err[512], run[1024];

@@ -303,7 +303,8 @@ int train_run(const train_options *o, const backend_ops *ops, ddp_world *world)
     backend_config cfg = {.batch = o->batch, .threads = o->threads,
                           .seed = train_shard_seed(o->seed, rank), .prec = o->prec,
                           .device = o->device, .workspace_limit = o->workspace_limit,
-                          .no_fusion = o->no_fusion, .depthwise = o->depthwise};
+                          .no_fusion = o->no_fusion, .depthwise = o->depthwise,
+                          .algo_cache = o->algo_cache};
     /* the backend first: a batch too large is reported before the host
      * allocates and fills it */
     backend *b = ops->create(&net, &cfg, err, sizeof err);

@@ -26,6 +26,7 @@ typedef struct {
     bool no_fusion;
     int64_t workspace_limit;    /* bytes; 0: the backend's default */
     depthwise_choice depthwise; /* cuda: who runs depthwise convolutions */
+    const char *algo_cache;     /* cuda: --algo-cache FILE, or NULL */
     float dropout;              /* every dropout layer's probability; < 0: the model's */
     int shards;                 /* the batch is this many rank shards, concatenated */
     const char *save_weights;   /* PREFIX: PREFIX.rank<R>.bin after the run, or NULL */

@@ -215,6 +215,8 @@ static int check_device(backend *b)
     CUDA_TRY(b, cudaGetDeviceProperties(&prop, b->cfg.device));
     b->sm_count = prop.multiProcessorCount;
     int cc = 10 * prop.major + prop.minor;
+    snprintf(b->device_name, sizeof b->device_name, "%s", prop.name);
+    b->algo_ctx.cc = cc;
     bool ampere_type = b->pp.prec == PREC_TF32 || b->pp.prec == PREC_BF16;
     if (ampere_type && cc < 80)
         return cuda_fail(b, "%s needs compute capability 8.0 or newer; %s is %d.%d",
@@ -304,9 +306,20 @@ static int choose_algorithms(backend *b)
     b->workspace = search;
     b->workspace_bytes = search ? limit : 0;
     int rc = 0;
+    if (b->cfg.algo_cache) {
+        b->algo_ctx.device = b->device_name;
+        b->algo_ctx.cudnn_version = (int)cudnnGetVersion();
+        b->algo_ctx.search_bytes = (int64_t)b->workspace_bytes;
+        b->algo_ctx.depthwise = b->cfg.depthwise;
+        b->algo_ctx.no_fusion = b->cfg.no_fusion;
+        char why[CUDA_ERR_LEN];
+        if (algo_cache_read(b->cfg.algo_cache, &b->algos, why, sizeof why))
+            rc = cuda_fail(b, "--algo-cache: %s", why);
+    }
     for (int i = 0; rc == 0 && i < net->n_layers; i++)
         if (net->layers[i].type == LAYER_CONV)
             rc = cuda_conv_choose(b, i, first[i]);
+    algo_cache_free(&b->algos);
     free(first);
     size_t need = 0;
     for (int i = 0; i < net->n_layers; i++)
@@ -331,6 +344,13 @@ static int choose_algorithms(backend *b)
         return -1;
     b->workspace_bytes = need;
     cuda_conv_describe_choices(b, b->choices, sizeof b->choices);
+    if (b->cfg.algo_cache) {
+        size_t n = strlen(b->choices);
+        snprintf(b->choices + n, sizeof b->choices - n,
+                 "%sconvolution algorithms: %d of %d distinct shapes from %s, %d searched",
+                 n ? "; " : "", b->shapes_cached, b->shapes_cached + b->shapes_searched,
+                 b->cfg.algo_cache, b->shapes_searched);
+    }
     return 0;
 }
 

@@ -233,6 +233,88 @@ static int choose_pass(backend *b, int i, cuda_conv *c, int p, depthwise_choice 
     return try_both(b, i, c, p, found == FOUND);
 }
 
+/* The cuDNN algorithm of pass p, as an int (the cache's column). */
+static int algo_of(const cuda_conv *c, int p)
+{
+    return p == 0 ? (int)c->fwd_algo : p == 1 ? (int)c->bwd_data_algo : (int)c->bwd_filter_algo;
+}
+
+/* The shape's choice from --algo-cache: true with c filled when every pass it
+ * needs has a row. */
+static bool from_cache(const backend *b, const char *key, bool input_grad, cuda_conv *c)
+{
+    const algo_choice *row[CONV_PASSES] = {NULL, NULL, NULL};
+    for (int p = 0; p < CONV_PASSES; p++)
+        if ((p != 1 || input_grad) && !(row[p] = algo_cache_find(&b->algos, key, p)))
+            return false;
+    for (int p = 0; p < CONV_PASSES; p++) {
+        c->cudnn_ms[p] = c->own_ms[p] = -1.0f;
+        const algo_choice *r = row[p];
+        if (!r)
+            continue;
+        if (p == 0)
+            c->fwd_algo = (cudnnConvolutionFwdAlgo_t)r->algo;
+        else if (p == 1)
+            c->bwd_data_algo = (cudnnConvolutionBwdDataAlgo_t)r->algo;
+        else
+            c->bwd_filter_algo = (cudnnConvolutionBwdFilterAlgo_t)r->algo;
+        c->own[p] = r->own;
+        c->math[p] = (cudnnMathType_t)r->math;
+        c->workspace[p] = (size_t)r->workspace_bytes;
+        c->find_ms[p] = r->find_ms;
+        c->cudnn_ms[p] = r->cudnn_ms;
+        c->own_ms[p] = r->own_ms;
+        c->verified[p] = r->verified;
+        c->matched[p] = r->matched;
+        c->own_difference[p] = r->own_difference;
+    }
+    return true;
+}
+
+/* The shape's searched choice, appended to --algo-cache's file. */
+static int to_cache(backend *b, const char *key, bool input_grad, const cuda_conv *c)
+{
+    algo_choice rows[CONV_PASSES];
+    int n = 0;
+    for (int p = 0; p < CONV_PASSES; p++) {
+        if (p == 1 && !input_grad)
+            continue;
+        algo_choice *r = &rows[n++];
+        *r = algo_choice{};
+        snprintf(r->key, sizeof r->key, "%s", key);
+        r->pass = p;
+        r->own = c->own[p];
+        r->algo = algo_of(c, p);
+        r->math = (int)c->math[p];
+        r->workspace_bytes = (int64_t)c->workspace[p];
+        r->find_ms = c->find_ms[p];
+        r->cudnn_ms = c->cudnn_ms[p];
+        r->own_ms = c->own_ms[p];
+        r->verified = c->verified[p];
+        r->matched = c->matched[p];
+        r->own_difference = c->own_difference[p];
+    }
+    char why[CUDA_ERR_LEN];
+    if (algo_cache_append(b->cfg.algo_cache, &b->algos, rows, n, why, sizeof why))
+        return cuda_fail(b, "--algo-cache: %s", why);
+    return 0;
+}
+
+/* cuDNN's search (and the own kernels' trial) for every pass of a shape. */
+static int search_shape(backend *b, int i, cuda_conv *c, const conv_shape *shape)
+{
+    const layer *l = &b->net->layers[i];
+    depthwise_choice mode = depthwise_own_fits(shape) ? b->cfg.depthwise : DEPTHWISE_CUDNN;
+    for (int p = 0; p < CONV_PASSES; p++) {
+        c->cudnn_ms[p] = c->own_ms[p] = -1.0f;
+        if (p == 1 && !l->computes_input_grad)
+            continue;
+        if (choose_pass(b, i, c, p, mode))
+            return -1;
+    }
+    return 0;
+}
+
 int cuda_conv_choose(backend *b, int i, int same_as)
 {
     b->current_layer = i;
@@ -256,14 +338,17 @@ int cuda_conv_choose(backend *b, int i, int same_as)
         }
     } else {
         conv_shape shape = conv_shape_of(l, b->cfg.batch, b->pp.prec);
-        depthwise_choice mode =
-            depthwise_own_fits(&shape) ? b->cfg.depthwise : DEPTHWISE_CUDNN;
-        for (int p = 0; p < CONV_PASSES; p++) {
-            c->cudnn_ms[p] = c->own_ms[p] = -1.0f;
-            if (p == 1 && !l->computes_input_grad)
-                continue;
-            if (choose_pass(b, i, c, p, mode))
+        char key[ALGO_KEY_LEN] = "";
+        if (b->cfg.algo_cache && algo_cache_key(&b->algo_ctx, &shape, key, sizeof key))
+            return cuda_fail(b, "--algo-cache: the key of this shape is too long");
+        if (b->cfg.algo_cache && from_cache(b, key, shape.input_grad, c)) {
+            b->shapes_cached++;
+        } else {
+            if (search_shape(b, i, c, &shape))
                 return -1;
+            if (b->cfg.algo_cache && to_cache(b, key, shape.input_grad, c))
+                return -1;
+            b->shapes_searched++;
         }
     }
     for (int p = 0; p < CONV_PASSES; p++)

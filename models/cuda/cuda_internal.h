@@ -18,6 +18,7 @@ extern "C" {
 #include "../backend.h"
 #include "../memplan.h"
 }
+#include "algo_cache.h"
 #include "cuda_backend.h"
 #include "cuda_plan.h"
 #include "loss_scale.h"
@@ -130,6 +131,11 @@ struct backend {
                                     or CUDA_NO_LAYER */
     pass current_pass;
     char choices[640];           /* backend_stats.choices: the depthwise kernels */
+    /* cfg.algo_cache, at plan time: its rows and what keys them here */
+    algo_cache algos;
+    algo_context algo_ctx;
+    char device_name[256];
+    int shapes_cached, shapes_searched;
     int own_failures;            /* own depthwise launches that failed at plan time */
     char own_failure[CUDA_ERR_LEN]; /* the first one's error */
     char err[CUDA_ERR_LEN];

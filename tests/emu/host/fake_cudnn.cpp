@@ -246,6 +246,8 @@ void cudnnGetLastErrorString(char *message, size_t max_size)
     if (max_size)
         message[0] = '\0';
 }
+/* the headers' version: the one the backend was compiled against */
+size_t cudnnGetVersion(void) { return CUDNN_VERSION; }
 cudnnStatus_t cudnnCreate(cudnnHandle_t *handle)
 {
     *handle = new cudnnContext;

@@ -1,0 +1,268 @@
+#include "algo_cache.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+static const char *const depthwise_names[] = {"auto", "cudnn", "own"};
+
+int algo_cache_key(const algo_context *x, const conv_shape *s, char *key, size_t len)
+{
+    char device[96];
+    size_t d = 0;
+    for (const char *p = x->device ? x->device : "?"; *p && d + 1 < sizeof device; p++)
+        device[d++] = (*p == ',' || isspace((unsigned char)*p) || iscntrl((unsigned char)*p))
+                          ? '_'
+                          : *p;
+    device[d] = '\0';
+    int w = snprintf(key, len,
+                     "%s;cc%d;cudnn%d;%s;ws%lld;dw-%s;%s;n%dc%dh%dw%d-k%dr%ds%d-p%du%dg%d-%s",
+                     device, x->cc, x->cudnn_version, precision_name(s->prec),
+                     (long long)x->search_bytes, depthwise_names[x->depthwise],
+                     x->no_fusion ? "unfused" : "fused", s->n, s->c, s->h, s->w, s->k, s->r,
+                     s->s, s->pad, s->stride, s->groups, s->input_grad ? "dgrad" : "nodgrad");
+    return w < 0 || (size_t)w >= len ? -1 : 0;
+}
+
+/* ---- the rows ------------------------------------------------------------ */
+
+enum { N_FIELDS = 12, LINE_MAX_LEN = 1024 };
+
+static bool parse_int(const char *s, long long lo, long long hi, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_float(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end)
+        return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_bool(const char *s, bool *out)
+{
+    if (strcmp(s, "0") != 0 && strcmp(s, "1") != 0)
+        return false;
+    *out = s[0] == '1';
+    return true;
+}
+
+/* One row (its newline removed) into *c; what is wrong with it, or NULL. */
+static const char *parse_row(char *line, algo_choice *c)
+{
+    char *f[N_FIELDS];
+    int n = 0;
+    for (char *p = line; n < N_FIELDS; n++) {
+        f[n] = p;
+        char *comma = strchr(p, ',');
+        if (!comma) {
+            n++;
+            break;
+        }
+        *comma = '\0';
+        p = comma + 1;
+        if (n == N_FIELDS - 1)
+            return "the wrong number of fields";
+    }
+    if (n != N_FIELDS)
+        return "the wrong number of fields";
+    if (!f[0][0] || strlen(f[0]) >= sizeof c->key)
+        return "bad key";
+    snprintf(c->key, sizeof c->key, "%s", f[0]);
+    long long pass, algo, math, ws;
+    double find, cudnn, own, diff;
+    if (!parse_int(f[1], 0, ALGO_PASSES - 1, &pass))
+        return "bad pass";
+    if (!parse_bool(f[2], &c->own))
+        return "bad own";
+    if (!parse_int(f[3], -1, 1000, &algo))
+        return "bad algo";
+    if (!parse_int(f[4], 0, 1000, &math))
+        return "bad math";
+    if (!parse_int(f[5], 0, INT64_MAX, &ws))
+        return "bad workspace_bytes";
+    if (!parse_float(f[6], &find))
+        return "bad find_ms";
+    if (!parse_float(f[7], &cudnn))
+        return "bad cudnn_ms";
+    if (!parse_float(f[8], &own))
+        return "bad own_ms";
+    if (!parse_bool(f[9], &c->verified))
+        return "bad verified";
+    if (!parse_bool(f[10], &c->matched))
+        return "bad matched";
+    if (!parse_float(f[11], &diff))
+        return "bad own_difference";
+    c->pass = (int)pass;
+    c->algo = (int)algo;
+    c->math = (int)math;
+    c->workspace_bytes = ws;
+    c->find_ms = (float)find, c->cudnn_ms = (float)cudnn, c->own_ms = (float)own;
+    c->own_difference = diff;
+    return NULL;
+}
+
+static int push(algo_cache *c, const algo_choice *row)
+{
+    if (c->n == c->cap) {
+        int cap = c->cap ? 2 * c->cap : 32;
+        algo_choice *v = realloc(c->v, (size_t)cap * sizeof *v);
+        if (!v)
+            return -1;
+        c->v = v, c->cap = cap;
+    }
+    c->v[c->n++] = *row;
+    return 0;
+}
+
+/* Rows from the start of f into c. */
+static int read_rows(FILE *f, const char *path, algo_cache *c, char *err, size_t err_len)
+{
+    char line[LINE_MAX_LEN];
+    int row = 0;
+    while (fgets(line, sizeof line, f)) {
+        row++;
+        size_t n = strlen(line);
+        if (n > 0 && line[n - 1] != '\n' && !feof(f)) {
+            snprintf(err, err_len, "%s: line %d is longer than %d bytes", path, row,
+                     LINE_MAX_LEN - 1);
+            return -1;
+        }
+        line[strcspn(line, "\r\n")] = '\0';
+        if (row == 1) {
+            if (strcmp(line, ALGO_CACHE_HEADER) != 0) {
+                snprintf(err, err_len,
+                         "%s is not an algorithm cache (its first line is not '%s'): give "
+                         "--algo-cache another file",
+                         path, ALGO_CACHE_HEADER);
+                return -1;
+            }
+            continue;
+        }
+        algo_choice ch = {0};
+        const char *bad = parse_row(line, &ch);
+        if (bad) {
+            snprintf(err, err_len, "%s line %d: %s (delete the file to search again)", path, row,
+                     bad);
+            return -1;
+        }
+        if (push(c, &ch)) {
+            snprintf(err, err_len, "%s: out of memory", path);
+            return -1;
+        }
+    }
+    if (ferror(f)) {
+        snprintf(err, err_len, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int algo_cache_read(const char *path, algo_cache *c, char *err, size_t err_len)
+{
+    *c = (algo_cache){0};
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        if (errno == ENOENT)
+            return 0;
+        snprintf(err, err_len, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    int rc = read_rows(f, path, c, err, err_len);
+    fclose(f);
+    if (rc)
+        algo_cache_free(c);
+    return rc;
+}
+
+const algo_choice *algo_cache_find(const algo_cache *c, const char *key, int pass)
+{
+    for (int i = 0; i < c->n; i++)
+        if (c->v[i].pass == pass && strcmp(c->v[i].key, key) == 0)
+            return &c->v[i];
+    return NULL;
+}
+
+static int format_row(const algo_choice *r, char *line, size_t len)
+{
+    int w = snprintf(line, len, "%s,%d,%d,%d,%d,%lld,%.6g,%.6g,%.6g,%d,%d,%.6g\n", r->key,
+                     r->pass, r->own, r->algo, r->math, (long long)r->workspace_bytes,
+                     (double)r->find_ms, (double)r->cudnn_ms, (double)r->own_ms, r->verified,
+                     r->matched, r->own_difference);
+    return w < 0 || (size_t)w >= len ? -1 : w;
+}
+
+static int write_all(int fd, const char *text, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, text, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        text += w, n -= (size_t)w;
+    }
+    return 0;
+}
+
+int algo_cache_append(const char *path, algo_cache *c, const algo_choice *rows, int n,
+                      char *err, size_t err_len)
+{
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT, 0644);
+    if (fd < 0) {
+        snprintf(err, err_len, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    int rc = 0;
+    if (flock(fd, LOCK_EX) != 0) {
+        snprintf(err, err_len, "%s: cannot lock it: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    /* the header where the file is new: decided under the lock */
+    off_t size = lseek(fd, 0, SEEK_END);
+    if (size == 0 && write_all(fd, ALGO_CACHE_HEADER "\n", strlen(ALGO_CACHE_HEADER) + 1))
+        rc = -1;
+    for (int i = 0; i < n && rc == 0; i++) {
+        char line[LINE_MAX_LEN];
+        int len = format_row(&rows[i], line, sizeof line);
+        if (len < 0 || write_all(fd, line, (size_t)len))
+            rc = -1;
+        else if (push(c, &rows[i])) {
+            snprintf(err, err_len, "%s: out of memory", path);
+            flock(fd, LOCK_UN);
+            close(fd);
+            return -1;
+        }
+    }
+    if (rc)
+        snprintf(err, err_len, "%s: cannot write it: %s", path, strerror(errno));
+    flock(fd, LOCK_UN);
+    if (close(fd) != 0 && rc == 0) {
+        snprintf(err, err_len, "%s: %s", path, strerror(errno));
+        rc = -1;
+    }
+    return rc;
+}
+
+void algo_cache_free(algo_cache *c)
+{
+    free(c->v);
+    *c = (algo_cache){0};
+}

@@ -1,0 +1,88 @@
+/* The convolution algorithms a process chose (cuda_conv_choose.cu), kept in a
+ * file that later processes reuse instead of searching again (bin/train
+ * --algo-cache FILE; scripts/bench.sh gives each cuda run folder one, so that
+ * a configuration's repeats and its trace pass run the algorithms its first
+ * process chose, and only the first pays for cuDNN's search).
+ *
+ * One CSV row per convolution shape and pass (ALGO_CACHE_HEADER): the key
+ * names everything the choice depends on (the device, its compute capability,
+ * the cuDNN version, the precision, the search workspace, the depthwise mode,
+ * fusion and the shape: algo_cache_key), then what was chosen and what the
+ * search measured. Plain C: parsed once into algo_choice rows, the rest uses
+ * their fields. Rows are appended, under an exclusive lock, by whole lines;
+ * where two rows have one key and pass (two ranks searching at once), the
+ * first is used. Delete the file to search again. */
+#ifndef ROOFLINE_ALGO_CACHE_H
+#define ROOFLINE_ALGO_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include "../backend.h"
+#include "cuda_plan.h"
+
+#define ALGO_CACHE_HEADER                                                                     \
+    "key,pass,own,algo,math,workspace_bytes,find_ms,cudnn_ms,own_ms,verified,matched,"        \
+    "own_difference"
+
+enum { ALGO_KEY_LEN = 256, ALGO_PASSES = 3 };
+
+/* One pass of one shape: the fields of cuda_conv (cuda_internal.h) that the
+ * choice sets. */
+typedef struct {
+    char key[ALGO_KEY_LEN];
+    int pass;                   /* 0 forward, 1 backward data, 2 backward filter */
+    bool own;                   /* the backend's depthwise kernel, not cuDNN */
+    int algo;                   /* the cuDNN algorithm of the pass (its enum's value) */
+    int math;                   /* cudnnMathType_t */
+    int64_t workspace_bytes;
+    float find_ms, cudnn_ms, own_ms; /* < 0: not timed */
+    bool verified, matched;
+    double own_difference;
+} algo_choice;
+
+typedef struct {
+    algo_choice *v;
+    int n, cap;
+} algo_cache;
+
+/* What a choice depends on besides the shape. */
+typedef struct {
+    const char *device;         /* the GPU's name */
+    int cc;                     /* compute capability, major x 10 + minor */
+    int cudnn_version;          /* cudnnGetVersion() */
+    int64_t search_bytes;       /* the search workspace the choice was made in */
+    depthwise_choice depthwise;
+    bool no_fusion;
+} algo_context;
+
+/* The key of shape s in context x: the device's name with commas, spaces
+ * and control characters made '_', then the rest separated by ';'. 0, or -1
+ * when it does not fit in len. */
+int algo_cache_key(const algo_context *x, const conv_shape *s, char *key, size_t len);
+
+/* Reads the file at path into c (empty when there is no file). 0, or -1 with
+ * one line in err naming the file and the row (a header of another kind, a
+ * malformed row). */
+int algo_cache_read(const char *path, algo_cache *c, char *err, size_t err_len);
+
+/* The first row of key and pass, or NULL. */
+const algo_choice *algo_cache_find(const algo_cache *c, const char *key, int pass);
+
+/* Appends rows to the file at path (the header first when it is new or
+ * empty), under an exclusive lock, and to c. 0, or -1 with one line in err. */
+int algo_cache_append(const char *path, algo_cache *c, const algo_choice *rows, int n,
+                      char *err, size_t err_len);
+
+void algo_cache_free(algo_cache *c);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,169 @@
+/* The file of chosen convolution algorithms (models/cuda/algo_cache.h): keys
+ * that name everything a choice depends on, rows that come back as written,
+ * appends that keep one header, and one clear line for a file that is not
+ * one. */
+#include <criterion/criterion.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../models/cuda/algo_cache.h"
+#include "helpers.h"
+
+static const algo_context context = {.device = "NVIDIA H100 80GB HBM3",
+                                     .cc = 90,
+                                     .cudnn_version = 91400,
+                                     .search_bytes = (int64_t)1 << 30,
+                                     .depthwise = DEPTHWISE_AUTO,
+                                     .no_fusion = false};
+
+static conv_shape shape(void)
+{
+    return (conv_shape){.n = 256, .c = 64, .h = 56, .w = 56, .k = 64, .r = 3, .s = 3, .pad = 1,
+                        .stride = 1, .groups = 1, .out_h = 56, .out_w = 56, .input_grad = true,
+                        .prec = PREC_BF16};
+}
+
+static void key_of(const algo_context *x, const conv_shape *s, char *key)
+{
+    cr_assert_eq(algo_cache_key(x, s, key, ALGO_KEY_LEN), 0);
+}
+
+Test(algo_cache, the_key_names_everything_the_choice_depends_on)
+{
+    char base[ALGO_KEY_LEN], other[ALGO_KEY_LEN];
+    conv_shape s = shape();
+    key_of(&context, &s, base);
+    cr_expect(strchr(base, ',') == NULL && strchr(base, ' ') == NULL, "%s", base);
+    cr_expect(strstr(base, "NVIDIA_H100_80GB_HBM3;cc90;cudnn91400;bf16") == base, "%s", base);
+
+    algo_context x[6];
+    for (int i = 0; i < 6; i++)
+        x[i] = context;
+    x[0].device = "NVIDIA H200";
+    x[1].cc = 100;
+    x[2].cudnn_version = 91500;
+    x[3].search_bytes = (int64_t)1 << 29;
+    x[4].depthwise = DEPTHWISE_OWN;
+    x[5].no_fusion = true;
+    for (int i = 0; i < 6; i++) {
+        key_of(&x[i], &s, other);
+        cr_expect_str_neq(other, base, "context change %d", i);
+    }
+    static const size_t fields[] = {
+        offsetof(conv_shape, n),   offsetof(conv_shape, c),      offsetof(conv_shape, h),
+        offsetof(conv_shape, w),   offsetof(conv_shape, k),      offsetof(conv_shape, r),
+        offsetof(conv_shape, s),   offsetof(conv_shape, pad),    offsetof(conv_shape, stride),
+        offsetof(conv_shape, groups)};
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
+        s = shape();
+        (*(int *)((char *)&s + fields[i]))++;
+        key_of(&context, &s, other);
+        cr_expect_str_neq(other, base, "shape field %zu", i);
+    }
+    s = shape();
+    s.input_grad = false;
+    key_of(&context, &s, other);
+    cr_expect_str_neq(other, base);
+    s = shape();
+    s.prec = PREC_FP16;
+    key_of(&context, &s, other);
+    cr_expect_str_neq(other, base);
+
+    char small[16];
+    cr_expect_eq(algo_cache_key(&context, &s, small, sizeof small), -1, "a key cut short");
+}
+
+static algo_choice row(const char *key, int pass, int algo)
+{
+    algo_choice r = {.pass = pass, .own = pass == 1, .algo = algo, .math = 1,
+                     .workspace_bytes = 12345678, .find_ms = 0.25f, .cudnn_ms = -1.0f,
+                     .own_ms = 0.125f, .verified = true, .matched = pass != 2,
+                     .own_difference = 3.5e-4};
+    snprintf(r.key, sizeof r.key, "%s", key);
+    return r;
+}
+
+Test(algo_cache, rows_come_back_as_appended_under_one_header)
+{
+    char *dir = temp_dir(), path[1024], err[400] = "", key[ALGO_KEY_LEN];
+    format_or_fail(path, sizeof path, "%s/algos.csv", dir);
+    conv_shape s = shape();
+    key_of(&context, &s, key);
+
+    algo_cache c;
+    cr_assert_eq(algo_cache_read(path, &c, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(c.n, 0, "no file: no rows");
+    algo_choice first[2] = {row(key, 0, 6), row(key, 1, 3)};
+    cr_assert_eq(algo_cache_append(path, &c, first, 2, err, sizeof err), 0, "%s", err);
+    algo_choice later = row(key, 2, 5);
+    cr_assert_eq(algo_cache_append(path, &c, &later, 1, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(c.n, 3, "appended rows join the cache in memory too");
+    algo_cache_free(&c);
+
+    char *text = read_text(dir, "algos.csv");
+    cr_expect_eq(count_lines(text), 4, "one header and three rows:\n%s", text);
+    cr_expect(strncmp(text, ALGO_CACHE_HEADER "\n", strlen(ALGO_CACHE_HEADER) + 1) == 0, "%s",
+              text);
+
+    cr_assert_eq(algo_cache_read(path, &c, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(c.n, 3);
+    for (int p = 0; p < 3; p++) {
+        const algo_choice *got = algo_cache_find(&c, key, p);
+        algo_choice want = p < 2 ? first[p] : later;
+        cr_assert_not_null(got, "pass %d", p);
+        cr_expect_str_eq(got->key, key);
+        cr_expect(got->pass == p && got->own == want.own && got->algo == want.algo &&
+                      got->math == want.math && got->workspace_bytes == want.workspace_bytes,
+                  "pass %d", p);
+        cr_expect(got->find_ms == want.find_ms && got->cudnn_ms == want.cudnn_ms &&
+                      got->own_ms == want.own_ms,
+                  "pass %d: times %g %g %g", p, got->find_ms, got->cudnn_ms, got->own_ms);
+        cr_expect(got->verified == want.verified && got->matched == want.matched &&
+                      got->own_difference == want.own_difference,
+                  "pass %d", p);
+    }
+    cr_expect_null(algo_cache_find(&c, "another key", 0));
+    algo_cache_free(&c);
+    remove_temp_dir(dir);
+}
+
+/* Where two processes appended the same key and pass, the first row wins. */
+Test(algo_cache, the_first_row_of_a_key_is_used)
+{
+    char *dir = temp_dir(), path[1024], err[400] = "";
+    format_or_fail(path, sizeof path, "%s/algos.csv", dir);
+    algo_cache c = {0};
+    algo_choice twice[2] = {row("k", 0, 1), row("k", 0, 7)};
+    cr_assert_eq(algo_cache_append(path, &c, twice, 2, err, sizeof err), 0, "%s", err);
+    algo_cache_free(&c);
+    cr_assert_eq(algo_cache_read(path, &c, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(algo_cache_find(&c, "k", 0)->algo, 1);
+    algo_cache_free(&c);
+    remove_temp_dir(dir);
+}
+
+static void expect_refused(const char *text, const char *message)
+{
+    char *dir = temp_dir(), path[1024], err[400] = "";
+    write_text(dir, "algos.csv", text);
+    format_or_fail(path, sizeof path, "%s/algos.csv", dir);
+    algo_cache c;
+    cr_expect_eq(algo_cache_read(path, &c, err, sizeof err), -1, "%s", text);
+    cr_expect(strstr(err, message) && strstr(err, path), "'%s' lacks '%s'", err, message);
+    cr_expect_null(strchr(err, '\n'), "one line: %s", err);
+    remove_temp_dir(dir);
+}
+
+Test(algo_cache, a_file_that_is_not_one_is_one_line)
+{
+    expect_refused("env,model\nx,y\n", "is not an algorithm cache");
+    expect_refused(ALGO_CACHE_HEADER "\nk,0,0,6,1,0,0.1,-1,-1,0,0,0\nk,1,0,x,1,0,0.1,-1,-1,0,0,0\n",
+                   "line 3: bad algo");
+    expect_refused(ALGO_CACHE_HEADER "\nk,3,0,6,1,0,0.1,-1,-1,0,0,0\n", "line 2: bad pass");
+    expect_refused(ALGO_CACHE_HEADER "\nk,0,0,6,1,0,0.1,-1,-1,0,0\n",
+                   "line 2: the wrong number of fields");
+    expect_refused(ALGO_CACHE_HEADER "\nk,0,0,6,1,0,0.1,-1,-1,0,0,0,9\n",
+                   "line 2: the wrong number of fields");
+    expect_refused(ALGO_CACHE_HEADER "\nk,0,2,6,1,0,0.1,-1,-1,0,0,0\n", "line 2: bad own");
+}
