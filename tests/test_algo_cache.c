@@ -143,6 +143,18 @@ Test(algo_cache, the_first_row_of_a_key_is_used)
     remove_temp_dir(dir);
 }
 
+/* A file that cannot be written: -1 and why (the backend then runs on
+ * without saving, and says so). */
+Test(algo_cache, a_full_disk_is_an_error_line)
+{
+    algo_cache c = {0};
+    algo_choice r = row("k", 0, 1);
+    char err[400] = "";
+    cr_expect_eq(algo_cache_append("/dev/full", &c, &r, 1, err, sizeof err), -1);
+    cr_expect(strstr(err, "/dev/full: cannot write it") != NULL, "%s", err);
+    algo_cache_free(&c);
+}
+
 static void expect_refused(const char *text, const char *message)
 {
     char *dir = temp_dir(), path[1024], err[400] = "";

@@ -230,11 +230,9 @@ int algo_cache_append(const char *path, algo_cache *c, const algo_choice *rows, 
         return -1;
     }
     int rc = 0;
-    if (flock(fd, LOCK_EX) != 0) {
-        snprintf(err, err_len, "%s: cannot lock it: %s", path, strerror(errno));
-        close(fd);
-        return -1;
-    }
+    /* the lock only keeps two headers out of a new file: where the file
+     * system has no locks (some NFS mounts), appending whole lines goes on */
+    bool locked = flock(fd, LOCK_EX) == 0;
     /* the header where the file is new: decided under the lock */
     off_t size = lseek(fd, 0, SEEK_END);
     if (size == 0 && write_all(fd, ALGO_CACHE_HEADER "\n", strlen(ALGO_CACHE_HEADER) + 1))
@@ -246,14 +244,14 @@ int algo_cache_append(const char *path, algo_cache *c, const algo_choice *rows, 
             rc = -1;
         else if (push(c, &rows[i])) {
             snprintf(err, err_len, "%s: out of memory", path);
-            flock(fd, LOCK_UN);
-            close(fd);
-            return -1;
+            rc = -2;
         }
     }
-    if (rc)
+    if (rc == -1)
         snprintf(err, err_len, "%s: cannot write it: %s", path, strerror(errno));
-    flock(fd, LOCK_UN);
+    rc = rc ? -1 : 0;
+    if (locked)
+        flock(fd, LOCK_UN);
     if (close(fd) != 0 && rc == 0) {
         snprintf(err, err_len, "%s: %s", path, strerror(errno));
         rc = -1;

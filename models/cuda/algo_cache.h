@@ -11,7 +11,9 @@
  * search measured. Plain C: parsed once into algo_choice rows, the rest uses
  * their fields. Rows are appended, under an exclusive lock, by whole lines;
  * where two rows have one key and pass (two ranks searching at once), the
- * first is used. Delete the file to search again. */
+ * first is used. Delete the file to search again. A file that cannot be read
+ * stops the run (its choices would be lost silently); one that cannot be
+ * written leaves the choices unsaved, which the backend's choices line says. */
 #ifndef ROOFLINE_ALGO_CACHE_H
 #define ROOFLINE_ALGO_CACHE_H
 
@@ -75,7 +77,8 @@ int algo_cache_read(const char *path, algo_cache *c, char *err, size_t err_len);
 const algo_choice *algo_cache_find(const algo_cache *c, const char *key, int pass);
 
 /* Appends rows to the file at path (the header first when it is new or
- * empty), under an exclusive lock, and to c. 0, or -1 with one line in err. */
+ * empty), under an exclusive lock where the file system has locks, and to c.
+ * 0, or -1 with one line in err. */
 int algo_cache_append(const char *path, algo_cache *c, const algo_choice *rows, int n,
                       char *err, size_t err_len);
 

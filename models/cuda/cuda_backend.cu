@@ -347,9 +347,10 @@ static int choose_algorithms(backend *b)
     if (b->cfg.algo_cache) {
         size_t n = strlen(b->choices);
         snprintf(b->choices + n, sizeof b->choices - n,
-                 "%sconvolution algorithms: %d of %d distinct shapes from %s, %d searched",
+                 "%sconvolution algorithms: %d of %d distinct shapes from %s, %d searched%s%s",
                  n ? "; " : "", b->shapes_cached, b->shapes_cached + b->shapes_searched,
-                 b->cfg.algo_cache, b->shapes_searched);
+                 b->cfg.algo_cache, b->shapes_searched,
+                 b->algo_cache_unsaved[0] ? ", NOT SAVED: " : "", b->algo_cache_unsaved);
     }
     return 0;
 }

@@ -271,8 +271,9 @@ static bool from_cache(const backend *b, const char *key, bool input_grad, cuda_
     return true;
 }
 
-/* The shape's searched choice, appended to --algo-cache's file. */
-static int to_cache(backend *b, const char *key, bool input_grad, const cuda_conv *c)
+/* The shape's searched choice, appended to --algo-cache's file; where it
+ * cannot be written the run goes on (the choices line says why). */
+static void to_cache(backend *b, const char *key, bool input_grad, const cuda_conv *c)
 {
     algo_choice rows[CONV_PASSES];
     int n = 0;
@@ -295,9 +296,9 @@ static int to_cache(backend *b, const char *key, bool input_grad, const cuda_con
         r->own_difference = c->own_difference[p];
     }
     char why[CUDA_ERR_LEN];
-    if (algo_cache_append(b->cfg.algo_cache, &b->algos, rows, n, why, sizeof why))
-        return cuda_fail(b, "--algo-cache: %s", why);
-    return 0;
+    if (algo_cache_append(b->cfg.algo_cache, &b->algos, rows, n, why, sizeof why) &&
+        !b->algo_cache_unsaved[0])
+        snprintf(b->algo_cache_unsaved, sizeof b->algo_cache_unsaved, "%s", why);
 }
 
 /* cuDNN's search (and the own kernels' trial) for every pass of a shape. */
@@ -346,8 +347,8 @@ int cuda_conv_choose(backend *b, int i, int same_as)
         } else {
             if (search_shape(b, i, c, &shape))
                 return -1;
-            if (b->cfg.algo_cache && to_cache(b, key, shape.input_grad, c))
-                return -1;
+            if (b->cfg.algo_cache)
+                to_cache(b, key, shape.input_grad, c);
             b->shapes_searched++;
         }
     }

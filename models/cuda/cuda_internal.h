@@ -136,6 +136,7 @@ struct backend {
     algo_context algo_ctx;
     char device_name[256];
     int shapes_cached, shapes_searched;
+    char algo_cache_unsaved[CUDA_ERR_LEN]; /* why the searched choices were not written */
     int own_failures;            /* own depthwise launches that failed at plan time */
     char own_failure[CUDA_ERR_LEN]; /* the first one's error */
     char err[CUDA_ERR_LEN];
