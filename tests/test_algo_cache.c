@@ -12,8 +12,9 @@
 
 static const algo_context context = {.device = "NVIDIA H100 80GB HBM3",
                                      .cc = 90,
+                                     .sm_count = 132,
                                      .cudnn_version = 91400,
-                                     .search_bytes = (int64_t)1 << 30,
+                                     .workspace_limit = (int64_t)1 << 30,
                                      .depthwise = DEPTHWISE_AUTO,
                                      .no_fusion = false};
 
@@ -35,18 +36,20 @@ Test(algo_cache, the_key_names_everything_the_choice_depends_on)
     conv_shape s = shape();
     key_of(&context, &s, base);
     cr_expect(strchr(base, ',') == NULL && strchr(base, ' ') == NULL, "%s", base);
-    cr_expect(strstr(base, "NVIDIA_H100_80GB_HBM3;cc90;cudnn91400;bf16") == base, "%s", base);
+    cr_expect(strstr(base, "NVIDIA_H100_80GB_HBM3;cc90;sm132;cudnn91400;bf16") == base, "%s",
+              base);
 
-    algo_context x[6];
-    for (int i = 0; i < 6; i++)
+    algo_context x[7];
+    for (int i = 0; i < 7; i++)
         x[i] = context;
     x[0].device = "NVIDIA H200";
     x[1].cc = 100;
     x[2].cudnn_version = 91500;
-    x[3].search_bytes = (int64_t)1 << 29;
+    x[3].workspace_limit = (int64_t)1 << 29;
     x[4].depthwise = DEPTHWISE_OWN;
     x[5].no_fusion = true;
-    for (int i = 0; i < 6; i++) {
+    x[6].sm_count = 114;
+    for (int i = 0; i < 7; i++) {
         key_of(&x[i], &s, other);
         cr_expect_str_neq(other, base, "context change %d", i);
     }
@@ -124,6 +127,37 @@ Test(algo_cache, rows_come_back_as_appended_under_one_header)
                   "pass %d", p);
     }
     cr_expect_null(algo_cache_find(&c, "another key", 0));
+    algo_cache_free(&c);
+    remove_temp_dir(dir);
+}
+
+/* A row cut short (a full disk, a crash, a writer not done) is not read, and
+ * the next append replaces it; blank lines and a repeated header are
+ * skipped; times keep their digits. */
+Test(algo_cache, a_row_cut_short_is_neither_read_nor_kept)
+{
+    char *dir = temp_dir(), path[1024], err[400] = "";
+    format_or_fail(path, sizeof path, "%s/algos.csv", dir);
+    write_text(dir, "algos.csv",
+               ALGO_CACHE_HEADER "\nk,0,0,6,1,0,0.1,-1,-1,0,0,4.9e-324\n\n" ALGO_CACHE_HEADER
+                                 "\nk,1,0,3,1,0,0.1");
+    algo_cache c;
+    cr_assert_eq(algo_cache_read(path, &c, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(c.n, 1);
+    cr_expect_null(algo_cache_find(&c, "k", 1), "the cut row was read");
+    algo_choice r = row("k", 2, 5);
+    r.find_ms = 0.1234567f;
+    r.own_difference = 1.0 / 3.0;
+    cr_assert_eq(algo_cache_append(path, &c, &r, 1, err, sizeof err), 0, "%s", err);
+    algo_cache_free(&c);
+    char *text = read_text(dir, "algos.csv");
+    cr_expect(strstr(text, "k,1,0,3") == NULL, "the cut row is still there:\n%s", text);
+    cr_assert_eq(algo_cache_read(path, &c, err, sizeof err), 0, "%s\n%s", err, text);
+    cr_expect_eq(c.n, 2, "%s", text);
+    const algo_choice *got = algo_cache_find(&c, "k", 2);
+    cr_assert_not_null(got, "%s", text);
+    cr_expect_eq(got->find_ms, 0.1234567f, "%.9g", got->find_ms);
+    cr_expect_eq(got->own_difference, 1.0 / 3.0, "%.17g", got->own_difference);
     algo_cache_free(&c);
     remove_temp_dir(dir);
 }

@@ -275,22 +275,36 @@ Test(cuda_train_emu, ranges_without_their_launches_are_an_error, .timeout = 600)
     remove_temp_dir(dir);
 }
 
+/* The text of `out` from `from` to the next "; convolution algorithms" (the
+ * backend's choices line before the cache's sentence), malloc'd. */
+static char *choices_before_cache(const char *out, const char *from)
+{
+    const char *a = strstr(out, from);
+    cr_assert_not_null(a, "no '%s' in:\n%s", from, out);
+    const char *b = strstr(a, "; convolution algorithms");
+    cr_assert_not_null(b, "%s", out);
+    return strndup(a, (size_t)(b - a));
+}
+
 /* --algo-cache: the first process searches every distinct convolution shape
- * and writes its choices, the next one reuses them all (the same losses);
+ * and writes its choices, the next one runs them without searching (the
+ * stand-in for cuDNN runs no algorithm its Find did not offer, so a row
+ * changed by hand stops the step: the rows are what runs); the depthwise
+ * choices of MobileNetV2 (own kernels or cuDNN, per pass) come back the same;
  * a file that is not a cache is one line and no step. */
 Test(cuda_train_emu, the_algorithm_cache_serves_the_next_process, .timeout = 600)
 {
     char *dir = temp_dir();
     const char *args = SMALL " --warmup 0 --iters 2 --algo-cache algos.csv";
-    char run[256];
     double loss[2][4];
     for (int i = 0; i < 2; i++) {
-        char name[16];
+        char name[16], run[256], file[32];
         format_or_fail(name, sizeof name, "run%d", i);
         format_or_fail(run, sizeof run, "%s --out %s.csv", args, name);
-        cr_assert_eq(emulated_train(dir, "", name, run), 0, "%s", read_text(dir, "run0.err"));
-        format_or_fail(name, sizeof name, "run%d.csv", i);
-        cr_assert_eq(read_losses(dir, name, loss[i], 4), 2);
+        format_or_fail(file, sizeof file, "%s.err", name);
+        cr_assert_eq(emulated_train(dir, "", name, run), 0, "%s", read_text(dir, file));
+        format_or_fail(file, sizeof file, "%s.csv", name);
+        cr_assert_eq(read_losses(dir, file, loss[i], 4), 2);
     }
     /* resnet18-cifar: 11 distinct convolution shapes at batch 4 */
     char *first = read_text(dir, "run0.out"), *second = read_text(dir, "run1.out");
@@ -307,10 +321,36 @@ Test(cuda_train_emu, the_algorithm_cache_serves_the_next_process, .timeout = 600
     /* the header, and a row per pass: the stem has no backward data */
     cr_expect_eq(count_lines(cache), 1 + 11 * 3 - 1, "%s", cache);
 
+    /* the first row (the stem's forward) names an algorithm Find did not offer */
+    cr_assert_eq(sh("cd '%s' && awk -F, -v OFS=, 'NR == 2 { $4 = 2 } { print }' algos.csv "
+                    ">changed.csv",
+                    dir),
+                 0);
+    int status = emulated_train(dir, "", "changed",
+                                SMALL " --warmup 0 --iters 1 --algo-cache changed.csv");
+    char *err = read_text(dir, "changed.err");
+    cr_expect_neq(status, 0, "a changed row did not run");
+    cr_expect(strstr(err, "cudnnConvolutionForward") != NULL && strstr(err, "conv1") != NULL,
+              "%s", err);
+
+    const char *mobile = "--model mobilenet_v2-cifar --res 16 --batch 2 --precision bf16 "
+                         "--warmup 0 --iters 1 --algo-cache mobile.csv";
+    cr_assert_eq(emulated_train(dir, "", "mobile0", mobile), 0, "%s",
+                 read_text(dir, "mobile0.err"));
+    cr_assert_eq(emulated_train(dir, "", "mobile1", mobile), 0, "%s",
+                 read_text(dir, "mobile1.err"));
+    char *m0 = read_text(dir, "mobile0.out"), *m1 = read_text(dir, "mobile1.out");
+    char *d0 = choices_before_cache(m0, "depthwise convolutions"),
+         *d1 = choices_before_cache(m1, "depthwise convolutions");
+    cr_expect_str_eq(d0, d1, "the depthwise choices differ once reused");
+    cr_expect(strstr(m1, ", 0 searched") != NULL, "%s", m1);
+    free(d0);
+    free(d1);
+
     write_text(dir, "other.csv", "env,model\n");
-    int status = emulated_train(dir, "", "bad", SMALL " --warmup 0 --iters 1 --algo-cache "
-                                                   "other.csv --out bad.csv");
-    char *err = read_text(dir, "bad.err");
+    status = emulated_train(dir, "", "bad", SMALL " --warmup 0 --iters 1 --algo-cache "
+                                              "other.csv --out bad.csv");
+    err = read_text(dir, "bad.err");
     cr_expect_neq(status, 0);
     cr_expect_eq(count_lines(err), 1, "%s", err);
     cr_expect(strstr(err, "other.csv is not an algorithm cache") != NULL, "%s", err);

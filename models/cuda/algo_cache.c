@@ -1,6 +1,7 @@
 #include "algo_cache.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -21,9 +22,9 @@ int algo_cache_key(const algo_context *x, const conv_shape *s, char *key, size_t
                           : *p;
     device[d] = '\0';
     int w = snprintf(key, len,
-                     "%s;cc%d;cudnn%d;%s;ws%lld;dw-%s;%s;n%dc%dh%dw%d-k%dr%ds%d-p%du%dg%d-%s",
-                     device, x->cc, x->cudnn_version, precision_name(s->prec),
-                     (long long)x->search_bytes, depthwise_names[x->depthwise],
+                     "%s;cc%d;sm%d;cudnn%d;%s;ws%lld;dw-%s;%s;n%dc%dh%dw%d-k%dr%ds%d-p%du%dg%d-%s",
+                     device, x->cc, x->sm_count, x->cudnn_version, precision_name(s->prec),
+                     (long long)x->workspace_limit, depthwise_names[x->depthwise],
                      x->no_fusion ? "unfused" : "fused", s->n, s->c, s->h, s->w, s->k, s->r,
                      s->s, s->pad, s->stride, s->groups, s->input_grad ? "dgrad" : "nodgrad");
     return w < 0 || (size_t)w >= len ? -1 : 0;
@@ -49,7 +50,8 @@ static bool parse_float(const char *s, double *out)
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || *end)
+    /* ERANGE for a value too small to hold is that value rounded: fine */
+    if ((errno && !(errno == ERANGE && fabs(v) < 1.0)) || end == s || *end)
         return false;
     *out = v;
     return true;
@@ -139,12 +141,18 @@ static int read_rows(FILE *f, const char *path, algo_cache *c, char *err, size_t
     while (fgets(line, sizeof line, f)) {
         row++;
         size_t n = strlen(line);
-        if (n > 0 && line[n - 1] != '\n' && !feof(f)) {
+        if (n > 0 && line[n - 1] != '\n') {
+            if (feof(f))
+                break; /* a row still being written, or cut short: not there yet */
             snprintf(err, err_len, "%s: line %d is longer than %d bytes", path, row,
                      LINE_MAX_LEN - 1);
             return -1;
         }
         line[strcspn(line, "\r\n")] = '\0';
+        /* a blank line, or the header again (two writers on a file system
+         * without locks): nothing */
+        if (row > 1 && (!line[0] || strcmp(line, ALGO_CACHE_HEADER) == 0))
+            continue;
         if (row == 1) {
             if (strcmp(line, ALGO_CACHE_HEADER) != 0) {
                 snprintf(err, err_len,
@@ -184,7 +192,11 @@ int algo_cache_read(const char *path, algo_cache *c, char *err, size_t err_len)
         snprintf(err, err_len, "%s: %s", path, strerror(errno));
         return -1;
     }
+    /* a shared lock where there are locks: no row half written by another */
+    bool locked = flock(fileno(f), LOCK_SH) == 0;
     int rc = read_rows(f, path, c, err, err_len);
+    if (locked)
+        flock(fileno(f), LOCK_UN);
     fclose(f);
     if (rc)
         algo_cache_free(c);
@@ -201,7 +213,7 @@ const algo_choice *algo_cache_find(const algo_cache *c, const char *key, int pas
 
 static int format_row(const algo_choice *r, char *line, size_t len)
 {
-    int w = snprintf(line, len, "%s,%d,%d,%d,%d,%lld,%.6g,%.6g,%.6g,%d,%d,%.6g\n", r->key,
+    int w = snprintf(line, len, "%s,%d,%d,%d,%d,%lld,%.9g,%.9g,%.9g,%d,%d,%.17g\n", r->key,
                      r->pass, r->own, r->algo, r->math, (long long)r->workspace_bytes,
                      (double)r->find_ms, (double)r->cudnn_ms, (double)r->own_ms, r->verified,
                      r->matched, r->own_difference);
@@ -214,17 +226,42 @@ static int write_all(int fd, const char *text, size_t n)
         ssize_t w = write(fd, text, n);
         if (w < 0 && errno == EINTR)
             continue;
-        if (w <= 0)
+        if (w <= 0) {
+            if (w == 0)
+                errno = EIO;
             return -1;
+        }
         text += w, n -= (size_t)w;
     }
     return 0;
 }
 
+/* Cuts the file back to its last newline where its end is a row without
+ * one (a line longer than any row is left to the reader to refuse); its
+ * size then, or -1. */
+static off_t drop_cut_row(int fd)
+{
+    off_t size = lseek(fd, 0, SEEK_END);
+    if (size <= 0)
+        return size;
+    char tail[LINE_MAX_LEN];
+    off_t from = size > (off_t)sizeof tail ? size - (off_t)sizeof tail : 0;
+    ssize_t got = pread(fd, tail, (size_t)(size - from), from);
+    if (got != size - from)
+        return got < 0 ? -1 : size;
+    if (tail[got - 1] == '\n')
+        return size;
+    for (ssize_t i = got - 1; i >= 0; i--)
+        if (tail[i] == '\n')
+            return ftruncate(fd, from + i + 1) == 0 ? from + i + 1 : -1;
+    return from == 0 && ftruncate(fd, 0) == 0 ? 0 : size;
+}
+
 int algo_cache_append(const char *path, algo_cache *c, const algo_choice *rows, int n,
                       char *err, size_t err_len)
 {
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT, 0644);
+    /* read too: the end says whether a row was cut short */
+    int fd = open(path, O_RDWR | O_APPEND | O_CREAT, 0644);
     if (fd < 0) {
         snprintf(err, err_len, "%s: %s", path, strerror(errno));
         return -1;
@@ -233,23 +270,28 @@ int algo_cache_append(const char *path, algo_cache *c, const algo_choice *rows, 
     /* the lock only keeps two headers out of a new file: where the file
      * system has no locks (some NFS mounts), appending whole lines goes on */
     bool locked = flock(fd, LOCK_EX) == 0;
-    /* the header where the file is new: decided under the lock */
-    off_t size = lseek(fd, 0, SEEK_END);
-    if (size == 0 && write_all(fd, ALGO_CACHE_HEADER "\n", strlen(ALGO_CACHE_HEADER) + 1))
-        rc = -1;
-    for (int i = 0; i < n && rc == 0; i++) {
+    /* under the lock: a row cut short (a full disk, a crash) goes, and the
+     * header comes first where the file is new */
+    const char *why = NULL;
+    off_t size = drop_cut_row(fd);
+    if (size < 0)
+        why = strerror(errno);
+    else if (size == 0 && write_all(fd, ALGO_CACHE_HEADER "\n", strlen(ALGO_CACHE_HEADER) + 1))
+        why = strerror(errno);
+    for (int i = 0; i < n && !why; i++) {
         char line[LINE_MAX_LEN];
         int len = format_row(&rows[i], line, sizeof line);
-        if (len < 0 || write_all(fd, line, (size_t)len))
-            rc = -1;
-        else if (push(c, &rows[i])) {
-            snprintf(err, err_len, "%s: out of memory", path);
-            rc = -2;
-        }
+        if (len < 0)
+            why = "a row longer than a line";
+        else if (write_all(fd, line, (size_t)len))
+            why = strerror(errno);
+        else if (push(c, &rows[i]))
+            why = "out of memory";
     }
-    if (rc == -1)
-        snprintf(err, err_len, "%s: cannot write it: %s", path, strerror(errno));
-    rc = rc ? -1 : 0;
+    if (why) {
+        snprintf(err, err_len, "%s: cannot write it: %s", path, why);
+        rc = -1;
+    }
     if (locked)
         flock(fd, LOCK_UN);
     if (close(fd) != 0 && rc == 0) {

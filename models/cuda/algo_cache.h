@@ -5,13 +5,16 @@
  * process chose, and only the first pays for cuDNN's search).
  *
  * One CSV row per convolution shape and pass (ALGO_CACHE_HEADER): the key
- * names everything the choice depends on (the device, its compute capability,
- * the cuDNN version, the precision, the search workspace, the depthwise mode,
- * fusion and the shape: algo_cache_key), then what was chosen and what the
- * search measured. Plain C: parsed once into algo_choice rows, the rest uses
+ * names everything the choice depends on (the device, its compute capability
+ * and SMs, the cuDNN version, the precision, the workspace limit, the
+ * depthwise mode, fusion and the shape: algo_cache_key), then what was chosen
+ * and what the search measured. Not in it: the suite's own depthwise kernels,
+ * whose check against cuDNN a reused row skips (delete the file after
+ * changing them). Plain C: parsed once into algo_choice rows, the rest uses
  * their fields. Rows are appended, under an exclusive lock, by whole lines;
  * where two rows have one key and pass (two ranks searching at once), the
- * first is used. Delete the file to search again. A file that cannot be read
+ * first is used; a last row without its newline (being written, or cut
+ * short) is not read, blank lines and a repeated header are skipped. Delete the file to search again. A file that cannot be read
  * stops the run (its choices would be lost silently); one that cannot be
  * written leaves the choices unsaved, which the backend's choices line says. */
 #ifndef ROOFLINE_ALGO_CACHE_H
@@ -57,8 +60,12 @@ typedef struct {
 typedef struct {
     const char *device;         /* the GPU's name */
     int cc;                     /* compute capability, major x 10 + minor */
+    int sm_count;               /* the own depthwise kernels' workspace depends on it */
     int cudnn_version;          /* cudnnGetVersion() */
-    int64_t search_bytes;       /* the search workspace the choice was made in */
+    /* the workspace limit asked for: the search may have had less (half the
+     * free memory at most), so a row is taken only where its workspace fits
+     * the search workspace of the process that reads it */
+    int64_t workspace_limit;
     depthwise_choice depthwise;
     bool no_fusion;
 } algo_context;

@@ -309,7 +309,9 @@ static int choose_algorithms(backend *b)
     if (b->cfg.algo_cache) {
         b->algo_ctx.device = b->device_name;
         b->algo_ctx.cudnn_version = (int)cudnnGetVersion();
-        b->algo_ctx.search_bytes = (int64_t)b->workspace_bytes;
+        b->algo_ctx.sm_count = b->sm_count;
+        b->algo_ctx.workspace_limit =
+            b->cfg.workspace_limit > 0 ? b->cfg.workspace_limit : (int64_t)1 << 30;
         b->algo_ctx.depthwise = b->cfg.depthwise;
         b->algo_ctx.no_fusion = b->cfg.no_fusion;
         char why[CUDA_ERR_LEN];

@@ -240,13 +240,17 @@ static int algo_of(const cuda_conv *c, int p)
 }
 
 /* The shape's choice from --algo-cache: true with c filled when every pass it
- * needs has a row. */
+ * needs has a row whose workspace fits this process's search workspace. */
 static bool from_cache(const backend *b, const char *key, bool input_grad, cuda_conv *c)
 {
     const algo_choice *row[CONV_PASSES] = {NULL, NULL, NULL};
-    for (int p = 0; p < CONV_PASSES; p++)
-        if ((p != 1 || input_grad) && !(row[p] = algo_cache_find(&b->algos, key, p)))
+    for (int p = 0; p < CONV_PASSES; p++) {
+        if (p == 1 && !input_grad)
+            continue;
+        row[p] = algo_cache_find(&b->algos, key, p);
+        if (!row[p] || row[p]->workspace_bytes > (int64_t)b->workspace_bytes)
             return false;
+    }
     for (int p = 0; p < CONV_PASSES; p++) {
         c->cudnn_ms[p] = c->own_ms[p] = -1.0f;
         const algo_choice *r = row[p];

@@ -1,6 +1,7 @@
 /* The cuDNN 9 calls of the CUDA backend (legacy convolution API), on the
  * host: descriptors keep what they were given, Find offers one algorithm
- * (no workspace, the descriptor's math type), and the three convolution
+ * (no workspace, the descriptor's math type) and the passes run no other,
+ * and the three convolution
  * passes are direct loops in double over the descriptors' layouts (NCHW,
  * NHWC; filters KCRS or KRSC), groups, strides, padding and dilation, with
  * alpha and beta as cuDNN defines them (beta = 0 never reads the output).
@@ -398,29 +399,35 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha,
                                       const cudnnTensorDescriptor_t xd, const void *x,
                                       const cudnnFilterDescriptor_t wd, const void *w,
                                       const cudnnConvolutionDescriptor_t cvd,
-                                      cudnnConvolutionFwdAlgo_t, void *, size_t, const void *beta,
-                                      const cudnnTensorDescriptor_t yd, void *y)
+                                      cudnnConvolutionFwdAlgo_t algo, void *, size_t,
+                                      const void *beta, const cudnnTensorDescriptor_t yd, void *y)
 {
+    if (algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM)
+        return CUDNN_STATUS_NOT_SUPPORTED; /* not the one Find offered */
     return run_pass<FORWARD>(h, alpha, beta, *xd, x, *wd, w, *cvd, *yd, nullptr, y);
 }
 cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t h, const void *alpha,
                                            const cudnnFilterDescriptor_t wd, const void *w,
                                            const cudnnTensorDescriptor_t dyd, const void *dy,
                                            const cudnnConvolutionDescriptor_t cvd,
-                                           cudnnConvolutionBwdDataAlgo_t, void *, size_t,
+                                           cudnnConvolutionBwdDataAlgo_t algo, void *, size_t,
                                            const void *beta, const cudnnTensorDescriptor_t dxd,
                                            void *dx)
 {
+    if (algo != CUDNN_CONVOLUTION_BWD_DATA_ALGO_1)
+        return CUDNN_STATUS_NOT_SUPPORTED;
     return run_pass<BACKWARD_DATA>(h, alpha, beta, *dxd, nullptr, *wd, w, *cvd, *dyd, dy, dx);
 }
 cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t h, const void *alpha,
                                              const cudnnTensorDescriptor_t xd, const void *x,
                                              const cudnnTensorDescriptor_t dyd, const void *dy,
                                              const cudnnConvolutionDescriptor_t cvd,
-                                             cudnnConvolutionBwdFilterAlgo_t, void *, size_t,
+                                             cudnnConvolutionBwdFilterAlgo_t algo, void *, size_t,
                                              const void *beta, const cudnnFilterDescriptor_t dwd,
                                              void *dw)
 {
+    if (algo != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1)
+        return CUDNN_STATUS_NOT_SUPPORTED;
     return run_pass<BACKWARD_FILTER>(h, alpha, beta, *xd, x, *dwd, nullptr, *cvd, *dyd, dy, dw);
 }
 
