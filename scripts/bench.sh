@@ -567,6 +567,8 @@ report_failures() {
             else
                 r="--iters ${iters[k]} --seed ${tag#rep}"
             fi
+            # with the algorithms the run used (delete the file to search again)
+            [[ ${backend[k]} == cuda ]] && r+=" --algo-cache $run/algos.csv"
             say "    alone: $BIN/train --model ${models[k]} --res ${res[k]} --batch ${batch[k]} --precision ${prec[k]} --backend ${backend[k]} --warmup ${warmup[k]} $r"
         done
     done
