@@ -260,7 +260,9 @@ losses() {
 stage_ddp() {
     local dir=$OUT/ddp args
     need "$BIN/train"
-    args=(--backend cuda --model "$MODEL" --precision "$PREC" --batch "$BATCH" --warmup 2 --iters 5 --env check-gpu)
+    # both processes run the cuDNN algorithms the first one chose
+    args=(--backend cuda --model "$MODEL" --precision "$PREC" --batch "$BATCH" --warmup 2 --iters 5 --env check-gpu
+        --algo-cache "$dir/algos.csv")
     "$BIN/train" "${args[@]}" --out "$dir/plain.csv" >"$dir/plain.log" 2>&1 || {
         result "plain step: FAILED (see plain.log)"
         return 1
@@ -270,8 +272,7 @@ stage_ddp() {
         return 1
     }
     grep -E '^ddp' "$dir/ddp.log" | head -n 6 | sed 's/^/  /' >>"$dir/result.txt"
-    # bf16: the two processes each choose their cuDNN algorithms by timing, and
-    # some backward-filter algorithms sum with atomics: equal to bf16 rounding
+    # bf16: some backward-filter algorithms sum with atomics: equal to bf16 rounding
     join <(losses "$dir/plain.csv") <(losses "$dir/ddp.csv") |
         awk -v tol=1e-2 -v model="$MODEL" -v prec="$PREC" -v batch="$BATCH" '{ d = ($2 - $3) / ($2 != 0 ? $2 : 1); d = d < 0 ? -d : d; if (d > worst) worst = d
                            if ($2 != $3) same = 0; n++ }
@@ -284,7 +285,10 @@ stage_ddp() {
 stage_counters() {
     local dir=$OUT/counters args t0 plain_s ncu_s
     need "$BIN/train"
-    args=(--backend cuda --model "$MODEL" --precision "$PREC" --batch "$BATCH" --env check-gpu)
+    # every process runs the cuDNN algorithms the first one chose: ncu then
+    # profiles the very kernels the suite counted
+    args=(--backend cuda --model "$MODEL" --precision "$PREC" --batch "$BATCH" --env check-gpu
+        --algo-cache "$dir/algos.csv")
     t0=$SECONDS
     "$BIN/train" "${args[@]}" --warmup 3 --iters 10 --trace "$dir/kernels.csv" --counters cupti \
         --out "$dir/steps.csv" >"$dir/train.log" 2>&1 || {
