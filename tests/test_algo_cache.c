@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../models/cuda/algo_cache.h"
@@ -128,6 +129,7 @@ Test(algo_cache, rows_come_back_as_appended_under_one_header)
     }
     cr_expect_null(algo_cache_find(&c, "another key", 0));
     algo_cache_free(&c);
+    free(text);
     remove_temp_dir(dir);
 }
 
@@ -159,6 +161,7 @@ Test(algo_cache, a_row_cut_short_is_neither_read_nor_kept)
     cr_expect_eq(got->find_ms, 0.1234567f, "%.9g", got->find_ms);
     cr_expect_eq(got->own_difference, 1.0 / 3.0, "%.17g", got->own_difference);
     algo_cache_free(&c);
+    free(text);
     remove_temp_dir(dir);
 }
 
