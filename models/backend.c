@@ -1,5 +1,11 @@
 #include "backend.h"
 
+const char *depthwise_choice_name(depthwise_choice d)
+{
+    static const char *const names[] = {"auto", "cudnn", "own"};
+    return (unsigned)d <= DEPTHWISE_OWN ? names[d] : "?";
+}
+
 int64_t backend_buffer_elems(const network *net, int index, int batch, buffer_kind kind)
 {
     const layer *l = &net->layers[index];

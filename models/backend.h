@@ -39,6 +39,8 @@ typedef struct {
  * (auto) per pass whichever was faster on the layer's shape at plan time
  * once its result matched cuDNN's. */
 typedef enum { DEPTHWISE_AUTO, DEPTHWISE_CUDNN, DEPTHWISE_OWN } depthwise_choice;
+/* "auto", "cudnn", "own" (bin/train's --depthwise words) */
+const char *depthwise_choice_name(depthwise_choice d);
 
 typedef struct {
     int batch;

@@ -10,8 +10,6 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-static const char *const depthwise_names[] = {"auto", "cudnn", "own"};
-
 int algo_cache_key(const algo_context *x, const conv_shape *s, char *key, size_t len)
 {
     char device[96];
@@ -24,7 +22,7 @@ int algo_cache_key(const algo_context *x, const conv_shape *s, char *key, size_t
     int w = snprintf(key, len,
                      "%s;cc%d;sm%d;cudnn%d;%s;ws%lld;dw-%s;%s;n%dc%dh%dw%d-k%dr%ds%d-p%du%dg%d-%s",
                      device, x->cc, x->sm_count, x->cudnn_version, precision_name(s->prec),
-                     (long long)x->workspace_limit, depthwise_names[x->depthwise],
+                     (long long)x->workspace_limit, depthwise_choice_name(x->depthwise),
                      x->no_fusion ? "unfused" : "fused", s->n, s->c, s->h, s->w, s->k, s->r,
                      s->s, s->pad, s->stride, s->groups, s->input_grad ? "dgrad" : "nodgrad");
     return w < 0 || (size_t)w >= len ? -1 : 0;
@@ -267,13 +265,14 @@ int algo_cache_append(const char *path, algo_cache *c, const algo_choice *rows, 
         return -1;
     }
     int rc = 0;
-    /* the lock only keeps two headers out of a new file: where the file
-     * system has no locks (some NFS mounts), appending whole lines goes on */
+    /* the lock keeps a second header out of a new file and a row being
+     * written out of the cut below; where the file system has no locks (some
+     * NFS mounts) whole lines are still appended, and no row is cut */
     bool locked = flock(fd, LOCK_EX) == 0;
-    /* under the lock: a row cut short (a full disk, a crash) goes, and the
-     * header comes first where the file is new */
+    /* a row cut short (a full disk, a crash) goes; the header comes first
+     * where the file is new */
     const char *why = NULL;
-    off_t size = drop_cut_row(fd);
+    off_t size = locked ? drop_cut_row(fd) : lseek(fd, 0, SEEK_END);
     if (size < 0)
         why = strerror(errno);
     else if (size == 0 && write_all(fd, ALGO_CACHE_HEADER "\n", strlen(ALGO_CACHE_HEADER) + 1))

@@ -14,9 +14,10 @@
  * their fields. Rows are appended, under an exclusive lock, by whole lines;
  * where two rows have one key and pass (two ranks searching at once), the
  * first is used; a last row without its newline (being written, or cut
- * short) is not read, blank lines and a repeated header are skipped. Delete the file to search again. A file that cannot be read
- * stops the run (its choices would be lost silently); one that cannot be
- * written leaves the choices unsaved, which the backend's choices line says. */
+ * short) is not read, blank lines and a repeated header are skipped. Delete
+ * the file to search again. A file that cannot be read stops the run (its
+ * choices would be lost silently); one that cannot be written leaves the
+ * choices unsaved, which the backend's choices line says. */
 #ifndef ROOFLINE_ALGO_CACHE_H
 #define ROOFLINE_ALGO_CACHE_H
 

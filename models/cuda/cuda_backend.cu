@@ -292,9 +292,9 @@ static int choose_algorithms(backend *b)
     if (!first)
         return cuda_fail(b, "out of host memory");
     conv_shape_groups(net, b->cfg.batch, b->pp.prec, first);
-    size_t limit = b->cfg.workspace_limit > 0 ? (size_t)b->cfg.workspace_limit
-                                              : (size_t)1 << 30; /* 1 GiB */
-    size_t free_bytes = 0, total = 0;
+    const size_t asked = b->cfg.workspace_limit > 0 ? (size_t)b->cfg.workspace_limit
+                                                    : (size_t)1 << 30; /* 1 GiB */
+    size_t limit = asked, free_bytes = 0, total = 0;
     if (cudaMemGetInfo(&free_bytes, &total) == cudaSuccess && limit > free_bytes / 2)
         limit = free_bytes / 2;
     /* the search workspace: the limit, or as much of it as can be had */
@@ -310,8 +310,7 @@ static int choose_algorithms(backend *b)
         b->algo_ctx.device = b->device_name;
         b->algo_ctx.cudnn_version = (int)cudnnGetVersion();
         b->algo_ctx.sm_count = b->sm_count;
-        b->algo_ctx.workspace_limit =
-            b->cfg.workspace_limit > 0 ? b->cfg.workspace_limit : (int64_t)1 << 30;
+        b->algo_ctx.workspace_limit = (int64_t)asked;
         b->algo_ctx.depthwise = b->cfg.depthwise;
         b->algo_ctx.no_fusion = b->cfg.no_fusion;
         char why[CUDA_ERR_LEN];

@@ -363,7 +363,6 @@ int cuda_conv_choose(backend *b, int i, int same_as)
 
 void cuda_conv_describe_choices(const backend *b, char *buf, size_t len)
 {
-    static const char *const modes[] = {"auto", "cudnn", "own"};
     int layers = 0, own[CONV_PASSES] = {0, 0, 0}, passes[CONV_PASSES] = {0, 0, 0};
     int mismatched = 0, compared = 0, total = 0;
     double cudnn_ms = 0.0, own_ms = 0.0, chosen_ms = 0.0, worst = 0.0;
@@ -400,7 +399,7 @@ void cuda_conv_describe_choices(const backend *b, char *buf, size_t len)
     int n = snprintf(buf, len,
                      "depthwise convolutions (--depthwise %s, %d layers): own kernels in fwd "
                      "%d/%d, bwd_data %d/%d, bwd_filter %d/%d passes, cuDNN in the rest",
-                     modes[b->cfg.depthwise], layers, own[0], passes[0], own[1], passes[1],
+                     depthwise_choice_name(b->cfg.depthwise), layers, own[0], passes[0], own[1], passes[1],
                      own[2], passes[2]);
     if (n > 0 && (size_t)n < len && b->cfg.depthwise == DEPTHWISE_AUTO)
         n += snprintf(buf + n, len - (size_t)n, "; own results compared with cuDNN's in %d/%d",

@@ -281,10 +281,10 @@ static void check_counted(const network *net, step_driver *d, const char *dir, i
     expect(rc == 0, "traced step %d with counters: %s", round, rc ? err : "ok");
     if (rc)
         return;
-    printf("traced step %d: %d kernels, %d passes, %d metrics on %s, metric pass %.2f s, "
-           "timing %s, source %s%s%s\n",
-           round, res.kernels, res.replay_passes, res.metrics, res.chip, res.metric_pass_s,
-           res.timing, res.source, res.why[0] ? ": " : "", res.why);
+    printf("traced step %d: %d kernels (%d joined without a name), %d passes, %d metrics on %s, "
+           "metric pass %.2f s, timing %s, source %s%s%s\n",
+           round, res.kernels, res.unnamed, res.replay_passes, res.metrics, res.chip,
+           res.metric_pass_s, res.timing, res.source, res.why[0] ? ": " : "", res.why);
     if (strcmp(res.source, "cupti") != 0) {
         printf("SKIP: traced step %d: counters unavailable: %s\n", round, res.why);
         return;

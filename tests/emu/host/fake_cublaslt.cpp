@@ -144,6 +144,11 @@ cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t,
     return CUBLAS_STATUS_SUCCESS;
 }
 
+static bool has_bias(const matmul_desc &m)
+{
+    return m.epilogue == CUBLASLT_EPILOGUE_BIAS || m.epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
+}
+
 /* The GEMM as CUPTI's metric pass would count it: m n k multiply-adds, on
  * the tensor cores for fp16 and bf16 inputs and for TF32 compute; A, B (and
  * C where beta is not 0, and the bias) read once, D written once. */
@@ -153,19 +158,17 @@ static emu_host::kernel_work work_of(const matmul_desc &m, const matrix_layout &
 {
     emu_host::kernel_work w;
     double macs = (double)d.rows * d.cols * k;
-    bool tensor = a.type == CUDA_R_16F || a.type == CUDA_R_16BF ||
-                  m.compute == CUBLAS_COMPUTE_32F_FAST_TF32;
-    if (tensor) {
+    if (a.type != CUDA_R_32F || m.compute == CUBLAS_COMPUTE_32F_FAST_TF32) {
         w.tensor_ops = 2 * macs;
-        w.tensor_src = a.type == CUDA_R_16F ? "fp16" : a.type == CUDA_R_16BF ? "bf16" : "tf32";
+        w.tensor_src = emu_host::tensor_source(element_of(a.type));
     } else
         w.ffma = macs;
     auto bytes = [](const matrix_layout &l) {
-        return (double)l.rows * l.cols * (l.type == CUDA_R_32F ? 4 : 2);
+        return (double)l.rows * l.cols * emu_host::element_bytes(element_of(l.type));
     };
-    bool bias = m.epilogue == CUBLASLT_EPILOGUE_BIAS || m.epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
     w.bytes_read = bytes(a) + bytes(b) + (beta != 0.0f ? bytes(d) : 0.0) +
-                   (bias ? (double)d.rows * (d.type == CUDA_R_32F ? 4 : 2) : 0.0);
+                   (has_bias(m) ? (double)d.rows * emu_host::element_bytes(element_of(d.type))
+                                : 0.0);
     w.bytes_written = bytes(d);
     return w;
 }
@@ -209,7 +212,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t d, const vo
     matrix_layout a = *layout_of(ad), b = *layout_of(bd), c = *layout_of(cd), out = *layout_of(dd);
     if (!shapes_agree(m, a, b, c) || c.rows != out.rows || c.cols != out.cols)
         return CUBLAS_STATUS_INVALID_VALUE;
-    bool bias = m.epilogue == CUBLASLT_EPILOGUE_BIAS || m.epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
+    bool bias = has_bias(m);
     bool relu = m.epilogue == CUBLASLT_EPILOGUE_RELU_BIAS || m.epilogue == CUBLASLT_EPILOGUE_RELU;
     if (m.epilogue != CUBLASLT_EPILOGUE_DEFAULT && !bias && !relu)
         return CUBLAS_STATUS_NOT_SUPPORTED;

@@ -121,6 +121,11 @@ size_t filter_index_of(const cudnnFilterStruct &f, size_t i)
 
 enum pass { FORWARD, BACKWARD_DATA, BACKWARD_FILTER };
 
+/* The one algorithm per pass that Find offers, and the passes run. */
+const cudnnConvolutionFwdAlgo_t FWD_ALGO = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+const cudnnConvolutionBwdDataAlgo_t BWD_DATA_ALGO = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
+const cudnnConvolutionBwdFilterAlgo_t BWD_FILTER_ALGO = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
+
 /* The convolution's products in NCHW / KCRS doubles: Y += X W (forward),
  * X += Y W (backward data: X is dx, Y is dy), W += X Y (backward filter). */
 template <pass P>
@@ -173,9 +178,10 @@ bool shapes_agree(const cudnnTensorStruct &x, const cudnnFilterStruct &w,
 
 /* The pass as a GPU's implicit GEMM runs it, for CUPTI's metric pass: one
  * multiply-add per output element, input channel of its group and filter
- * tap (padding taps included), on the tensor cores where the type or the
- * math type asks for them (float with tensor-op math is TF32); its operands
- * read once, the output written once (and read where beta is not 0). */
+ * tap (padding taps included), as FFMA for float in FMA math, else on the
+ * tensor cores (float as TF32; fp16 and bf16 always, as the backend asks
+ * for tensor-op math there); its operands read once, the output written
+ * once (and read where beta is not 0). */
 template <pass P>
 emu_host::kernel_work work_of(const cudnnTensorStruct &x, const cudnnFilterStruct &w,
                               const cudnnConvolutionStruct &cv, const cudnnTensorStruct &y,
@@ -187,11 +193,9 @@ emu_host::kernel_work work_of(const cudnnTensorStruct &x, const cudnnFilterStruc
         k.ffma = macs;
     else {
         k.tensor_ops = 2 * macs;
-        k.tensor_src = x.type == CUDNN_DATA_HALF       ? "fp16"
-                       : x.type == CUDNN_DATA_BFLOAT16 ? "bf16"
-                                                       : "tf32";
+        k.tensor_src = emu_host::tensor_source(element_of(x.type));
     }
-    double size = x.type == CUDNN_DATA_FLOAT ? 4 : 2;
+    double size = emu_host::element_bytes(element_of(x.type));
     double xb = size * tensor_elems(x), wb = size * filter_elems(w), yb = size * tensor_elems(y);
     double out = P == FORWARD ? yb : P == BACKWARD_DATA ? xb : wb;
     k.bytes_read = xb + wb + yb - out + (beta != 0.0f ? out : 0.0);
@@ -367,7 +371,7 @@ cudnnStatus_t cudnnFindConvolutionForwardAlgorithmEx(
     if (!shapes_agree(*x, *w, *cv, *y))
         return CUDNN_STATUS_BAD_PARAM;
     FIND_ONE(perf, returned, requested, cv);
-    perf->algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+    perf->algo = FWD_ALGO;
     return CUDNN_STATUS_SUCCESS;
 }
 cudnnStatus_t cudnnFindConvolutionBackwardDataAlgorithmEx(
@@ -379,7 +383,7 @@ cudnnStatus_t cudnnFindConvolutionBackwardDataAlgorithmEx(
     if (!shapes_agree(*dx, *w, *cv, *dy))
         return CUDNN_STATUS_BAD_PARAM;
     FIND_ONE(perf, returned, requested, cv);
-    perf->algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
+    perf->algo = BWD_DATA_ALGO;
     return CUDNN_STATUS_SUCCESS;
 }
 cudnnStatus_t cudnnFindConvolutionBackwardFilterAlgorithmEx(
@@ -391,7 +395,7 @@ cudnnStatus_t cudnnFindConvolutionBackwardFilterAlgorithmEx(
     if (!shapes_agree(*x, *dw, *cv, *dy))
         return CUDNN_STATUS_BAD_PARAM;
     FIND_ONE(perf, returned, requested, cv);
-    perf->algo = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
+    perf->algo = BWD_FILTER_ALGO;
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -402,7 +406,7 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha,
                                       cudnnConvolutionFwdAlgo_t algo, void *, size_t,
                                       const void *beta, const cudnnTensorDescriptor_t yd, void *y)
 {
-    if (algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM)
+    if (algo != FWD_ALGO)
         return CUDNN_STATUS_NOT_SUPPORTED; /* not the one Find offered */
     return run_pass<FORWARD>(h, alpha, beta, *xd, x, *wd, w, *cvd, *yd, nullptr, y);
 }
@@ -414,7 +418,7 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t h, const void *alpha,
                                            const void *beta, const cudnnTensorDescriptor_t dxd,
                                            void *dx)
 {
-    if (algo != CUDNN_CONVOLUTION_BWD_DATA_ALGO_1)
+    if (algo != BWD_DATA_ALGO)
         return CUDNN_STATUS_NOT_SUPPORTED;
     return run_pass<BACKWARD_DATA>(h, alpha, beta, *dxd, nullptr, *wd, w, *cvd, *dyd, dy, dx);
 }
@@ -426,7 +430,7 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t h, const void *alpha,
                                              const void *beta, const cudnnFilterDescriptor_t dwd,
                                              void *dw)
 {
-    if (algo != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1)
+    if (algo != BWD_FILTER_ALGO)
         return CUDNN_STATUS_NOT_SUPPORTED;
     return run_pass<BACKWARD_FILTER>(h, alpha, beta, *xd, x, *dwd, nullptr, *cvd, *dyd, dy, dw);
 }

@@ -113,7 +113,7 @@ void kernel_ran(uint32_t correlation, const char *name, dim3 grid, dim3 block,
                 const emu_host::kernel_work &work)
 {
     activity_ran(correlation, name, grid, block, stream_id, start_ns, end_ns);
-    fake_cupti::profiler_ran(name, work);
+    fake_cupti::profiler_ran(work);
 }
 
 const emu_host::kernel_observer observer = {kernel_launched, kernel_ran};
@@ -122,6 +122,10 @@ const emu_host::kernel_observer observer = {kernel_launched, kernel_ran};
 
 void fake_cupti::watch_kernels()
 {
+    /* the decision and the store as one step: two threads changing what is
+     * watched must not leave the older decision in place */
+    static std::mutex watch_lock;
+    std::lock_guard<std::mutex> watching(watch_lock);
     bool tracing;
     {
         std::lock_guard<std::mutex> guard(state().lock);

@@ -21,7 +21,7 @@ bool profiler_watches();
 void profiler_launched(const char *name);
 
 /* When the kernel has run: its range, while the range profiler is started. */
-void profiler_ran(const char *name, const emu_host::kernel_work &work);
+void profiler_ran(const emu_host::kernel_work &work);
 
 } // namespace fake_cupti
 

@@ -49,12 +49,9 @@ struct CUpti_RangeProfiler_Object {
     uint8_t *image = nullptr;
     size_t image_size = 0, ranges_per_pass = 0;
     bool configured = false, started = false;
-    struct range {
-        std::string name;
-        emu_host::kernel_work work;
-    };
-    std::vector<range> ranges; /* run since the start, not yet decoded */
-    long launches = 0;         /* since the start */
+    std::vector<emu_host::kernel_work> ranges; /* run since the start, not yet decoded */
+    long launches = 0;                         /* since the start */
+    long hidden_launch = 0;                    /* FAKE_CUPTI_HIDE_LAUNCH, read at the start */
 };
 
 namespace {
@@ -104,6 +101,7 @@ struct profiler_state {
     CUpti_CallbackFunc callback = nullptr;
     void *userdata = nullptr;
     bool subscribed = false, driver_domain = false;
+    bool no_symbol_name = false; /* FAKE_CUPTI_NO_SYMBOL_NAME=1, read at cuptiSubscribe */
     CUpti_RangeProfiler_Object *profiler = nullptr; /* one context, one object */
 };
 
@@ -121,20 +119,24 @@ profiler_state &state()
             return CUPTI_ERROR_INVALID_PARAMETER;                                             \
     } while (0)
 
-bool is_base_counter(const std::string &name)
-{
-    for (const char *c : base_counters)
-        if (name == c)
-            return true;
-    return false;
-}
-
 /* "dram__bytes_read.sum" -> "dram__bytes_read"; "" without the .sum rollup
  * (the only one the metric pass asks for) */
 std::string base_of(const std::string &metric)
 {
     size_t dot = metric.rfind(".sum");
     return dot != std::string::npos && dot + 4 == metric.size() ? metric.substr(0, dot) : "";
+}
+
+/* A metric the chip collects, with its rollup, that fits an image's name slot. */
+bool valid_metric(const char *name)
+{
+    if (!name || strlen(name) >= NAME_BYTES)
+        return false;
+    std::string base = base_of(name);
+    for (const char *c : base_counters)
+        if (base == c)
+            return true;
+    return false;
 }
 
 /* Does the tensor counter's source part list `type`? */
@@ -209,9 +211,9 @@ void write_names(uint8_t *image, const std::vector<std::string> &names)
 size_t index_of(const uint8_t *image, const image_header *h, const char *name)
 {
     size_t m = 0;
-    while (m < h->metrics && strcmp(name_at(image, m), name) != 0)
+    while (name && m < h->metrics && strcmp(name_at(image, m), name) != 0)
         m++;
-    return m;
+    return name ? m : h->metrics;
 }
 
 double *values_of(uint8_t *image, const image_header *h)
@@ -219,10 +221,11 @@ double *values_of(uint8_t *image, const image_header *h)
     return reinterpret_cast<double *>(image + sizeof(image_header) + h->metrics * NAME_BYTES);
 }
 
-long hidden_launch()
+/* The profiler object p names, where it is the one enabled (the caller holds
+ * the lock), else null. */
+CUpti_RangeProfiler_Object *profiler_of(CUpti_RangeProfiler_Object *p)
 {
-    const char *text = getenv("FAKE_CUPTI_HIDE_LAUNCH");
-    return text ? atol(text) : 0;
+    return p && p == state().profiler ? p : nullptr;
 }
 
 } // namespace
@@ -239,33 +242,37 @@ void fake_cupti::profiler_launched(const char *name)
     CUpti_CallbackFunc callback;
     void *userdata;
     CUcontext ctx;
+    bool no_symbol_name;
     {
         std::lock_guard<std::mutex> guard(s.lock);
-        if (s.profiler && s.profiler->started && ++s.profiler->launches == hidden_launch())
+        CUpti_RangeProfiler_Object *p = s.profiler;
+        if (p && p->started && ++p->launches == p->hidden_launch)
             return;
         if (!s.subscribed || !s.driver_domain || !s.callback)
             return;
-        callback = s.callback, userdata = s.userdata;
-        ctx = s.profiler ? s.profiler->ctx : nullptr;
+        callback = s.callback, userdata = s.userdata, no_symbol_name = s.no_symbol_name;
+        ctx = p ? p->ctx : nullptr;
     }
     CUpti_CallbackData d = {};
     d.functionName = "cuLaunchKernel";
-    const char *unnamed = getenv("FAKE_CUPTI_NO_SYMBOL_NAME");
-    d.symbolName = unnamed && strcmp(unnamed, "1") == 0 ? nullptr : name;
+    d.symbolName = no_symbol_name ? nullptr : name;
     d.context = ctx;
-    /* the client's callback, outside the lock: it may call CUPTI */
+    /* the client's callback, outside the lock: it may call CUPTI. So a launch
+     * on another thread may still reach it just after cuptiUnsubscribe
+     * returns, which the stand-in's one client (the step's thread launching,
+     * cuptiUnsubscribe after the step) never does */
     d.callbackSite = CUPTI_API_ENTER;
     callback(userdata, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &d);
     d.callbackSite = CUPTI_API_EXIT;
     callback(userdata, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &d);
 }
 
-void fake_cupti::profiler_ran(const char *name, const emu_host::kernel_work &work)
+void fake_cupti::profiler_ran(const emu_host::kernel_work &work)
 {
     std::lock_guard<std::mutex> guard(state().lock);
     CUpti_RangeProfiler_Object *p = state().profiler;
     if (p && p->started)
-        p->ranges.push_back({name, work});
+        p->ranges.push_back(work);
 }
 
 extern "C" {
@@ -339,6 +346,8 @@ CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *subscriber,
     if (state().subscribed)
         return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
     state().subscribed = true;
+    const char *unnamed = getenv("FAKE_CUPTI_NO_SYMBOL_NAME");
+    state().no_symbol_name = unnamed && strcmp(unnamed, "1") == 0;
     state().callback = callback;
     state().userdata = userdata;
     *subscriber = reinterpret_cast<CUpti_SubscriberHandle>(&state());
@@ -416,11 +425,9 @@ cuptiProfilerHostConfigAddMetrics(CUpti_Profiler_Host_ConfigAddMetrics_Params *p
     CHECK_PARAMS(p, CUpti_Profiler_Host_ConfigAddMetrics_Params);
     if (!p->pHostObject || (!p->ppMetricNames && p->numMetrics))
         return CUPTI_ERROR_INVALID_PARAMETER;
-    for (size_t i = 0; i < p->numMetrics; i++) {
-        std::string name = p->ppMetricNames[i] ? p->ppMetricNames[i] : "";
-        if (!is_base_counter(base_of(name)) || name.size() >= NAME_BYTES)
+    for (size_t i = 0; i < p->numMetrics; i++)
+        if (!valid_metric(p->ppMetricNames[i]))
             return CUPTI_ERROR_INVALID_METRIC_NAME;
-    }
     for (size_t i = 0; i < p->numMetrics; i++)
         p->pHostObject->metrics.push_back(p->ppMetricNames[i]);
     return CUPTI_SUCCESS;
@@ -526,28 +533,24 @@ CUptiResult CUPTIAPI cuptiRangeProfilerDisable(CUpti_RangeProfiler_Disable_Param
     return CUPTI_SUCCESS;
 }
 
-/* The profiler object of p, under the lock, or null. */
-#define PROFILER_OF(p, object)                                                                \
-    std::lock_guard<std::mutex> guard(state().lock);                                          \
-    CUpti_RangeProfiler_Object *object = (p)->pRangeProfilerObject;                           \
-    if (!object || object != state().profiler)                                                \
-        return CUPTI_ERROR_INVALID_PARAMETER;
-
 CUptiResult CUPTIAPI
 cuptiRangeProfilerGetCounterDataSize(CUpti_RangeProfiler_GetCounterDataSize_Params *p)
 {
     CHECK_PARAMS(p, CUpti_RangeProfiler_GetCounterDataSize_Params);
-    PROFILER_OF(p, rp);
+    std::lock_guard<std::mutex> guard(state().lock);
+    CUpti_RangeProfiler_Object *rp = profiler_of(p->pRangeProfilerObject);
+    if (!rp)
+        return CUPTI_ERROR_INVALID_PARAMETER;
     if (!p->pMetricNames || p->numMetrics == 0 || p->maxNumOfRanges == 0 ||
         p->maxNumRangeTreeNodes < p->maxNumOfRanges)
         return CUPTI_ERROR_INVALID_PARAMETER;
-    rp->image_metrics.clear();
+    std::vector<std::string> metrics;
     for (size_t i = 0; i < p->numMetrics; i++) {
-        std::string name = p->pMetricNames[i] ? p->pMetricNames[i] : "";
-        if (!is_base_counter(base_of(name)))
+        if (!valid_metric(p->pMetricNames[i]))
             return CUPTI_ERROR_INVALID_METRIC_NAME;
-        rp->image_metrics.push_back(name);
+        metrics.push_back(p->pMetricNames[i]);
     }
+    rp->image_metrics = metrics;
     rp->image_ranges = p->maxNumOfRanges;
     p->counterDataSize = counter_size(p->numMetrics, p->maxNumOfRanges);
     return CUPTI_SUCCESS;
@@ -559,7 +562,10 @@ CUptiResult CUPTIAPI cuptiRangeProfilerCounterDataImageInitialize(
     CUpti_RangeProfiler_CounterDataImage_Initialize_Params *p)
 {
     CHECK_PARAMS(p, CUpti_RangeProfiler_CounterDataImage_Initialize_Params);
-    PROFILER_OF(p, rp);
+    std::lock_guard<std::mutex> guard(state().lock);
+    CUpti_RangeProfiler_Object *rp = profiler_of(p->pRangeProfilerObject);
+    if (!rp)
+        return CUPTI_ERROR_INVALID_PARAMETER;
     if (rp->image_metrics.empty())
         return CUPTI_ERROR_INVALID_OPERATION; /* not sized */
     if (!p->pCounterData ||
@@ -578,7 +584,10 @@ CUptiResult CUPTIAPI cuptiRangeProfilerCounterDataImageInitialize(
 CUptiResult CUPTIAPI cuptiRangeProfilerSetConfig(CUpti_RangeProfiler_SetConfig_Params *p)
 {
     CHECK_PARAMS(p, CUpti_RangeProfiler_SetConfig_Params);
-    PROFILER_OF(p, rp);
+    std::lock_guard<std::mutex> guard(state().lock);
+    CUpti_RangeProfiler_Object *rp = profiler_of(p->pRangeProfilerObject);
+    if (!rp)
+        return CUPTI_ERROR_INVALID_PARAMETER;
     const image_header *config = header_of(p->pConfig, p->configSize, CONFIG_MAGIC);
     const image_header *image = header_of(p->pCounterDataImage, p->counterDataImageSize,
                                           COUNTER_MAGIC);
@@ -605,12 +614,17 @@ CUptiResult CUPTIAPI cuptiRangeProfilerSetConfig(CUpti_RangeProfiler_SetConfig_P
 CUptiResult CUPTIAPI cuptiRangeProfilerStart(CUpti_RangeProfiler_Start_Params *p)
 {
     CHECK_PARAMS(p, CUpti_RangeProfiler_Start_Params);
-    PROFILER_OF(p, rp);
+    std::lock_guard<std::mutex> guard(state().lock);
+    CUpti_RangeProfiler_Object *rp = profiler_of(p->pRangeProfilerObject);
+    if (!rp)
+        return CUPTI_ERROR_INVALID_PARAMETER;
     if (!rp->configured || rp->started)
         return CUPTI_ERROR_INVALID_OPERATION;
     rp->started = true;
     rp->ranges.clear();
     rp->launches = 0;
+    const char *hide = getenv("FAKE_CUPTI_HIDE_LAUNCH");
+    rp->hidden_launch = hide ? atol(hide) : 0;
     return CUPTI_SUCCESS;
 }
 
@@ -618,7 +632,10 @@ CUptiResult CUPTIAPI cuptiRangeProfilerStart(CUpti_RangeProfiler_Start_Params *p
 CUptiResult CUPTIAPI cuptiRangeProfilerStop(CUpti_RangeProfiler_Stop_Params *p)
 {
     CHECK_PARAMS(p, CUpti_RangeProfiler_Stop_Params);
-    PROFILER_OF(p, rp);
+    std::lock_guard<std::mutex> guard(state().lock);
+    CUpti_RangeProfiler_Object *rp = profiler_of(p->pRangeProfilerObject);
+    if (!rp)
+        return CUPTI_ERROR_INVALID_PARAMETER;
     if (!rp->started)
         return CUPTI_ERROR_INVALID_OPERATION;
     rp->started = false;
@@ -633,7 +650,10 @@ CUptiResult CUPTIAPI cuptiRangeProfilerStop(CUpti_RangeProfiler_Stop_Params *p)
 CUptiResult CUPTIAPI cuptiRangeProfilerDecodeData(CUpti_RangeProfiler_DecodeData_Params *p)
 {
     CHECK_PARAMS(p, CUpti_RangeProfiler_DecodeData_Params);
-    PROFILER_OF(p, rp);
+    std::lock_guard<std::mutex> guard(state().lock);
+    CUpti_RangeProfiler_Object *rp = profiler_of(p->pRangeProfilerObject);
+    if (!rp)
+        return CUPTI_ERROR_INVALID_PARAMETER;
     if (rp->started || !rp->configured)
         return CUPTI_ERROR_INVALID_OPERATION;
     auto *h = const_cast<image_header *>(header_of(rp->image, rp->image_size, COUNTER_MAGIC));
@@ -644,10 +664,12 @@ CUptiResult CUPTIAPI cuptiRangeProfilerDecodeData(CUpti_RangeProfiler_DecodeData
         room = rp->ranges_per_pass;
     size_t kept = rp->ranges.size() < room ? rp->ranges.size() : room;
     double *values = values_of(rp->image, h);
+    std::vector<std::string> bases;
+    for (size_t m = 0; m < h->metrics; m++)
+        bases.push_back(base_of(name_at(rp->image, m)));
     for (size_t r = 0; r < kept; r++)
         for (size_t m = 0; m < h->metrics; m++)
-            values[(h->ranges + r) * h->metrics + m] =
-                value_of(base_of(name_at(rp->image, m)), rp->ranges[r].work);
+            values[(h->ranges + r) * h->metrics + m] = value_of(bases[m], rp->ranges[r]);
     h->ranges += kept;
     p->numOfRangeDropped = rp->ranges.size() - kept;
     rp->ranges.clear();

@@ -32,6 +32,15 @@ inline void store_element(element t, void *p, size_t i, double v)
         ((float *)p)[i] = (float)v;
 }
 
+inline double element_bytes(element t) { return t == element::f32 ? 4.0 : 2.0; }
+
+/* The source type of tensor-core math on t, as CUPTI's tensor counters name
+ * it: float inputs reach the tensor cores as TF32. */
+inline const char *tensor_source(element t)
+{
+    return t == element::f16 ? "fp16" : t == element::bf16 ? "bf16" : "tf32";
+}
+
 } // namespace emu_host
 
 #endif
