@@ -221,11 +221,12 @@ double *values_of(uint8_t *image, const image_header *h)
     return reinterpret_cast<double *>(image + sizeof(image_header) + h->metrics * NAME_BYTES);
 }
 
-/* The profiler object p names, where it is the one enabled (the caller holds
- * the lock), else null. */
-CUpti_RangeProfiler_Object *profiler_of(CUpti_RangeProfiler_Object *p)
+/* f(p) under the lock where p is the profiler object enabled, else
+ * CUPTI_ERROR_INVALID_PARAMETER. */
+template <typename F> CUptiResult with_profiler(CUpti_RangeProfiler_Object *p, F f)
 {
-    return p && p == state().profiler ? p : nullptr;
+    std::lock_guard<std::mutex> guard(state().lock);
+    return p && p == state().profiler ? f(p) : CUPTI_ERROR_INVALID_PARAMETER;
 }
 
 } // namespace
@@ -537,23 +538,21 @@ CUptiResult CUPTIAPI
 cuptiRangeProfilerGetCounterDataSize(CUpti_RangeProfiler_GetCounterDataSize_Params *p)
 {
     CHECK_PARAMS(p, CUpti_RangeProfiler_GetCounterDataSize_Params);
-    std::lock_guard<std::mutex> guard(state().lock);
-    CUpti_RangeProfiler_Object *rp = profiler_of(p->pRangeProfilerObject);
-    if (!rp)
-        return CUPTI_ERROR_INVALID_PARAMETER;
-    if (!p->pMetricNames || p->numMetrics == 0 || p->maxNumOfRanges == 0 ||
-        p->maxNumRangeTreeNodes < p->maxNumOfRanges)
-        return CUPTI_ERROR_INVALID_PARAMETER;
-    std::vector<std::string> metrics;
-    for (size_t i = 0; i < p->numMetrics; i++) {
-        if (!valid_metric(p->pMetricNames[i]))
-            return CUPTI_ERROR_INVALID_METRIC_NAME;
-        metrics.push_back(p->pMetricNames[i]);
-    }
-    rp->image_metrics = metrics;
-    rp->image_ranges = p->maxNumOfRanges;
-    p->counterDataSize = counter_size(p->numMetrics, p->maxNumOfRanges);
-    return CUPTI_SUCCESS;
+    return with_profiler(p->pRangeProfilerObject, [&](CUpti_RangeProfiler_Object *rp) {
+        if (!p->pMetricNames || p->numMetrics == 0 || p->maxNumOfRanges == 0 ||
+            p->maxNumRangeTreeNodes < p->maxNumOfRanges)
+            return CUPTI_ERROR_INVALID_PARAMETER;
+        std::vector<std::string> metrics;
+        for (size_t i = 0; i < p->numMetrics; i++) {
+            if (!valid_metric(p->pMetricNames[i]))
+                return CUPTI_ERROR_INVALID_METRIC_NAME;
+            metrics.push_back(p->pMetricNames[i]);
+        }
+        rp->image_metrics = metrics;
+        rp->image_ranges = p->maxNumOfRanges;
+        p->counterDataSize = counter_size(p->numMetrics, p->maxNumOfRanges);
+        return CUPTI_SUCCESS;
+    });
 }
 
 /* Lays the image out for the last GetCounterDataSize, no range in it: also
@@ -562,87 +561,79 @@ CUptiResult CUPTIAPI cuptiRangeProfilerCounterDataImageInitialize(
     CUpti_RangeProfiler_CounterDataImage_Initialize_Params *p)
 {
     CHECK_PARAMS(p, CUpti_RangeProfiler_CounterDataImage_Initialize_Params);
-    std::lock_guard<std::mutex> guard(state().lock);
-    CUpti_RangeProfiler_Object *rp = profiler_of(p->pRangeProfilerObject);
-    if (!rp)
-        return CUPTI_ERROR_INVALID_PARAMETER;
-    if (rp->image_metrics.empty())
-        return CUPTI_ERROR_INVALID_OPERATION; /* not sized */
-    if (!p->pCounterData ||
-        p->counterDataSize != counter_size(rp->image_metrics.size(), rp->image_ranges))
-        return CUPTI_ERROR_INVALID_PARAMETER;
-    memset(p->pCounterData, 0, p->counterDataSize);
-    image_header h = {};
-    memcpy(h.magic, COUNTER_MAGIC, sizeof h.magic);
-    h.metrics = rp->image_metrics.size();
-    h.max_ranges = rp->image_ranges;
-    memcpy(p->pCounterData, &h, sizeof h);
-    write_names(p->pCounterData, rp->image_metrics);
-    return CUPTI_SUCCESS;
+    return with_profiler(p->pRangeProfilerObject, [&](CUpti_RangeProfiler_Object *rp) {
+        if (rp->image_metrics.empty())
+            return CUPTI_ERROR_INVALID_OPERATION; /* not sized */
+        if (!p->pCounterData ||
+            p->counterDataSize != counter_size(rp->image_metrics.size(), rp->image_ranges))
+            return CUPTI_ERROR_INVALID_PARAMETER;
+        memset(p->pCounterData, 0, p->counterDataSize);
+        image_header h = {};
+        memcpy(h.magic, COUNTER_MAGIC, sizeof h.magic);
+        h.metrics = rp->image_metrics.size();
+        h.max_ranges = rp->image_ranges;
+        memcpy(p->pCounterData, &h, sizeof h);
+        write_names(p->pCounterData, rp->image_metrics);
+        return CUPTI_SUCCESS;
+    });
 }
 
 CUptiResult CUPTIAPI cuptiRangeProfilerSetConfig(CUpti_RangeProfiler_SetConfig_Params *p)
 {
     CHECK_PARAMS(p, CUpti_RangeProfiler_SetConfig_Params);
-    std::lock_guard<std::mutex> guard(state().lock);
-    CUpti_RangeProfiler_Object *rp = profiler_of(p->pRangeProfilerObject);
-    if (!rp)
-        return CUPTI_ERROR_INVALID_PARAMETER;
-    const image_header *config = header_of(p->pConfig, p->configSize, CONFIG_MAGIC);
-    const image_header *image = header_of(p->pCounterDataImage, p->counterDataImageSize,
-                                          COUNTER_MAGIC);
-    if (!config || !image || p->maxRangesPerPass == 0)
-        return CUPTI_ERROR_INVALID_PARAMETER;
-    if (p->range != CUPTI_AutoRange || p->replayMode != CUPTI_KernelReplay)
-        return CUPTI_ERROR_NOT_SUPPORTED; /* the metric pass asks for no other */
-    if (p->numNestingLevels != 1 || p->minNestingLevel != 1 || p->targetNestingLevel != 1 ||
-        p->passIndex != 0)
-        return CUPTI_ERROR_INVALID_PARAMETER; /* auto range: one level */
-    if (rp->started)
-        return CUPTI_ERROR_INVALID_OPERATION;
-    /* the image must hold what the configuration collects */
-    for (size_t i = 0; i < config->metrics; i++)
-        if (index_of(p->pCounterDataImage, image, name_at(p->pConfig, i)) == image->metrics)
+    return with_profiler(p->pRangeProfilerObject, [&](CUpti_RangeProfiler_Object *rp) {
+        const image_header *config = header_of(p->pConfig, p->configSize, CONFIG_MAGIC);
+        const image_header *image = header_of(p->pCounterDataImage, p->counterDataImageSize,
+                                              COUNTER_MAGIC);
+        if (!config || !image || p->maxRangesPerPass == 0)
             return CUPTI_ERROR_INVALID_PARAMETER;
-    rp->image = p->pCounterDataImage;
-    rp->image_size = p->counterDataImageSize;
-    rp->ranges_per_pass = p->maxRangesPerPass;
-    rp->configured = true;
-    return CUPTI_SUCCESS;
+        if (p->range != CUPTI_AutoRange || p->replayMode != CUPTI_KernelReplay)
+            return CUPTI_ERROR_NOT_SUPPORTED; /* the metric pass asks for no other */
+        if (p->numNestingLevels != 1 || p->minNestingLevel != 1 || p->targetNestingLevel != 1 ||
+            p->passIndex != 0)
+            return CUPTI_ERROR_INVALID_PARAMETER; /* auto range: one level */
+        if (rp->started)
+            return CUPTI_ERROR_INVALID_OPERATION;
+        /* the image must hold what the configuration collects */
+        for (size_t i = 0; i < config->metrics; i++)
+            if (index_of(p->pCounterDataImage, image, name_at(p->pConfig, i)) == image->metrics)
+                return CUPTI_ERROR_INVALID_PARAMETER;
+        rp->image = p->pCounterDataImage;
+        rp->image_size = p->counterDataImageSize;
+        rp->ranges_per_pass = p->maxRangesPerPass;
+        rp->configured = true;
+        return CUPTI_SUCCESS;
+    });
 }
 
 CUptiResult CUPTIAPI cuptiRangeProfilerStart(CUpti_RangeProfiler_Start_Params *p)
 {
     CHECK_PARAMS(p, CUpti_RangeProfiler_Start_Params);
-    std::lock_guard<std::mutex> guard(state().lock);
-    CUpti_RangeProfiler_Object *rp = profiler_of(p->pRangeProfilerObject);
-    if (!rp)
-        return CUPTI_ERROR_INVALID_PARAMETER;
-    if (!rp->configured || rp->started)
-        return CUPTI_ERROR_INVALID_OPERATION;
-    rp->started = true;
-    rp->ranges.clear();
-    rp->launches = 0;
-    const char *hide = getenv("FAKE_CUPTI_HIDE_LAUNCH");
-    rp->hidden_launch = hide ? atol(hide) : 0;
-    return CUPTI_SUCCESS;
+    return with_profiler(p->pRangeProfilerObject, [&](CUpti_RangeProfiler_Object *rp) {
+        if (!rp->configured || rp->started)
+            return CUPTI_ERROR_INVALID_OPERATION;
+        rp->started = true;
+        rp->ranges.clear();
+        rp->launches = 0;
+        const char *hide = getenv("FAKE_CUPTI_HIDE_LAUNCH");
+        rp->hidden_launch = hide ? atol(hide) : 0;
+        return CUPTI_SUCCESS;
+    });
 }
 
 /* Kernel replay: every pass ran inside each launch. */
 CUptiResult CUPTIAPI cuptiRangeProfilerStop(CUpti_RangeProfiler_Stop_Params *p)
 {
     CHECK_PARAMS(p, CUpti_RangeProfiler_Stop_Params);
-    std::lock_guard<std::mutex> guard(state().lock);
-    CUpti_RangeProfiler_Object *rp = profiler_of(p->pRangeProfilerObject);
-    if (!rp)
-        return CUPTI_ERROR_INVALID_PARAMETER;
-    if (!rp->started)
-        return CUPTI_ERROR_INVALID_OPERATION;
-    rp->started = false;
-    p->isAllPassSubmitted = 1;
-    p->passIndex = 0;
-    p->targetNestingLevel = 1;
-    return CUPTI_SUCCESS;
+    return with_profiler(p->pRangeProfilerObject, [&](CUpti_RangeProfiler_Object *rp) {
+        if (!rp->started)
+            return CUPTI_ERROR_INVALID_OPERATION;
+        rp->started = false;
+        p->isAllPassSubmitted = 1;
+        p->passIndex = 0;
+        p->targetNestingLevel = 1;
+        return CUPTI_SUCCESS;
+    });
 }
 
 /* The ranges run since the start into the configured image, as many as it
@@ -650,30 +641,28 @@ CUptiResult CUPTIAPI cuptiRangeProfilerStop(CUpti_RangeProfiler_Stop_Params *p)
 CUptiResult CUPTIAPI cuptiRangeProfilerDecodeData(CUpti_RangeProfiler_DecodeData_Params *p)
 {
     CHECK_PARAMS(p, CUpti_RangeProfiler_DecodeData_Params);
-    std::lock_guard<std::mutex> guard(state().lock);
-    CUpti_RangeProfiler_Object *rp = profiler_of(p->pRangeProfilerObject);
-    if (!rp)
-        return CUPTI_ERROR_INVALID_PARAMETER;
-    if (rp->started || !rp->configured)
-        return CUPTI_ERROR_INVALID_OPERATION;
-    auto *h = const_cast<image_header *>(header_of(rp->image, rp->image_size, COUNTER_MAGIC));
-    if (!h)
-        return CUPTI_ERROR_INVALID_PARAMETER; /* the image was freed or overwritten */
-    size_t room = h->max_ranges - h->ranges;
-    if (room > rp->ranges_per_pass)
-        room = rp->ranges_per_pass;
-    size_t kept = rp->ranges.size() < room ? rp->ranges.size() : room;
-    double *values = values_of(rp->image, h);
-    std::vector<std::string> bases;
-    for (size_t m = 0; m < h->metrics; m++)
-        bases.push_back(base_of(name_at(rp->image, m)));
-    for (size_t r = 0; r < kept; r++)
+    return with_profiler(p->pRangeProfilerObject, [&](CUpti_RangeProfiler_Object *rp) {
+        if (rp->started || !rp->configured)
+            return CUPTI_ERROR_INVALID_OPERATION;
+        auto *h = const_cast<image_header *>(header_of(rp->image, rp->image_size, COUNTER_MAGIC));
+        if (!h)
+            return CUPTI_ERROR_INVALID_PARAMETER; /* the image was freed or overwritten */
+        size_t room = h->max_ranges - h->ranges;
+        if (room > rp->ranges_per_pass)
+            room = rp->ranges_per_pass;
+        size_t kept = rp->ranges.size() < room ? rp->ranges.size() : room;
+        double *values = values_of(rp->image, h);
+        std::vector<std::string> bases;
         for (size_t m = 0; m < h->metrics; m++)
-            values[(h->ranges + r) * h->metrics + m] = value_of(bases[m], rp->ranges[r]);
-    h->ranges += kept;
-    p->numOfRangeDropped = rp->ranges.size() - kept;
-    rp->ranges.clear();
-    return CUPTI_SUCCESS;
+            bases.push_back(base_of(name_at(rp->image, m)));
+        for (size_t r = 0; r < kept; r++)
+            for (size_t m = 0; m < h->metrics; m++)
+                values[(h->ranges + r) * h->metrics + m] = value_of(bases[m], rp->ranges[r]);
+        h->ranges += kept;
+        p->numOfRangeDropped = rp->ranges.size() - kept;
+        rp->ranges.clear();
+        return CUPTI_SUCCESS;
+    });
 }
 
 CUptiResult CUPTIAPI
