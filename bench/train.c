@@ -199,7 +199,8 @@ static options parse_options(int argc, char **argv)
     };
     const char *accepted = "--model, --res, --classes, --batch, --precision, --warmup, --iters, "
                            "--threads, --seed, --lr, --data, --repeat, --env, --out, --backend, "
-                           "--device, --graph, --workspace-mb, --no-fusion, --depthwise, --algo-cache, --trace, "
+                           "--device, --graph, --workspace-mb, --no-fusion, --depthwise, "
+                           "--algo-cache, --trace, "
                            "--counters, "
                            "--dropout, --shards, --save-weights, --ddp, --bucket-mb, "
                            "--comm-precision, --ddp-timeout, --scaling-out, --scaling-mode, "

@@ -7,9 +7,9 @@
  * on the wrong kernel. A launch whose callback gave no symbol name (CUPTI
  * documents the name for every launch callback; should one launch path leave
  * it out) is matched by its place and its operation alone, and counted in
- * metric->unnamed (by gpu_metric_pass_add_launch). Communication kernels (phase comm, or an NCCL name) are
- * only timed: the metric pass runs without the gradient hooks and must launch
- * none of them. */
+ * metric->unnamed (by gpu_metric_pass_add_launch). Communication kernels
+ * (phase comm, or an NCCL name) are only timed: the metric pass runs without
+ * the gradient hooks and must launch none of them. */
 #ifndef ROOFLINE_GPU_JOIN_H
 #define ROOFLINE_GPU_JOIN_H
 

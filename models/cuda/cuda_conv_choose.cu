@@ -399,8 +399,8 @@ void cuda_conv_describe_choices(const backend *b, char *buf, size_t len)
     int n = snprintf(buf, len,
                      "depthwise convolutions (--depthwise %s, %d layers): own kernels in fwd "
                      "%d/%d, bwd_data %d/%d, bwd_filter %d/%d passes, cuDNN in the rest",
-                     depthwise_choice_name(b->cfg.depthwise), layers, own[0], passes[0], own[1], passes[1],
-                     own[2], passes[2]);
+                     depthwise_choice_name(b->cfg.depthwise), layers, own[0], passes[0], own[1],
+                     passes[1], own[2], passes[2]);
     if (n > 0 && (size_t)n < len && b->cfg.depthwise == DEPTHWISE_AUTO)
         n += snprintf(buf + n, len - (size_t)n, "; own results compared with cuDNN's in %d/%d",
                       compared, total);
