@@ -80,10 +80,12 @@ Test(algo_cache, the_key_names_everything_the_choice_depends_on)
 
 static algo_choice row(const char *key, int pass, int algo)
 {
-    algo_choice r = {.pass = pass, .own = pass == 1, .algo = algo, .math = 1,
-                     .workspace_bytes = 12345678, .find_ms = 0.25f, .cudnn_ms = -1.0f,
-                     .own_ms = 0.125f, .verified = true, .matched = pass != 2,
-                     .own_difference = 3.5e-4};
+    algo_choice r = {.pass = pass,
+                     .choice = {.own = pass == 1, .algo = algo, .math = 1,
+                                .workspace_bytes = 12345678, .find_ms = 0.25f,
+                                .trial = {.cudnn_ms = -1.0f, .own_ms = 0.125f, .verified = true,
+                                          .matched = pass != 2},
+                                .own_difference = 3.5e-4}};
     snprintf(r.key, sizeof r.key, "%s", key);
     return r;
 }
@@ -117,14 +119,16 @@ Test(algo_cache, rows_come_back_as_appended_under_one_header)
         algo_choice want = p < 2 ? first[p] : later;
         cr_assert_not_null(got, "pass %d", p);
         cr_expect_str_eq(got->key, key);
-        cr_expect(got->pass == p && got->own == want.own && got->algo == want.algo &&
-                      got->math == want.math && got->workspace_bytes == want.workspace_bytes,
+        const conv_pass_choice *g = &got->choice, *w = &want.choice;
+        cr_expect(got->pass == p && g->own == w->own && g->algo == w->algo &&
+                      g->math == w->math && g->workspace_bytes == w->workspace_bytes,
                   "pass %d", p);
-        cr_expect(got->find_ms == want.find_ms && got->cudnn_ms == want.cudnn_ms &&
-                      got->own_ms == want.own_ms,
-                  "pass %d: times %g %g %g", p, got->find_ms, got->cudnn_ms, got->own_ms);
-        cr_expect(got->verified == want.verified && got->matched == want.matched &&
-                      got->own_difference == want.own_difference,
+        cr_expect(g->find_ms == w->find_ms && g->trial.cudnn_ms == w->trial.cudnn_ms &&
+                      g->trial.own_ms == w->trial.own_ms,
+                  "pass %d: times %g %g %g", p, g->find_ms, g->trial.cudnn_ms, g->trial.own_ms);
+        cr_expect(g->trial.verified == w->trial.verified &&
+                      g->trial.matched == w->trial.matched &&
+                      g->own_difference == w->own_difference,
                   "pass %d", p);
     }
     cr_expect_null(algo_cache_find(&c, "another key", 0));
@@ -148,8 +152,8 @@ Test(algo_cache, a_row_cut_short_is_neither_read_nor_kept)
     cr_expect_eq(c.n, 1);
     cr_expect_null(algo_cache_find(&c, "k", 1), "the cut row was read");
     algo_choice r = row("k", 2, 5);
-    r.find_ms = 0.1234567f;
-    r.own_difference = 1.0 / 3.0;
+    r.choice.find_ms = 0.1234567f;
+    r.choice.own_difference = 1.0 / 3.0;
     cr_assert_eq(algo_cache_append(path, &c, &r, 1, err, sizeof err), 0, "%s", err);
     algo_cache_free(&c);
     char *text = read_text(dir, "algos.csv");
@@ -158,8 +162,8 @@ Test(algo_cache, a_row_cut_short_is_neither_read_nor_kept)
     cr_expect_eq(c.n, 2, "%s", text);
     const algo_choice *got = algo_cache_find(&c, "k", 2);
     cr_assert_not_null(got, "%s", text);
-    cr_expect_eq(got->find_ms, 0.1234567f, "%.9g", got->find_ms);
-    cr_expect_eq(got->own_difference, 1.0 / 3.0, "%.17g", got->own_difference);
+    cr_expect_eq(got->choice.find_ms, 0.1234567f, "%.9g", got->choice.find_ms);
+    cr_expect_eq(got->choice.own_difference, 1.0 / 3.0, "%.17g", got->choice.own_difference);
     algo_cache_free(&c);
     free(text);
     remove_temp_dir(dir);
@@ -175,7 +179,7 @@ Test(algo_cache, the_first_row_of_a_key_is_used)
     cr_assert_eq(algo_cache_append(path, &c, twice, 2, err, sizeof err), 0, "%s", err);
     algo_cache_free(&c);
     cr_assert_eq(algo_cache_read(path, &c, err, sizeof err), 0, "%s", err);
-    cr_expect_eq(algo_cache_find(&c, "k", 0)->algo, 1);
+    cr_expect_eq(algo_cache_find(&c, "k", 0)->choice.algo, 1);
     algo_cache_free(&c);
     remove_temp_dir(dir);
 }

@@ -85,11 +85,12 @@ static const char *parse_row(char *line, algo_choice *c)
     if (!f[0][0] || strlen(f[0]) >= sizeof c->key)
         return "bad key";
     snprintf(c->key, sizeof c->key, "%s", f[0]);
+    conv_pass_choice *ch = &c->choice;
     long long pass, algo, math, ws;
     double find, cudnn, own, diff;
     if (!parse_int(f[1], 0, ALGO_PASSES - 1, &pass))
         return "bad pass";
-    if (!parse_bool(f[2], &c->own))
+    if (!parse_bool(f[2], &ch->own))
         return "bad own";
     if (!parse_int(f[3], -1, 1000, &algo))
         return "bad algo";
@@ -103,18 +104,18 @@ static const char *parse_row(char *line, algo_choice *c)
         return "bad cudnn_ms";
     if (!parse_float(f[8], &own))
         return "bad own_ms";
-    if (!parse_bool(f[9], &c->verified))
+    if (!parse_bool(f[9], &ch->trial.verified))
         return "bad verified";
-    if (!parse_bool(f[10], &c->matched))
+    if (!parse_bool(f[10], &ch->trial.matched))
         return "bad matched";
     if (!parse_float(f[11], &diff))
         return "bad own_difference";
     c->pass = (int)pass;
-    c->algo = (int)algo;
-    c->math = (int)math;
-    c->workspace_bytes = ws;
-    c->find_ms = (float)find, c->cudnn_ms = (float)cudnn, c->own_ms = (float)own;
-    c->own_difference = diff;
+    ch->algo = (int)algo;
+    ch->math = (int)math;
+    ch->workspace_bytes = ws;
+    ch->find_ms = (float)find, ch->trial.cudnn_ms = (float)cudnn, ch->trial.own_ms = (float)own;
+    ch->own_difference = diff;
     return NULL;
 }
 
@@ -211,10 +212,11 @@ const algo_choice *algo_cache_find(const algo_cache *c, const char *key, int pas
 
 static int format_row(const algo_choice *r, char *line, size_t len)
 {
+    const conv_pass_choice *ch = &r->choice;
     int w = snprintf(line, len, "%s,%d,%d,%d,%d,%lld,%.9g,%.9g,%.9g,%d,%d,%.17g\n", r->key,
-                     r->pass, r->own, r->algo, r->math, (long long)r->workspace_bytes,
-                     (double)r->find_ms, (double)r->cudnn_ms, (double)r->own_ms, r->verified,
-                     r->matched, r->own_difference);
+                     r->pass, ch->own, ch->algo, ch->math, (long long)ch->workspace_bytes,
+                     (double)ch->find_ms, (double)ch->trial.cudnn_ms, (double)ch->trial.own_ms,
+                     ch->trial.verified, ch->trial.matched, ch->own_difference);
     return w < 0 || (size_t)w >= len ? -1 : w;
 }
 

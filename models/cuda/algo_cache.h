@@ -38,18 +38,11 @@ extern "C" {
 
 enum { ALGO_KEY_LEN = 256, ALGO_PASSES = 3 };
 
-/* One pass of one shape: the fields of cuda_conv (cuda_internal.h) that the
- * choice sets. */
+/* One pass of one shape. */
 typedef struct {
     char key[ALGO_KEY_LEN];
     int pass;                   /* 0 forward, 1 backward data, 2 backward filter */
-    bool own;                   /* the backend's depthwise kernel, not cuDNN */
-    int algo;                   /* the cuDNN algorithm of the pass (its enum's value) */
-    int math;                   /* cudnnMathType_t */
-    int64_t workspace_bytes;
-    float find_ms, cudnn_ms, own_ms; /* < 0: not timed */
-    bool verified, matched;
-    double own_difference;
+    conv_pass_choice choice;
 } algo_choice;
 
 typedef struct {

@@ -325,9 +325,10 @@ static int choose_algorithms(backend *b)
     size_t need = 0;
     for (int i = 0; i < net->n_layers; i++)
         if (b->layers[i].conv)
-            for (int p = 0; p < 3; p++)
-                need = b->layers[i].conv->workspace[p] > need ? b->layers[i].conv->workspace[p]
-                                                              : need;
+            for (int p = 0; p < 3; p++) {
+                size_t pass_needs = (size_t)b->layers[i].conv->choice[p].workspace_bytes;
+                need = pass_needs > need ? pass_needs : need;
+            }
     /* the FC GEMMs run within the same workspace (cuda_fc.cu asks for at most it) */
     /* the search buffer goes whatever happened; then the first failure */
     cudaError_t synced = cudaStreamSynchronize(b->stream);

@@ -58,7 +58,9 @@ int cuda_conv_setup(backend *b, int i)
                                                      CUDNN_DATA_FLOAT));
         CUDNN_TRY(b, cudnnSetConvolutionGroupCount(c->conv[p], l->groups));
         CUDNN_TRY(b, cudnnSetConvolutionMathType(c->conv[p], math));
-        c->math[p] = math;
+        /* nothing chosen or timed yet (cuda_conv_choose) */
+        c->choice[p].math = math;
+        c->choice[p].trial.cudnn_ms = c->choice[p].trial.own_ms = -1.0f;
     }
     /* the graph's shapes and cuDNN's must agree */
     int on, oc, oh, ow;
@@ -84,18 +86,51 @@ void cuda_conv_destroy(cuda_conv *c)
 
 static const float one = 1.0f, zero = 0.0f;
 
-int cuda_conv_forward(backend *b, int i)
+/* The cuDNN algorithms chosen for the three passes, as cuDNN's enums. */
+static cudnnConvolutionFwdAlgo_t fwd_algo(const cuda_conv *c)
+{
+    return (cudnnConvolutionFwdAlgo_t)c->choice[0].algo;
+}
+
+static cudnnConvolutionBwdDataAlgo_t bwd_data_algo(const cuda_conv *c)
+{
+    return (cudnnConvolutionBwdDataAlgo_t)c->choice[1].algo;
+}
+
+static cudnnConvolutionBwdFilterAlgo_t bwd_filter_algo(const cuda_conv *c)
+{
+    return (cudnnConvolutionBwdFilterAlgo_t)c->choice[2].algo;
+}
+
+int cuda_conv_run_pass(backend *b, int i, int p, bool own, bool accumulate)
 {
     cuda_layer *cl = &b->layers[i];
     cuda_conv *c = cl->conv;
-    if (c->own[0]) {
-        if (cuda_dw_forward(b, i))
-            return -1;
-    } else {
+    if (own)
+        return p == 0   ? cuda_dw_forward(b, i)
+               : p == 1 ? cuda_dw_backward_data(b, i, accumulate)
+                        : cuda_dw_backward_weights(b, i);
+    if (p == 0)
         CUDNN_TRY(b, cudnnConvolutionForward(b->dnn, &one, c->x, cuda_input(b, i, 0), c->w,
-                                         cl->w_copy, c->conv[0], c->fwd_algo, b->workspace,
-                                         b->workspace_bytes, &zero, c->y, cl->out));
-    }
+                                             cl->w_copy, c->conv[0], fwd_algo(c), b->workspace,
+                                             b->workspace_bytes, &zero, c->y, cl->out));
+    else if (p == 1)
+        CUDNN_TRY(b, cudnnConvolutionBackwardData(
+                         b->dnn, &one, c->w, cl->w_copy, c->y, cl->grad, c->conv[1],
+                         bwd_data_algo(c), b->workspace, b->workspace_bytes,
+                         accumulate ? &one : &zero, c->x, cuda_input_grad(b, i, 0)));
+    else
+        CUDNN_TRY(b, cudnnConvolutionBackwardFilter(
+                         b->dnn, &one, c->x, cuda_input(b, i, 0), c->y, cl->grad, c->conv[2],
+                         bwd_filter_algo(c), b->workspace, b->workspace_bytes, &zero, c->w,
+                         cl->dw));
+    return 0;
+}
+
+int cuda_conv_forward(backend *b, int i)
+{
+    if (cuda_conv_run_pass(b, i, 0, b->layers[i].conv->choice[0].own, false))
+        return -1;
     if (b->net->layers[i].has_bias)
         return cuda_bias_act(b, i, b->fusion[i].act);
     return 0;
@@ -103,30 +138,14 @@ int cuda_conv_forward(backend *b, int i)
 
 int cuda_conv_backward_data(backend *b, int i, bool accumulate)
 {
-    cuda_layer *cl = &b->layers[i];
-    cuda_conv *c = cl->conv;
-    if (c->own[1])
-        return cuda_dw_backward_data(b, i, accumulate);
-    CUDNN_TRY(b, cudnnConvolutionBackwardData(b->dnn, &one, c->w, cl->w_copy, c->y, cl->grad,
-                                              c->conv[1], c->bwd_data_algo, b->workspace,
-                                              b->workspace_bytes, accumulate ? &one : &zero,
-                                              c->x, cuda_input_grad(b, i, 0)));
-    return 0;
+    return cuda_conv_run_pass(b, i, 1, b->layers[i].conv->choice[1].own, accumulate);
 }
 
 int cuda_conv_backward_weights(backend *b, int i)
 {
     cuda_layer *cl = &b->layers[i];
-    cuda_conv *c = cl->conv;
-    if (c->own[2]) {
-        if (cuda_dw_backward_weights(b, i))
-            return -1;
-    } else {
-        CUDNN_TRY(b, cudnnConvolutionBackwardFilter(b->dnn, &one, c->x, cuda_input(b, i, 0),
-                                                    c->y, cl->grad, c->conv[2],
-                                                    c->bwd_filter_algo, b->workspace,
-                                                    b->workspace_bytes, &zero, c->w, cl->dw));
-    }
+    if (cuda_conv_run_pass(b, i, 2, cl->conv->choice[2].own, false))
+        return -1;
     if (b->net->layers[i].has_bias)
         return cuda_bias_grad(b, i, cl->dbias, b->pp.elem);
     return 0;
@@ -168,15 +187,15 @@ static const char *math_name(cudnnMathType_t m)
 void cuda_conv_name(const backend *b, int i, pass phase, char *buf, size_t len)
 {
     const cuda_conv *c = b->layers[i].conv;
-    const char *algo = phase == PASS_FWD        ? fwd_name(c->fwd_algo)
-                       : phase == PASS_BWD_DATA ? bwd_data_name(c->bwd_data_algo)
-                                                : bwd_filter_name(c->bwd_filter_algo);
+    const char *algo = phase == PASS_FWD        ? fwd_name(fwd_algo(c))
+                       : phase == PASS_BWD_DATA ? bwd_data_name(bwd_data_algo(c))
+                                                : bwd_filter_name(bwd_filter_algo(c));
     int p = phase == PASS_FWD ? 0 : phase == PASS_BWD_DATA ? 1 : 2;
     bool bias = b->net->layers[i].has_bias && phase != PASS_BWD_DATA;
-    if (c->own[p]) {
+    if (c->choice[p].own) {
         snprintf(buf, len, "cuda:dwconv_%s%s", pass_name(phase), bias ? "+cuda:bias" : "");
         return;
     }
-    snprintf(buf, len, "cudnn:conv_%s[%s %s]%s", pass_name(phase), algo, math_name(c->math[p]),
-             bias ? "+cuda:bias" : "");
+    snprintf(buf, len, "cudnn:conv_%s[%s %s]%s", pass_name(phase), algo,
+             math_name((cudnnMathType_t)c->choice[p].math), bias ? "+cuda:bias" : "");
 }

@@ -45,7 +45,7 @@ static const char *const pass_labels[CONV_PASSES] = {"forward", "backward-data",
 static int find_pass(backend *b, int i, cuda_conv *c, int p, bool quiet)
 {
     cuda_layer *cl = &b->layers[i];
-    int count = 0, k = -1;
+    int count = 0, k = -1, algo = 0;
     cudnnStatus_t st = CUDNN_STATUS_SUCCESS;
     const char *call = "";
     float ms = 0.0f;
@@ -57,37 +57,36 @@ static int find_pass(backend *b, int i, cuda_conv *c, int p, bool quiet)
         st = cudnnFindConvolutionForwardAlgorithmEx(
             b->dnn, c->x, cuda_input(b, i, 0), c->w, cl->w_copy, c->conv[0], c->y, cl->out,
             MAX_ALGOS, &count, perf, b->workspace, b->workspace_bytes);
-        if (st == CUDNN_STATUS_SUCCESS && (k = pick(b, perf, count)) >= 0) {
-            c->fwd_algo = perf[k].algo;
-            ms = perf[k].time, memory = perf[k].memory, math = perf[k].mathType;
-        }
+        if (st == CUDNN_STATUS_SUCCESS && (k = pick(b, perf, count)) >= 0)
+            algo = perf[k].algo, ms = perf[k].time, memory = perf[k].memory,
+            math = perf[k].mathType;
     } else if (p == 1) {
         cudnnConvolutionBwdDataAlgoPerf_t perf[MAX_ALGOS];
         call = "cudnnFindConvolutionBackwardDataAlgorithmEx";
         st = cudnnFindConvolutionBackwardDataAlgorithmEx(
             b->dnn, c->w, cl->w_copy, c->y, cl->grad, c->conv[1], c->x,
             cuda_input_grad(b, i, 0), MAX_ALGOS, &count, perf, b->workspace, b->workspace_bytes);
-        if (st == CUDNN_STATUS_SUCCESS && (k = pick(b, perf, count)) >= 0) {
-            c->bwd_data_algo = perf[k].algo;
-            ms = perf[k].time, memory = perf[k].memory, math = perf[k].mathType;
-        }
+        if (st == CUDNN_STATUS_SUCCESS && (k = pick(b, perf, count)) >= 0)
+            algo = perf[k].algo, ms = perf[k].time, memory = perf[k].memory,
+            math = perf[k].mathType;
     } else {
         cudnnConvolutionBwdFilterAlgoPerf_t perf[MAX_ALGOS];
         call = "cudnnFindConvolutionBackwardFilterAlgorithmEx";
         st = cudnnFindConvolutionBackwardFilterAlgorithmEx(
             b->dnn, c->x, cuda_input(b, i, 0), c->y, cl->grad, c->conv[2], c->w, cl->dw,
             MAX_ALGOS, &count, perf, b->workspace, b->workspace_bytes);
-        if (st == CUDNN_STATUS_SUCCESS && (k = pick(b, perf, count)) >= 0) {
-            c->bwd_filter_algo = perf[k].algo;
-            ms = perf[k].time, memory = perf[k].memory, math = perf[k].mathType;
-        }
+        if (st == CUDNN_STATUS_SUCCESS && (k = pick(b, perf, count)) >= 0)
+            algo = perf[k].algo, ms = perf[k].time, memory = perf[k].memory,
+            math = perf[k].mathType;
     }
     if (st == CUDNN_STATUS_SUCCESS && k >= 0) {
         /* the trial against the own kernel runs cuDNN as the step will */
         CUDNN_TRY(b, cudnnSetConvolutionMathType(c->conv[p], math));
-        c->math[p] = math;
-        c->workspace[p] = memory;
-        c->find_ms[p] = ms;
+        conv_pass_choice *ch = &c->choice[p];
+        ch->algo = algo;
+        ch->math = math;
+        ch->workspace_bytes = (int64_t)memory;
+        ch->find_ms = ms;
         return FOUND;
     }
     /* nothing within the workspace, or a shape cuDNN does not take: the own
@@ -105,17 +104,14 @@ static int find_pass(backend *b, int i, cuda_conv *c, int p, bool quiet)
                      pass_labels[p], b->workspace_bytes / 1048576.0, count);
 }
 
-/* One pass as the step runs it, without a conv bias (which is the same on
- * both sides), the input gradient overwritten. */
-static int run_pass(backend *b, int i, int p, bool own);
-
 /* The pass's time on the GPU: the best of 3 runs after one to warm up. */
 static int time_pass(backend *b, int i, int p, bool own, float *ms)
 {
     float best = -1.0f;
     for (int t = 0; t < 4; t++) {
         CUDA_TRY(b, cudaEventRecord(b->timer[0], b->stream));
-        if (run_pass(b, i, p, own))
+        /* without a conv bias (the same on both sides), the input gradient overwritten */
+        if (cuda_conv_run_pass(b, i, p, own, false))
             return -1;
         CUDA_TRY(b, cudaEventRecord(b->timer[1], b->stream));
         CUDA_TRY(b, cudaEventSynchronize(b->timer[1]));
@@ -161,7 +157,8 @@ static pass_tensors tensors_of(backend *b, int i, int p)
  * workspace beside the own kernel's partial sums, then compared. */
 static int try_both(backend *b, int i, cuda_conv *c, int p, bool have_cudnn)
 {
-    depthwise_trial t = {-1.0f, -1.0f, false, false};
+    conv_pass_choice *ch = &c->choice[p];
+    depthwise_trial *t = &ch->trial;
     pass_tensors io = tensors_of(b, i, p);
     size_t own_ws = p == 2 ? cuda_dw_filter_workspace(b, i) : 0;
     size_t out_bytes = (size_t)io.out_elems * b->pp.elem_bytes;
@@ -172,7 +169,7 @@ static int try_both(backend *b, int i, cuda_conv *c, int p, bool have_cudnn)
     for (int k = 0; k < 2; k++)
         if (cuda_dw_fill_random(b, io.in[k], io.in_elems[k], 0x9e3779b9u * (uint32_t)(p * 2 + k + 1)))
             return -1;
-    if (have_cudnn && time_pass(b, i, p, false, &t.cudnn_ms))
+    if (have_cudnn && time_pass(b, i, p, false, &t->cudnn_ms))
         return -1;
     if (own_room) {
         if (compare_room)
@@ -181,7 +178,7 @@ static int try_both(backend *b, int i, cuda_conv *c, int p, bool have_cudnn)
         /* the own filter kernel sums its partials into the workspace's start.
          * A launch that fails leaves cuDNN to the pass (and the error to the
          * choices line), unless it broke the context for good. */
-        if (time_pass(b, i, p, true, &t.own_ms)) {
+        if (time_pass(b, i, p, true, &t->own_ms)) {
             cudaGetLastError();
             cudaError_t still = cudaStreamSynchronize(b->stream);
             if (still != cudaSuccess || !have_cudnn)
@@ -189,7 +186,7 @@ static int try_both(backend *b, int i, cuda_conv *c, int p, bool have_cudnn)
             if (!b->own_failures++)
                 snprintf(b->own_failure, sizeof b->own_failure, "%s", b->err);
             b->err[0] = '\0';
-            t.own_ms = -1.0f;
+            t->own_ms = -1.0f;
             compare_room = false;
         }
         if (compare_room) {
@@ -197,18 +194,14 @@ static int try_both(backend *b, int i, cuda_conv *c, int p, bool have_cudnn)
             if (cuda_dw_compare(b, io.out, ws + copy_at, io.out_elems,
                                 (unsigned *)(ws + maxima_at), &rel))
                 return -1;
-            t.verified = true;
-            t.matched = rel <= depthwise_match_tolerance(&b->pp);
-            c->own_difference[p] = rel;
+            t->verified = true;
+            t->matched = rel <= depthwise_match_tolerance(&b->pp);
+            ch->own_difference = rel;
         }
     }
-    c->cudnn_ms[p] = t.cudnn_ms;
-    c->own_ms[p] = t.own_ms;
-    c->verified[p] = t.verified;
-    c->matched[p] = t.matched;
-    c->own[p] = depthwise_choose(&t) == DW_PICK_OWN;
-    if (c->own[p]) {
-        c->workspace[p] = own_ws;
+    ch->own = depthwise_choose(t) == DW_PICK_OWN;
+    if (ch->own) {
+        ch->workspace_bytes = (int64_t)own_ws;
     } else if (!have_cudnn) {
         return cuda_fail(b, "neither cuDNN nor the own kernel can run this depthwise %s pass "
                             "within a %.0f MiB workspace (raise --workspace-mb)",
@@ -219,10 +212,9 @@ static int try_both(backend *b, int i, cuda_conv *c, int p, bool have_cudnn)
 
 static int choose_pass(backend *b, int i, cuda_conv *c, int p, depthwise_choice mode)
 {
-    c->cudnn_ms[p] = c->own_ms[p] = -1.0f;
     if (mode == DEPTHWISE_OWN) {
-        c->own[p] = true;
-        c->workspace[p] = p == 2 ? cuda_dw_filter_workspace(b, i) : 0;
+        c->choice[p].own = true;
+        c->choice[p].workspace_bytes = p == 2 ? (int64_t)cuda_dw_filter_workspace(b, i) : 0;
         return 0;
     }
     int found = find_pass(b, i, c, p, mode == DEPTHWISE_AUTO);
@@ -231,12 +223,6 @@ static int choose_pass(backend *b, int i, cuda_conv *c, int p, depthwise_choice 
     if (mode == DEPTHWISE_CUDNN)
         return 0;
     return try_both(b, i, c, p, found == FOUND);
-}
-
-/* The cuDNN algorithm of pass p, as an int (the cache's column). */
-static int algo_of(const cuda_conv *c, int p)
-{
-    return p == 0 ? (int)c->fwd_algo : p == 1 ? (int)c->bwd_data_algo : (int)c->bwd_filter_algo;
 }
 
 /* The shape's choice from --algo-cache: true with c filled when every pass it
@@ -248,30 +234,12 @@ static bool from_cache(const backend *b, const char *key, bool input_grad, cuda_
         if (p == 1 && !input_grad)
             continue;
         row[p] = algo_cache_find(&b->algos, key, p);
-        if (!row[p] || row[p]->workspace_bytes > (int64_t)b->workspace_bytes)
+        if (!row[p] || row[p]->choice.workspace_bytes > (int64_t)b->workspace_bytes)
             return false;
     }
-    for (int p = 0; p < CONV_PASSES; p++) {
-        c->cudnn_ms[p] = c->own_ms[p] = -1.0f;
-        const algo_choice *r = row[p];
-        if (!r)
-            continue;
-        if (p == 0)
-            c->fwd_algo = (cudnnConvolutionFwdAlgo_t)r->algo;
-        else if (p == 1)
-            c->bwd_data_algo = (cudnnConvolutionBwdDataAlgo_t)r->algo;
-        else
-            c->bwd_filter_algo = (cudnnConvolutionBwdFilterAlgo_t)r->algo;
-        c->own[p] = r->own;
-        c->math[p] = (cudnnMathType_t)r->math;
-        c->workspace[p] = (size_t)r->workspace_bytes;
-        c->find_ms[p] = r->find_ms;
-        c->cudnn_ms[p] = r->cudnn_ms;
-        c->own_ms[p] = r->own_ms;
-        c->verified[p] = r->verified;
-        c->matched[p] = r->matched;
-        c->own_difference[p] = r->own_difference;
-    }
+    for (int p = 0; p < CONV_PASSES; p++)
+        if (row[p])
+            c->choice[p] = row[p]->choice;
     return true;
 }
 
@@ -285,19 +253,9 @@ static void to_cache(backend *b, const char *key, bool input_grad, const cuda_co
         if (p == 1 && !input_grad)
             continue;
         algo_choice *r = &rows[n++];
-        *r = algo_choice{};
         snprintf(r->key, sizeof r->key, "%s", key);
         r->pass = p;
-        r->own = c->own[p];
-        r->algo = algo_of(c, p);
-        r->math = (int)c->math[p];
-        r->workspace_bytes = (int64_t)c->workspace[p];
-        r->find_ms = c->find_ms[p];
-        r->cudnn_ms = c->cudnn_ms[p];
-        r->own_ms = c->own_ms[p];
-        r->verified = c->verified[p];
-        r->matched = c->matched[p];
-        r->own_difference = c->own_difference[p];
+        r->choice = c->choice[p];
     }
     char why[CUDA_ERR_LEN];
     if (algo_cache_append(b->cfg.algo_cache, &b->algos, rows, n, why, sizeof why) &&
@@ -311,7 +269,6 @@ static int search_shape(backend *b, int i, cuda_conv *c, const conv_shape *shape
     const layer *l = &b->net->layers[i];
     depthwise_choice mode = depthwise_own_fits(shape) ? b->cfg.depthwise : DEPTHWISE_CUDNN;
     for (int p = 0; p < CONV_PASSES; p++) {
-        c->cudnn_ms[p] = c->own_ms[p] = -1.0f;
         if (p == 1 && !l->computes_input_grad)
             continue;
         if (choose_pass(b, i, c, p, mode))
@@ -326,21 +283,8 @@ int cuda_conv_choose(backend *b, int i, int same_as)
     cuda_conv *c = b->layers[i].conv;
     const layer *l = &b->net->layers[i];
     if (same_as != i) {
-        const cuda_conv *s = b->layers[same_as].conv;
-        c->fwd_algo = s->fwd_algo;
-        c->bwd_data_algo = s->bwd_data_algo;
-        c->bwd_filter_algo = s->bwd_filter_algo;
-        for (int p = 0; p < CONV_PASSES; p++) {
-            c->math[p] = s->math[p];
-            c->workspace[p] = s->workspace[p];
-            c->find_ms[p] = s->find_ms[p];
-            c->own[p] = s->own[p];
-            c->cudnn_ms[p] = s->cudnn_ms[p];
-            c->own_ms[p] = s->own_ms[p];
-            c->verified[p] = s->verified[p];
-            c->matched[p] = s->matched[p];
-            c->own_difference[p] = s->own_difference[p];
-        }
+        for (int p = 0; p < CONV_PASSES; p++)
+            c->choice[p] = b->layers[same_as].conv->choice[p];
     } else {
         conv_shape shape = conv_shape_of(l, b->cfg.batch, b->pp.prec);
         char key[ALGO_KEY_LEN] = "";
@@ -357,7 +301,7 @@ int cuda_conv_choose(backend *b, int i, int same_as)
         }
     }
     for (int p = 0; p < CONV_PASSES; p++)
-        CUDNN_TRY(b, cudnnSetConvolutionMathType(c->conv[p], c->math[p]));
+        CUDNN_TRY(b, cudnnSetConvolutionMathType(c->conv[p], (cudnnMathType_t)c->choice[p].math));
     return 0;
 }
 
@@ -377,18 +321,20 @@ void cuda_conv_describe_choices(const backend *b, char *buf, size_t len)
         for (int p = 0; p < CONV_PASSES; p++) {
             if (p == 1 && !l->computes_input_grad)
                 continue;
+            const conv_pass_choice *ch = &c->choice[p];
+            const depthwise_trial *t = &ch->trial;
             passes[p]++;
             total++;
-            own[p] += c->own[p];
-            compared += c->verified[p];
-            if (c->verified[p] && !c->matched[p]) {
+            own[p] += ch->own;
+            compared += t->verified;
+            if (t->verified && !t->matched) {
                 mismatched++;
-                worst = c->own_difference[p] > worst ? c->own_difference[p] : worst;
+                worst = ch->own_difference > worst ? ch->own_difference : worst;
             }
-            if (c->cudnn_ms[p] >= 0.0f && c->own_ms[p] >= 0.0f) {
-                cudnn_ms += c->cudnn_ms[p];
-                own_ms += c->own_ms[p];
-                chosen_ms += c->own[p] ? c->own_ms[p] : c->cudnn_ms[p];
+            if (t->cudnn_ms >= 0.0f && t->own_ms >= 0.0f) {
+                cudnn_ms += t->cudnn_ms;
+                own_ms += t->own_ms;
+                chosen_ms += ch->own ? t->own_ms : t->cudnn_ms;
             } else {
                 timed = false;
             }
@@ -418,31 +364,3 @@ void cuda_conv_describe_choices(const backend *b, char *buf, size_t len)
                  "; OWN KERNEL FAILED in %d passes (cuDNN used), the first: %s",
                  b->own_failures, b->own_failure);
 }
-
-static const float one = 1.0f, zero = 0.0f;
-
-static int run_pass(backend *b, int i, int p, bool own)
-{
-    cuda_layer *cl = &b->layers[i];
-    cuda_conv *c = cl->conv;
-    if (own)
-        return p == 0 ? cuda_dw_forward(b, i)
-               : p == 1 ? cuda_dw_backward_data(b, i, false)
-                        : cuda_dw_backward_weights(b, i);
-    if (p == 0)
-        CUDNN_TRY(b, cudnnConvolutionForward(b->dnn, &one, c->x, cuda_input(b, i, 0), c->w,
-                                             cl->w_copy, c->conv[0], c->fwd_algo, b->workspace,
-                                             b->workspace_bytes, &zero, c->y, cl->out));
-    else if (p == 1)
-        CUDNN_TRY(b, cudnnConvolutionBackwardData(
-                         b->dnn, &one, c->w, cl->w_copy, c->y, cl->grad, c->conv[1],
-                         c->bwd_data_algo, b->workspace, b->workspace_bytes, &zero, c->x,
-                         cuda_input_grad(b, i, 0)));
-    else
-        CUDNN_TRY(b, cudnnConvolutionBackwardFilter(
-                         b->dnn, &one, c->x, cuda_input(b, i, 0), c->y, cl->grad, c->conv[2],
-                         c->bwd_filter_algo, b->workspace, b->workspace_bytes, &zero, c->w,
-                         cl->dw));
-    return 0;
-}
-

@@ -25,24 +25,14 @@ extern "C" {
 
 enum { CUDA_ERR_LEN = 640, CUDA_NO_LAYER = -100 };
 
-/* A convolution's cuDNN state: descriptors and, per pass, the algorithm
- * chosen once for its shape (models/cuda/cuda_conv.cu). */
+/* A convolution's cuDNN state: descriptors and, per pass, what was chosen
+ * once for its shape (cuda_conv_choose.cu): a cuDNN algorithm or, for
+ * depthwise layers, the own kernels (cuda_depthwise.cu). */
 struct cuda_conv {
     cudnnTensorDescriptor_t x, y;
     cudnnFilterDescriptor_t w;
     cudnnConvolutionDescriptor_t conv[3];   /* fwd, bwd_data, bwd_weights: own math type */
-    cudnnConvolutionFwdAlgo_t fwd_algo;
-    cudnnConvolutionBwdDataAlgo_t bwd_data_algo;
-    cudnnConvolutionBwdFilterAlgo_t bwd_filter_algo;
-    cudnnMathType_t math[3];
-    size_t workspace[3];
-    float find_ms[3];                        /* the chosen algorithm's time in the search */
-    /* depthwise layers: per pass, the own kernels (cuda_depthwise.cu) instead
-     * of cuDNN, and what the choice was made on (cuda_conv.cu) */
-    bool own[3];
-    float cudnn_ms[3], own_ms[3];            /* < 0: not timed */
-    bool verified[3], matched[3];
-    double own_difference[3];                /* max |own - cuDNN| / max |cuDNN| */
+    conv_pass_choice choice[3];
 };
 
 /* A fully connected layer's cuBLASLt state (models/cuda/cuda_fc.cu). */
@@ -214,6 +204,10 @@ void cuda_conv_destroy(cuda_conv *c);
 int cuda_conv_forward(backend *b, int layer);
 int cuda_conv_backward_data(backend *b, int layer, bool accumulate);
 int cuda_conv_backward_weights(backend *b, int layer);
+/* Pass p (0 fwd, 1 bwd_data, 2 bwd_filter) alone, without the conv bias: on
+ * the own depthwise kernels or on cuDNN's chosen algorithm; bwd_data adds to
+ * the input gradient where `accumulate`, the others overwrite. */
+int cuda_conv_run_pass(backend *b, int layer, int p, bool own, bool accumulate);
 void cuda_conv_name(const backend *b, int layer, pass phase, char *buf, size_t len);
 
 /* Depthwise convolution on own kernels (cuda_depthwise.cu), for layers that

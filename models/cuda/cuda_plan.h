@@ -119,6 +119,20 @@ typedef struct {
 
 depthwise_pick depthwise_choose(const depthwise_trial *t);
 
+/* What one pass (forward, backward data, backward filter) of a convolution
+ * shape runs, and what the choice was made on: cuda_conv keeps one per pass
+ * (cuda_internal.h), the algorithm cache one per row (algo_cache.h), so a
+ * choice moves between them, and between layers of one shape, whole. */
+typedef struct {
+    bool own;                 /* the backend's depthwise kernel, not cuDNN */
+    int algo;                 /* cuDNN's algorithm of the pass (its enum's value) */
+    int math;                 /* cudnnMathType_t */
+    int64_t workspace_bytes;
+    float find_ms;            /* the chosen algorithm's time in cuDNN's search */
+    depthwise_trial trial;    /* --depthwise auto: both timed (< 0: not) and compared */
+    double own_difference;    /* max |own - cuDNN| / max |cuDNN| where compared */
+} conv_pass_choice;
+
 /* The largest |own - cuDNN| allowed, relative to the largest |cuDNN|: both sum
  * in fp32; the outputs are rounded to the element type (and tf32 rounds
  * cuDNN's inputs). An indexing error moves results by far more. */
