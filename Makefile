@@ -352,7 +352,8 @@ endif
 
 # The one command that proves the GPU code on a GPU node (scripts/check_gpu.sh
 # says what each stage does and how long it takes): STAGES=build,test,peaks,
-# allreduce,train,torch,ddp,counters (default all), OUT=dir, DEADLINE=seconds,
+# allreduce,train,torch,ddp,counters or all (default build,test,train,torch: the
+# node's validation), OUT=dir, DEADLINE=seconds,
 # TAR=file.tgz; taken from the command line only (the device tool's machines
 # export an OUT of their own).
 check-gpu:

@@ -9,7 +9,10 @@
 #                        [BUILD=dir] [BIN=dir]          (GPU_ARCH from the environment: native)
 #   make check-gpu [STAGES=...] [OUT=...] [DEADLINE=...] [TAR=...]
 #
-# Stages run in this order whatever order STAGES gives them (default: all).
+# Stages run in this order whatever order STAGES gives them. The default,
+# build,test,train,torch, validates a node (issue 11: the tests, the gpu-quick
+# row, PyTorch beside it); STAGES=all adds peaks, allreduce, ddp and counters,
+# the GPU proofs of issues 13, 15 and 14.
 # Device time estimated from the work each does on one H100 with 16 cores
 # (none of it has run on a GPU yet: the summary puts the real wall time beside
 # each estimate):
@@ -61,6 +64,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 SELF=scripts/check_gpu.sh
 
 ALL_STAGES=(build test peaks allreduce train torch ddp counters)
+DEFAULT_STAGES=(build test train torch)
 declare -A ESTIMATE=([build]=30 [test]=270 [peaks]=60 [allreduce]=40 [train]=300 [torch]=150
     [ddp]=60 [counters]=330)
 # under DEADLINE: seconds kept for the summary and the archive, and the least a
@@ -363,13 +367,14 @@ for arg in "$@"; do
     esac
 done
 declare -A wanted=()
-IFS=, read -r -a listed <<<"${STAGES:-$(
-    IFS=,
-    echo "${ALL_STAGES[*]}"
-)}"
+case ${STAGES:-} in
+'') listed=("${DEFAULT_STAGES[@]}") ;;
+all) listed=("${ALL_STAGES[@]}") ;;
+*) IFS=, read -r -a listed <<<"$STAGES" ;;
+esac
 for s in "${listed[@]}"; do
     if [[ -z ${ESTIMATE[$s]+x} ]]; then
-        echo "check-gpu: STAGES: unknown stage '$s' (stages: ${ALL_STAGES[*]})" >&2
+        echo "check-gpu: STAGES: unknown stage '$s' (stages: ${ALL_STAGES[*]}, or all)" >&2
         exit 2
     fi
     wanted[$s]=1
@@ -411,7 +416,11 @@ if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >"$OUT/gpu.txt" 2>
     say "no GPU answers here (nvidia-smi -L: $(head -n 1 "$OUT/gpu.txt" 2>/dev/null)); nothing to check"
     exit 2
 fi
-say "$(head -n 1 "$OUT/gpu.txt"); stages ${listed[*]}; results in $OUT"
+left_out=()
+for s in "${ALL_STAGES[@]}"; do
+    [[ -n ${wanted[$s]:-} ]] || left_out+=("$s")
+done
+say "$(head -n 1 "$OUT/gpu.txt"); stages ${listed[*]}$( ((${#left_out[@]})) && echo " (not asked: ${left_out[*]}; STAGES=all runs every stage)"); results in $OUT"
 
 # ---- the stages ------------------------------------------------------------------
 
@@ -466,6 +475,7 @@ done
         echo "-- $s"
         cat "$OUT/$s/result.txt"
     done
+    ((${#left_out[@]} == 0)) || echo "-- not asked: ${left_out[*]} (STAGES=all runs every stage)"
     if ((failures)); then
         echo "== exit 1: $failures stage(s) failed, timed out or not run; $SECONDS s in all"
     else

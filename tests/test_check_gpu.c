@@ -53,7 +53,7 @@ static bool stage_is(const char *summary, const char *stage, const char *status)
 Test(check_gpu, every_stage_over_fakes)
 {
     char *d = fakes();
-    int rc = check_gpu(d, "", "");
+    int rc = check_gpu(d, "", "STAGES=all");
     char *out = read_text(d, "stdout.txt");
     cr_expect_eq(rc, 0, "%s", out);
     char *summary = read_text(d, "out/summary.txt");
@@ -90,6 +90,29 @@ Test(check_gpu, every_stage_over_fakes)
     cr_expect(strstr(calls, "ncu --profile-from-start off"), "%s", calls);
     cr_expect(strstr(calls, "sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32.sum"), "%s", calls);
     free(calls);
+    free(summary);
+    free(out);
+    remove_temp_dir(d);
+}
+
+/* Without STAGES: the node's validation of issue 11 (build, test-gpu, the
+ * gpu-quick row, PyTorch beside it); the summary names what was left out. */
+Test(check_gpu, the_default_validates_the_node)
+{
+    char *d = fakes();
+    int rc = check_gpu(d, "", "");
+    char *out = read_text(d, "stdout.txt");
+    cr_expect_eq(rc, 0, "%s", out);
+    char *summary = read_text(d, "out/summary.txt");
+    const char *run[] = {"build", "test", "train", "torch"};
+    for (size_t i = 0; i < sizeof run / sizeof *run; i++)
+        cr_expect(stage_is(summary, run[i], "ok"), "%s not ok:\n%s", run[i], summary);
+    const char *left_out[] = {"peaks", "allreduce", "ddp", "counters"};
+    for (size_t i = 0; i < sizeof left_out / sizeof *left_out; i++)
+        cr_expect(!stage_is(summary, left_out[i], ""), "%s ran:\n%s", left_out[i], summary);
+    cr_expect(strstr(summary, "-- not asked: peaks allreduce ddp counters (STAGES=all runs every "
+                              "stage)"),
+              "%s", summary);
     free(summary);
     free(out);
     remove_temp_dir(d);
