@@ -301,4 +301,57 @@ __global__ void avgpool_backward_kernel(T *dx, const T *dy, pool_dims d, bool ac
     }
 }
 
+/* The global average pool (output 1x1: the classifier heads of ResNet and
+ * MobileNetV2) on 16-byte vectors of NHWC channels: no bins to work out
+ * (the backward of avgpool_backward_kernel spends some fifty integer
+ * divisions an element on them), one vector a thread, the sums in the
+ * per-element kernels' order and the same division, so the same bits. Vector
+ * v of y holds channels cv W.. of image n (v = n per_row + cv); per_image is
+ * per_row times the plane. */
+template <typename T>
+__global__ void global_avgpool_vec_kernel(T *y, const T *x, int plane, fast_divisor per_row,
+                                          uint32_t vectors)
+{
+    constexpr int W = vec16<T>::width;
+    VEC_STRIDE_LOOP(v, vectors)
+    {
+        uint32_t cv, n = fast_divmod(per_row, v, &cv);
+        int64_t first = (int64_t)n * plane * per_row.divisor + cv;
+        float sum[W];
+#pragma unroll
+        for (int k = 0; k < W; k++)
+            sum[k] = 0.0f;
+        for (int p = 0; p < plane; p++) {
+            vec16<T> xv = load_vec(x, first + (int64_t)p * per_row.divisor);
+#pragma unroll
+            for (int k = 0; k < W; k++)
+                sum[k] += to_float(xv.v[k]);
+        }
+        vec16<T> out;
+#pragma unroll
+        for (int k = 0; k < W; k++)
+            out.v[k] = from_float<T>(sum[k] / (float)plane);
+        store_vec(y, v, out);
+    }
+}
+
+template <typename T>
+__global__ void global_avgpool_backward_vec_kernel(T *dx, const T *dy, int plane,
+                                                   fast_divisor per_row, fast_divisor per_image,
+                                                   bool acc, uint32_t vectors)
+{
+    constexpr int W = vec16<T>::width;
+    VEC_STRIDE_LOOP(v, vectors)
+    {
+        uint32_t cv;
+        fast_divmod(per_row, v, &cv);
+        vec16<T> g = load_vec(dy, (int64_t)fast_div(per_image, v) * per_row.divisor + cv);
+        float share[W];
+#pragma unroll
+        for (int k = 0; k < W; k++)
+            share[k] = 0.0f + to_float(g.v[k]) / (float)plane; /* -0 becomes +0, as there */
+        store_vec_sums(dx, v, share, acc);
+    }
+}
+
 #endif

@@ -199,6 +199,39 @@ template <typename F> void each_bin_tap(const pool_run &r, F f)
     });
 }
 
+/* The global pool's vector kernels where the backend takes them (output
+ * 1x1, NHWC, whole vectors of channels): the per-element kernels' bits. */
+template <typename T>
+void check_global_avgpool_vectors(checker &ck, const pool_run &r, const std::vector<T> &x,
+                                  const std::vector<T> &y, const char *what)
+{
+    const int W = vec16<T>::width;
+    const pool_case &c = r.cs;
+    if (c.oh != 1 || c.ow != 1 || !r.d.narrow || !c.nhwc || c.c % W != 0)
+        return;
+    fast_divisor per_row = fast_divisor_of((uint32_t)(c.c / W));
+    fast_divisor per_image = fast_divisor_of((uint32_t)(c.c / W * c.h * c.w));
+    std::vector<T> yv(r.out_elems(), host_elem<T>(NAN));
+    emu::launch("global_avgpool_vec_kernel", few_blocks, pool_block, global_avgpool_vec_kernel<T>,
+                yv.data(), x.data(), c.h * c.w, per_row, (uint32_t)(yv.size() / W));
+    ck.expect(same_bits(y, yv), "%s: the vector kernel's means differ from the per-element one's",
+              what);
+    /* zeros among the gradients: -0 / plane must come out as the per-element kernel's +0 */
+    std::vector<T> dy = random_values<T>(r.out_elems(), 34, -1.0f, 1.0f);
+    dy[0] = host_elem<T>(-0.0f);
+    std::vector<T> base = random_values<T>(r.in_elems(), 35, -2.0f, 2.0f);
+    for (int accumulate = 0; accumulate < 2; accumulate++) {
+        std::vector<T> dx = base, dxv = base;
+        emu::launch("avgpool_backward_kernel", few_blocks, pool_block, avgpool_backward_kernel<T>,
+                    dx.data(), dy.data(), r.d, (bool)accumulate, (int64_t)dx.size());
+        emu::launch("global_avgpool_backward_vec_kernel", few_blocks, pool_block,
+                    global_avgpool_backward_vec_kernel<T>, dxv.data(), dy.data(), c.h * c.w,
+                    per_row, per_image, (bool)accumulate, (uint32_t)(dxv.size() / W));
+        ck.expect(same_bits(dx, dxv), "%s backward%s: the vector kernel differs from the "
+                  "per-element one", what, accumulate ? " (accumulating)" : "");
+    }
+}
+
 template <typename T> void check_avgpool(checker &ck, const pool_case &c, bool wide)
 {
     pool_run r(c, wide);
@@ -233,6 +266,7 @@ template <typename T> void check_avgpool(checker &ck, const pool_case &c, bool w
         ck.expect(e <= tol, "%s backward%s: relative error %.3g > %.3g", what,
                   accumulate ? " (accumulating)" : "", e, tol);
     }
+    check_global_avgpool_vectors(ck, r, x, y, what);
 }
 
 template <typename T> void check_pools(checker &ck)
@@ -250,9 +284,12 @@ template <typename T> void check_pools(checker &ck)
             check_maxpool<T>(ck, max_case(1, 4, 10, 9, 3, 2, 0, nhwc), wide);
             check_maxpool<T>(ck, max_case(2, 16, 17, 15, 3, 2, 1, nhwc), wide);
             check_maxpool<T>(ck, max_case(1, 8, 8, 10, 2, 2, 0, nhwc), wide);
-            /* the global pool of a classifier head; bins that overlap (5 to
-             * 3); more outputs than inputs; the same size both sides */
+            /* the global pool of a classifier head (NHWC takes the vector
+             * kernels), again with more vectors than the grid has threads;
+             * bins that overlap (5 to 3); more outputs than inputs; the same
+             * size both sides */
             check_avgpool<T>(ck, {2, 40, 7, 7, 0, 0, 0, 1, 1, (bool)nhwc}, wide);
+            check_avgpool<T>(ck, {3, 512, 3, 2, 0, 0, 0, 1, 1, (bool)nhwc}, wide);
             check_avgpool<T>(ck, {2, 6, 5, 7, 0, 0, 0, 3, 2, (bool)nhwc}, wide);
             check_avgpool<T>(ck, {1, 3, 3, 2, 0, 0, 0, 5, 4, (bool)nhwc}, wide);
             check_avgpool<T>(ck, {2, 3, 6, 4, 0, 0, 0, 6, 4, (bool)nhwc}, wide);
