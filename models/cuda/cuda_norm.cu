@@ -1,7 +1,7 @@
 /* Batch norm in training mode, and the per-channel sums it shares with the
  * conv/fc bias gradient. A channel's sums run in two kernels: partial sums
  * over chunks of its elements (fp32 within a thread, which sees at most a few
- * thousand), then one pass per channel adding the chunks in double in a
+ * thousand), then one warp per channel adding the chunks in double in a
  * fixed order, so results do not depend on scheduling. Statistics are taken
  * around a shift (the channel's first element) so that the variance does not
  * cancel when the mean is large. Running statistics follow PyTorch: momentum
@@ -82,7 +82,7 @@ static int channel_sums(backend *b, tensor_shape s, summand<T> f, float *mean, f
     LAUNCH_TRY(b);
     int64_t count = v.outer * v.inner;
     int64_t shift_stride = v.layout == LAYOUT_NHWC ? 1 : v.inner;
-    finish_sums<T><<<(v.channels + 127) / 128, 128, 0, b->stream>>>(
+    finish_sums<T><<<finish_blocks(v.channels), FINISH_THREADS, 0, b->stream>>>(
         f.mode, b->bn_partials, chunks, v.channels, count, f.x, shift_stride, mean, rstd,
         run_mean, run_var, out1, out2, bias_grad, (int)b->pp.elem);
     LAUNCH_TRY(b);
@@ -111,8 +111,11 @@ static int bn_apply(backend *b, int bn, T *y, const T *other, int bn2, int act)
     bool vectors = with_vector_map<T>(
         b->pp.layout, channels, plane, n, pointers, 4, [&](auto map, uint32_t count) {
             unsigned blocks = map.blocks(cuda_blocks(b, count, APPLY_THREADS), APPLY_THREADS);
-            bn_apply_vec_kernel<T, decltype(map)><<<blocks, APPLY_THREADS, 0, b->stream>>>(
-                y, first, other, second, bn2 >= 0, act, map, count);
+            with_apply_kind(other, bn2 >= 0, [&](auto kind) {
+                bn_apply_vec_kernel<T, decltype(map), decltype(kind)::value>
+                    <<<blocks, APPLY_THREADS, 0, b->stream>>>(y, first, other, second, act, map,
+                                                              count);
+            });
         });
     if (!vectors)
         bn_apply_kernel<T><<<cuda_blocks(b, n, APPLY_THREADS), APPLY_THREADS, 0, b->stream>>>(

@@ -126,7 +126,7 @@ template <typename T> struct bn_run {
                         dim3(NCHW_THREADS), partial_sums_nchw<T, 1>, f, v.channels, v.outer,
                         fast_divisor_of((uint32_t)v.inner), per_chunk, partials.data());
         int64_t shift_stride = nhwc_view ? 1 : v.inner;
-        emu::launch("finish_sums", dim3((unsigned)((v.channels + 127) / 128)), dim3(128),
+        emu::launch("finish_sums", dim3(finish_blocks(v.channels)), dim3(FINISH_THREADS),
                     finish_sums<T>, f.mode, (const float *)partials.data(), k, v.channels, count(),
                     (const T *)f.x, shift_stride, mean, rstd, run_mean, run_var, out1, out2,
                     bias_grad, elem_code<T>());
@@ -195,9 +195,12 @@ template <typename T> struct bn_run {
         const void *pointers[] = {y.data(), first.x, other, bn2.x};
         bool ran = with_vector_map<T>(
             layout(), cs.c, plane(), n, pointers, 4, [&](auto map, uint32_t vectors) {
-                emu::launch("bn_apply_vec_kernel", dim3(vec_blocks(map, vectors)),
-                            dim3(APPLY_THREADS), bn_apply_vec_kernel<T, decltype(map)>, y.data(),
-                            first, other, bn2, second != nullptr, act, map, vectors);
+                with_apply_kind(other, second != nullptr, [&](auto kind) {
+                    emu::launch("bn_apply_vec_kernel", dim3(vec_blocks(map, vectors)),
+                                dim3(APPLY_THREADS),
+                                bn_apply_vec_kernel<T, decltype(map), decltype(kind)::value>,
+                                y.data(), first, other, bn2, act, map, vectors);
+                });
             });
         return ran ? y : std::vector<T>();
     }
