@@ -141,7 +141,7 @@ int cuda_dw_backward_weights(backend *b, int i)
     LAUNCH_TRY(b);
     with_elem(b->pp.elem, [&](auto tag) {
         using T = decltype(tag);
-        dw_filter_sum_kernel<T><<<dw_blocks(b, taps), DW_THREADS, 0, b->stream>>>(
+        dw_filter_sum_kernel<T><<<dw_sum_blocks(taps), dim3(32, DW_SUM_ROWS), 0, b->stream>>>(
             partial, (T *)cl->dw, plan.slices, taps);
         return 0;
     });

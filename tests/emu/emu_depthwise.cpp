@@ -155,8 +155,9 @@ template <typename T, int K> struct dw_run {
             emu::launch("dw_filter_nchw_kernel", grid, dw_block, dw_filter_nchw_kernel<T, K>,
                         x.data(), dy.data(), partial.data(), g, positions, per_slice);
         std::vector<T> dw((size_t)cs.c * K * K, host_elem<T>(NAN));
-        emu::launch("dw_filter_sum_kernel", few_blocks, dw_block, dw_filter_sum_kernel<T>,
-                    partial.data(), dw.data(), plan.slices, (uint32_t)dw.size());
+        emu::launch("dw_filter_sum_kernel", few_blocks, dim3(32, DW_SUM_ROWS),
+                    dw_filter_sum_kernel<T>, partial.data(), dw.data(), plan.slices,
+                    (uint32_t)dw.size());
         *slices = plan.slices;
         return dw;
     }
