@@ -204,12 +204,28 @@ __global__ void dw_forward_vec_kernel(const T *__restrict__ x, const T *__restri
         dw_vec_split<T>(v, vectors_per_row, g.oh_div, g.ow_div, n, c0, oy, ox);
         weights.get(w, c0);
         float acc[W] = {};
-        dw_window<K>(g, n, c0, oy, ox, [&](int tap, uint32_t at) {
-            vec16<T> xv = load_vec(x, at / W);
+        /* a row's K loads issued together, a tap outside the input loading
+         * the nearest inside (and adding nothing): behind one `if` a tap,
+         * each load waited for the one before; the sums in dw_window's order */
+        int iy0 = oy * g.stride - g.pad, ix0 = ox * g.stride - g.pad;
 #pragma unroll
-            for (int k = 0; k < W; k++)
-                acc[k] += to_float(xv.v[k]) * weights.at(tap, k);
-        });
+        for (int r = 0; r < K; r++) {
+            int iy = iy0 + r, cy = iy < 0 ? 0 : iy >= g.h ? g.h - 1 : iy;
+            vec16<T> xv[K];
+            bool inside[K];
+#pragma unroll
+            for (int s = 0; s < K; s++) {
+                int ix = ix0 + s, cx = ix < 0 ? 0 : ix >= g.w ? g.w - 1 : ix;
+                inside[s] = iy == cy && ix == cx;
+                xv[s] = load_vec(x, dw_at(n, c0, cy, cx, g.c, g.h, g.w, true) / W);
+            }
+#pragma unroll
+            for (int s = 0; s < K; s++)
+                if (inside[s])
+#pragma unroll
+                    for (int k = 0; k < W; k++)
+                        acc[k] += to_float(xv[s].v[k]) * weights.at(r * K + s, k);
+        }
         store_vec_sums(y, v, acc, false);
     }
 }
