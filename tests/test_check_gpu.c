@@ -50,17 +50,26 @@ static bool stage_is(const char *summary, const char *stage, const char *status)
     return strstr(summary, row) != NULL;
 }
 
+/* check_gpu with args over the fakes, expected to pass with every stage
+ * of `stages` ok: its summary, and its stdout in *out. */
+static char *summary_of_passing(const char *d, const char *args, const char *const *stages,
+                                size_t n_stages, char **out)
+{
+    int rc = check_gpu(d, "", args);
+    *out = read_text(d, "stdout.txt");
+    cr_expect_eq(rc, 0, "%s", *out);
+    char *summary = read_text(d, "out/summary.txt");
+    for (size_t i = 0; i < n_stages; i++)
+        cr_expect(stage_is(summary, stages[i], "ok"), "%s not ok:\n%s", stages[i], summary);
+    return summary;
+}
+
 Test(check_gpu, every_stage_over_fakes)
 {
-    char *d = fakes();
-    int rc = check_gpu(d, "", "STAGES=all");
-    char *out = read_text(d, "stdout.txt");
-    cr_expect_eq(rc, 0, "%s", out);
-    char *summary = read_text(d, "out/summary.txt");
+    char *d = fakes(), *out;
     const char *stages[] = {"build", "test", "peaks", "allreduce", "train", "torch", "ddp",
                             "counters"};
-    for (size_t i = 0; i < sizeof stages / sizeof *stages; i++)
-        cr_expect(stage_is(summary, stages[i], "ok"), "%s not ok:\n%s", stages[i], summary);
+    char *summary = summary_of_passing(d, "STAGES=all", stages, 8, &out);
     /* each stage's results reached the summary */
     cr_expect(strstr(summary, "cuda_train_check   ok"), "%s", summary);
     cr_expect(strstr(summary, "device_check: ok (device 0: NVIDIA H100"), "%s", summary);
@@ -99,14 +108,9 @@ Test(check_gpu, every_stage_over_fakes)
  * gpu-quick row, PyTorch beside it); the summary names what was left out. */
 Test(check_gpu, the_default_validates_the_node)
 {
-    char *d = fakes();
-    int rc = check_gpu(d, "", "");
-    char *out = read_text(d, "stdout.txt");
-    cr_expect_eq(rc, 0, "%s", out);
-    char *summary = read_text(d, "out/summary.txt");
+    char *d = fakes(), *out;
     const char *run[] = {"build", "test", "train", "torch"};
-    for (size_t i = 0; i < sizeof run / sizeof *run; i++)
-        cr_expect(stage_is(summary, run[i], "ok"), "%s not ok:\n%s", run[i], summary);
+    char *summary = summary_of_passing(d, "", run, 4, &out);
     const char *left_out[] = {"peaks", "allreduce", "ddp", "counters"};
     for (size_t i = 0; i < sizeof left_out / sizeof *left_out; i++)
         cr_expect(!stage_is(summary, left_out[i], ""), "%s ran:\n%s", left_out[i], summary);
