@@ -244,12 +244,36 @@ __global__ void dw_backward_data_vec_kernel(const T *__restrict__ dy, const T *_
         dw_vec_split<T>(v, vectors_per_row, g.h_div, g.w_div, n, c0, iy, ix);
         weights.get(w, c0);
         float acc[W] = {};
-        dw_gather<K>(g, iy, ix, [&](int oy, int ox, int tap) {
-            vec16<T> d = load_vec(dy, dw_at(n, c0, oy, ox, g.c, g.oh, g.ow, true) / W);
+        if (g.stride == 1) {
+            /* as the forward: a row's K loads together, an output outside
+             * loading the nearest inside one and adding nothing; dw_gather's
+             * order (output (iy + pad - r, ix + pad - s), tap r K + s) */
 #pragma unroll
-            for (int k = 0; k < W; k++)
-                acc[k] += to_float(d.v[k]) * weights.at(tap, k);
-        });
+            for (int r = 0; r < K; r++) {
+                int oy = iy + g.pad - r, cy = oy < 0 ? 0 : oy >= g.oh ? g.oh - 1 : oy;
+                vec16<T> d[K];
+                bool inside[K];
+#pragma unroll
+                for (int s = 0; s < K; s++) {
+                    int ox = ix + g.pad - s, cx = ox < 0 ? 0 : ox >= g.ow ? g.ow - 1 : ox;
+                    inside[s] = oy == cy && ox == cx;
+                    d[s] = load_vec(dy, dw_at(n, c0, cy, cx, g.c, g.oh, g.ow, true) / W);
+                }
+#pragma unroll
+                for (int s = 0; s < K; s++)
+                    if (inside[s])
+#pragma unroll
+                        for (int k = 0; k < W; k++)
+                            acc[k] += to_float(d[s].v[k]) * weights.at(r * K + s, k);
+            }
+        } else {
+            dw_gather<K>(g, iy, ix, [&](int oy, int ox, int tap) {
+                vec16<T> d = load_vec(dy, dw_at(n, c0, oy, ox, g.c, g.oh, g.ow, true) / W);
+#pragma unroll
+                for (int k = 0; k < W; k++)
+                    acc[k] += to_float(d.v[k]) * weights.at(tap, k);
+            });
+        }
         store_vec_sums(dx, v, acc, accumulate);
     }
 }
