@@ -438,21 +438,21 @@ __global__ void bn_apply_vec_kernel(T *y, bn_norm<T> bn, const T *other, bn_norm
     {
         int c0 = map.first_channel(v);
         p1.get(c0, from1);
-        if (second)
+        if constexpr (second)
             p2.get(c0, from2);
         vec16<T> xa = load_vec(bn.x, v), xb = xa, out;
-        if (second)
+        if constexpr (second)
             xb = load_vec(bn2.x, v);
-        else if (add)
+        else if constexpr (add)
             xb = load_vec(other, v);
 #pragma unroll
         for (int k = 0; k < W; k++) {
             float s = normalised_by(to_float(xa.v[k]), p1.at(P_GAMMA, k), p1.at(P_BETA, k),
                                     p1.at(P_MEAN, k), p1.at(P_RSTD, k));
-            if (second)
+            if constexpr (second)
                 s += normalised_by(to_float(xb.v[k]), p2.at(P_GAMMA, k), p2.at(P_BETA, k),
                                    p2.at(P_MEAN, k), p2.at(P_RSTD, k));
-            else if (add)
+            else if constexpr (add)
                 s += to_float(xb.v[k]);
             out.v[k] = from_float<T>(activate(s, act));
         }
