@@ -130,6 +130,12 @@ static pid_t start_bench(const bench_env *b, const char *kill_env, const char *r
     cr_assert_neq(pid, -1);
     if (pid == 0) {
         setsid();
+        /* as a terminal starts it: a shell that starts with SIGINT ignored
+         * (the tests run in the background of a non-interactive shell) can
+         * neither trap nor pass on a Ctrl-C (POSIX), and the runner would
+         * run to its end */
+        signal(SIGINT, SIG_DFL);
+        signal(SIGQUIT, SIG_DFL);
         execl("/bin/bash", "bash", "-c", cmd, (char *)NULL);
         _exit(127);
     }
