@@ -422,7 +422,9 @@ left_out=()
 for s in "${ALL_STAGES[@]}"; do
     [[ -n ${wanted[$s]:-} ]] || left_out+=("$s")
 done
-say "$(head -n 1 "$OUT/gpu.txt"); stages ${listed[*]}$( ((${#left_out[@]})) && echo " (not asked: ${left_out[*]}; STAGES=all runs every stage)"); results in $OUT"
+not_asked=''
+((${#left_out[@]} == 0)) || not_asked="not asked: ${left_out[*]} (STAGES=all runs every stage)"
+say "$(head -n 1 "$OUT/gpu.txt"); stages ${listed[*]}${not_asked:+; $not_asked}; results in $OUT"
 
 # ---- the stages ------------------------------------------------------------------
 
@@ -477,7 +479,7 @@ done
         echo "-- $s"
         cat "$OUT/$s/result.txt"
     done
-    ((${#left_out[@]} == 0)) || echo "-- not asked: ${left_out[*]} (STAGES=all runs every stage)"
+    [[ -z $not_asked ]] || echo "-- $not_asked"
     if ((failures)); then
         echo "== exit 1: $failures stage(s) failed, timed out or not run; $SECONDS s in all"
     else
