@@ -191,6 +191,35 @@ __device__ __forceinline__ void dw_vec_split(uint32_t v, const fast_divisor &vec
     y = (int)yu, x = (int)xu;
 }
 
+/* acc[k] += lane k's weight at tap r K + s times lane k of position (y, x0 +
+ * dir s) of a rows x cols NHWC tensor t, for s = 0 .. K - 1 in order: the K
+ * loads issued together, a position outside loading the nearest inside one
+ * and adding nothing (behind one bounds test a tap, each load waited for the
+ * one before). One window row of the forward (dir 1, the input) and of the
+ * stride-1 backward data (dir -1, the output gradient). */
+template <typename T, int K>
+__device__ __forceinline__ void dw_row_taps(const T *__restrict__ t, int n, int c0, int y, int x0,
+                                            int dir, int rows, int cols, int channels, int r,
+                                            const dw_weight_cache<T, K> &weights, float *acc)
+{
+    constexpr int W = vec16<T>::width;
+    int cy = y < 0 ? 0 : y >= rows ? rows - 1 : y;
+    vec16<T> v[K];
+    bool inside[K];
+#pragma unroll
+    for (int s = 0; s < K; s++) {
+        int x = x0 + dir * s, cx = x < 0 ? 0 : x >= cols ? cols - 1 : x;
+        inside[s] = y == cy && x == cx;
+        v[s] = load_vec(t, dw_at(n, c0, cy, cx, channels, rows, cols, true) / W);
+    }
+#pragma unroll
+    for (int s = 0; s < K; s++)
+        if (inside[s])
+#pragma unroll
+            for (int k = 0; k < W; k++)
+                acc[k] += to_float(v[s].v[k]) * weights.at(r * K + s, k);
+}
+
 template <typename T, int K>
 __global__ void dw_forward_vec_kernel(const T *__restrict__ x, const T *__restrict__ w,
                                       T *__restrict__ y, dw_geom g, fast_divisor vectors_per_row,
@@ -204,28 +233,10 @@ __global__ void dw_forward_vec_kernel(const T *__restrict__ x, const T *__restri
         dw_vec_split<T>(v, vectors_per_row, g.oh_div, g.ow_div, n, c0, oy, ox);
         weights.get(w, c0);
         float acc[W] = {};
-        /* a row's K loads issued together, a tap outside the input loading
-         * the nearest inside (and adding nothing): behind one `if` a tap,
-         * each load waited for the one before; the sums in dw_window's order */
         int iy0 = oy * g.stride - g.pad, ix0 = ox * g.stride - g.pad;
 #pragma unroll
-        for (int r = 0; r < K; r++) {
-            int iy = iy0 + r, cy = iy < 0 ? 0 : iy >= g.h ? g.h - 1 : iy;
-            vec16<T> xv[K];
-            bool inside[K];
-#pragma unroll
-            for (int s = 0; s < K; s++) {
-                int ix = ix0 + s, cx = ix < 0 ? 0 : ix >= g.w ? g.w - 1 : ix;
-                inside[s] = iy == cy && ix == cx;
-                xv[s] = load_vec(x, dw_at(n, c0, cy, cx, g.c, g.h, g.w, true) / W);
-            }
-#pragma unroll
-            for (int s = 0; s < K; s++)
-                if (inside[s])
-#pragma unroll
-                    for (int k = 0; k < W; k++)
-                        acc[k] += to_float(xv[s].v[k]) * weights.at(r * K + s, k);
-        }
+        for (int r = 0; r < K; r++)
+            dw_row_taps<T, K>(x, n, c0, iy0 + r, ix0, 1, g.h, g.w, g.c, r, weights, acc);
         store_vec_sums(y, v, acc, false);
     }
 }
@@ -245,27 +256,11 @@ __global__ void dw_backward_data_vec_kernel(const T *__restrict__ dy, const T *_
         weights.get(w, c0);
         float acc[W] = {};
         if (g.stride == 1) {
-            /* as the forward: a row's K loads together, an output outside
-             * loading the nearest inside one and adding nothing; dw_gather's
-             * order (output (iy + pad - r, ix + pad - s), tap r K + s) */
+            /* output (iy + pad - r, ix + pad - s) at tap r K + s, dw_gather's order */
 #pragma unroll
-            for (int r = 0; r < K; r++) {
-                int oy = iy + g.pad - r, cy = oy < 0 ? 0 : oy >= g.oh ? g.oh - 1 : oy;
-                vec16<T> d[K];
-                bool inside[K];
-#pragma unroll
-                for (int s = 0; s < K; s++) {
-                    int ox = ix + g.pad - s, cx = ox < 0 ? 0 : ox >= g.ow ? g.ow - 1 : ox;
-                    inside[s] = oy == cy && ox == cx;
-                    d[s] = load_vec(dy, dw_at(n, c0, cy, cx, g.c, g.oh, g.ow, true) / W);
-                }
-#pragma unroll
-                for (int s = 0; s < K; s++)
-                    if (inside[s])
-#pragma unroll
-                        for (int k = 0; k < W; k++)
-                            acc[k] += to_float(d[s].v[k]) * weights.at(r * K + s, k);
-            }
+            for (int r = 0; r < K; r++)
+                dw_row_taps<T, K>(dy, n, c0, iy + g.pad - r, ix + g.pad, -1, g.oh, g.ow, g.c, r,
+                                  weights, acc);
         } else {
             dw_gather<K>(g, iy, ix, [&](int oy, int ox, int tap) {
                 vec16<T> d = load_vec(dy, dw_at(n, c0, oy, ox, g.c, g.oh, g.ow, true) / W);
