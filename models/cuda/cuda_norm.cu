@@ -57,8 +57,10 @@ static int channel_sums(backend *b, tensor_shape s, summand<T> f, float *mean, f
         vec_fits_nhwc<T>(v.layout, v.channels, v.outer * v.channels, pointers, 2)) {
         dim3 grid((unsigned)((v.channels + TILE - 1) / TILE), (unsigned)chunks);
         dim3 block(sum_vec_shape<T>::cols, sum_vec_shape<T>::lanes);
-        partial_sums_nhwc_vec<T><<<grid, block, 0, b->stream>>>(f, v.channels, v.outer,
-                                                                per_chunk, b->bn_partials);
+        with_sum_mode(f.mode, [&](auto mode) {
+            partial_sums_nhwc_vec<T, decltype(mode)::value><<<grid, block, 0, b->stream>>>(
+                f, v.channels, v.outer, per_chunk, b->bn_partials);
+        });
     } else if (v.layout == LAYOUT_NHWC) {
         dim3 grid((unsigned)((v.channels + TILE - 1) / TILE), (unsigned)chunks), block(TILE, ROWS);
         partial_sums_nhwc<T><<<grid, block, 0, b->stream>>>(f, v.channels, v.outer, per_chunk,

@@ -15,6 +15,9 @@
 
 static const float bn_eps = 1e-5f, bn_momentum = 0.1f;
 
+/* What a channel sum adds: x - shift and its square (the statistics); the
+ * gradient, masked by the fused activation, and its product with x - mean
+ * (d-beta and d-gamma); the gradient alone (a conv or fc bias). */
 enum { SUM_STATS, SUM_GRAD, SUM_PLAIN };
 enum { TILE = 32, ROWS = 8, NCHW_THREADS = 256, APPLY_THREADS = 256 };
 
@@ -76,9 +79,33 @@ __device__ __forceinline__ float normalised(float x, int c, const float *gamma,
     return normalised_by(x, gamma[c], beta[c], mean[c], rstd[c]);
 }
 
+/* A thread's channels' parameters in registers, fetched again only when its
+ * channels change (the NHWC vector kernels below say why). S channels from
+ * c0 (S = 1: one channel), N parameters each (P_*). */
+template <int S, int N> struct channel_cache {
+    int first = -1;
+    float p[N][S];
+
+    __device__ __forceinline__ void get(int c0, const float *const *from)
+    {
+        if (c0 == first)
+            return;
+        first = c0;
+#pragma unroll
+        for (int n = 0; n < N; n++)
+#pragma unroll
+            for (int k = 0; k < S; k++)
+                p[n][k] = from[n][c0 + k];
+    }
+    /* parameter n of lane k's channel */
+    __device__ __forceinline__ float at(int n, int k) const { return p[n][k % S]; }
+};
+
+enum { P_GAMMA, P_BETA, P_MEAN, P_RSTD, P_DBETA, P_DGAMMA };
+
 /* What one element adds to the two sums of its channel c. */
 template <typename T> struct summand {
-    int mode, act;
+    int mode, act; /* act: the fused activation whose mask SUM_GRAD applies */
     const T *x, *dy;
     const float *mean, *rstd, *gamma, *beta;
 
@@ -92,7 +119,7 @@ template <typename T> struct summand {
             return;
         }
         float g = to_float(dy[at]);
-        if (act != ACT_NONE &&
+        if (mode == SUM_GRAD && act != ACT_NONE &&
             !passes(normalised(to_float(x[at]), c, gamma, beta, mean, rstd), act))
             g = 0.0f;
         s1 += g;
@@ -100,16 +127,31 @@ template <typename T> struct summand {
             s2 += g * (to_float(x[at]) - mean[c]);
     }
 
+    /* The parameters of channels c0 .. c0 + S - 1 into p, where add_vec
+     * reads them: once a thread, whose channels stay the same over its rows
+     * (the two 16-byte loads of a vector came with 4 W loads of parameters
+     * that were the same every row, a load issue bound). */
+    template <int S>
+    __device__ __forceinline__ void get_params(int sum_mode, int c0, channel_cache<S, 4> &p) const
+    {
+        const float *from[4] = {gamma, beta, mean, rstd};
+        if (sum_mode == SUM_GRAD)
+            p.get(c0, from);
+    }
+
     /* add() for the W elements of vector v, whose channels span S: lane k
      * is channel c0 + k % S, its sums s1[k % S] and s2[k % S] around
-     * shift[k % S]. S = W: W consecutive channels (NHWC); S = 1: all of
-     * channel c0 (NCHW planes). */
+     * shift[k % S], its parameters in p (get_params). S = W: W consecutive
+     * channels (NHWC); S = 1: all of channel c0 (NCHW planes). sum_mode is
+     * this summand's mode, a constant where the kernel is instantiated for
+     * one, so that the statistics keep no parameter registers. */
     template <int S>
-    __device__ __forceinline__ void add_vec(int64_t v, int c0, const float *shift, float *s1,
+    __device__ __forceinline__ void add_vec(int sum_mode, int64_t v, const float *shift,
+                                            const channel_cache<S, 4> &p, float *s1,
                                             float *s2) const
     {
         constexpr int W = vec16<T>::width;
-        if (mode == SUM_STATS) {
+        if (sum_mode == SUM_STATS) {
             vec16<T> xv = load_vec(x, v);
 #pragma unroll
             for (int k = 0; k < W; k++) {
@@ -120,21 +162,33 @@ template <typename T> struct summand {
             return;
         }
         vec16<T> gv = load_vec(dy, v), xv = gv;
-        if (act != ACT_NONE || mode == SUM_GRAD)
+        if (sum_mode == SUM_GRAD)
             xv = load_vec(x, v);
 #pragma unroll
         for (int k = 0; k < W; k++) {
-            int c = c0 + k % S;
-            float g = to_float(gv.v[k]);
-            if (act != ACT_NONE &&
-                !passes(normalised(to_float(xv.v[k]), c, gamma, beta, mean, rstd), act))
+            float g = to_float(gv.v[k]), xk = to_float(xv.v[k]);
+            if (sum_mode == SUM_GRAD && act != ACT_NONE &&
+                !passes(normalised_by(xk, p.at(P_GAMMA, k), p.at(P_BETA, k), p.at(P_MEAN, k),
+                                      p.at(P_RSTD, k)),
+                        act))
                 g = 0.0f;
             s1[k % S] += g;
-            if (mode == SUM_GRAD)
-                s2[k % S] += g * (to_float(xv.v[k]) - mean[c]);
+            if (sum_mode == SUM_GRAD)
+                s2[k % S] += g * (xk - p.at(P_MEAN, k));
         }
     }
 };
+
+/* Calls f(std::integral_constant<int, mode>) for a summand's mode. */
+template <typename F> static inline void with_sum_mode(int mode, F f)
+{
+    if (mode == SUM_STATS)
+        f(std::integral_constant<int, SUM_STATS>{});
+    else if (mode == SUM_GRAD)
+        f(std::integral_constant<int, SUM_GRAD>{});
+    else
+        f(std::integral_constant<int, SUM_PLAIN>{});
+}
 
 /* NHWC: a block is TILE channels x ROWS rows of one chunk. */
 template <typename T>
@@ -169,7 +223,13 @@ __global__ void partial_sums_nhwc(summand<T> f, int channels, int64_t outer, int
  * a block still covers TILE channels of one chunk, as TILE / W threads of W
  * channels each by SUM_VEC_THREADS / (TILE / W) row lanes; the lanes are
  * then added per channel in lane order. Where channels are whole vectors
- * and the tensors 16-byte aligned (vec_fits_nhwc). */
+ * and the tensors 16-byte aligned (vec_fits_nhwc). One instantiation per
+ * mode (with_sum_mode): the gradient sums keep their W channels' four
+ * parameters in registers (80 with bf16, ptxas for sm_90: 3 blocks an SM,
+ * 24 warps of two 16-byte loads in flight a thread, 24 KB, above the ~15 KB
+ * an H100 SM needs in flight by Little's law, 3.35 TB/s x ~0.6 us / 132),
+ * the statistics and the bias sums keep none and stay at 4 blocks (at most
+ * 64 registers). */
 enum { SUM_VEC_THREADS = 256 };
 
 template <typename T> struct sum_vec_shape {
@@ -177,9 +237,10 @@ template <typename T> struct sum_vec_shape {
                          lanes = SUM_VEC_THREADS / cols;
 };
 
-template <typename T>
-__global__ void partial_sums_nhwc_vec(summand<T> f, int channels, int64_t outer,
-                                      int64_t per_chunk, float *partials)
+template <typename T, int Mode>
+__global__ void __launch_bounds__(SUM_VEC_THREADS, Mode == SUM_GRAD ? 3 : 4)
+    partial_sums_nhwc_vec(summand<T> f, int channels, int64_t outer, int64_t per_chunk,
+                          float *partials)
 {
     constexpr int W = sum_vec_shape<T>::width, LANES = sum_vec_shape<T>::lanes;
     __shared__ float s1s[LANES][TILE], s2s[LANES][TILE];
@@ -187,19 +248,21 @@ __global__ void partial_sums_nhwc_vec(summand<T> f, int channels, int64_t outer,
     int64_t first = blockIdx.y * per_chunk, last = first + per_chunk;
     last = last < outer ? last : outer;
     float s1[W], s2[W], shift[W];
+    channel_cache<W, 4> p;
 #pragma unroll
     for (int k = 0; k < W; k++)
         s1[k] = s2[k] = shift[k] = 0.0f;
     if (c0 < channels) {
         int64_t per_row = channels / W;
-        if (f.mode == SUM_STATS) {
+        if (Mode == SUM_STATS) {
             vec16<T> first_row = load_vec(f.x, c0 / W);
 #pragma unroll
             for (int k = 0; k < W; k++)
                 shift[k] = to_float(first_row.v[k]);
         }
+        f.get_params(Mode, c0, p);
         for (int64_t r = first + threadIdx.y; r < last; r += LANES)
-            f.template add_vec<W>(r * per_row + c0 / W, c0, shift, s1, s2);
+            f.add_vec(Mode, r * per_row + c0 / W, shift, p, s1, s2);
     }
 #pragma unroll
     for (int k = 0; k < W; k++) {
@@ -239,6 +302,9 @@ __global__ void partial_sums_nchw(summand<T> f, int channels, int64_t outer,
     uint32_t steps = last > first ? (uint32_t)((last - first) * steps_per_plane.divisor) : 0;
     float shift = f.mode == SUM_STATS ? to_float(f.x[(int64_t)c * inner]) : 0.0f;
     float s1 = 0.0f, s2 = 0.0f;
+    channel_cache<1, 4> p;
+    if (V > 1)
+        f.get_params(f.mode, c, p);
 #pragma unroll 4
     for (uint32_t t = threadIdx.x; t < steps; t += NCHW_THREADS) {
         uint32_t at_plane;
@@ -247,7 +313,7 @@ __global__ void partial_sums_nchw(summand<T> f, int channels, int64_t outer,
         if (V == 1)
             f.add(at, c, shift, s1, s2);
         else
-            f.template add_vec<1>(at / V, c, &shift, &s1, &s2);
+            f.add_vec(f.mode, at / V, &shift, p, &s1, &s2);
     }
     s1s[threadIdx.x] = s1;
     s2s[threadIdx.x] = s2;
@@ -384,29 +450,10 @@ __global__ void bn_backward_data_kernel(T *dx, const T *dy, const T *x, const fl
  * its channels change, which the launch avoids by a grid stride of whole
  * rows (nhwc_vectors::blocks). In NCHW a vector has one channel, mostly the
  * same as its neighbours', and the cache holds one value per parameter. */
-template <int S, int N> struct channel_cache {
-    int first = -1;
-    float p[N][S];
-
-    __device__ __forceinline__ void get(int c0, const float *const *from)
-    {
-        if (c0 == first)
-            return;
-        first = c0;
-#pragma unroll
-        for (int n = 0; n < N; n++)
-#pragma unroll
-            for (int k = 0; k < S; k++)
-                p[n][k] = from[n][c0 + k];
-    }
-    /* parameter n of lane k's channel */
-    __device__ __forceinline__ float at(int n, int k) const { return p[n][k % S]; }
-};
 
 /* What an apply adds to its batch norm: nothing, another tensor (a residual
  * add) or a second batch norm. */
 enum { APPLY_ALONE, APPLY_OTHER, APPLY_SECOND };
-enum { P_GAMMA, P_BETA, P_MEAN, P_RSTD, P_DBETA, P_DGAMMA };
 
 /* Calls f(std::integral_constant<int, kind>) for the kind of apply that
  * `other` and `second` make. */

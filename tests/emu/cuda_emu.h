@@ -358,6 +358,9 @@ template <typename T> T shfl_down(unsigned mask, T value, unsigned delta)
 #define __syncthreads() ::emu::block_barrier(__LINE__)
 #define __syncthreads_or(predicate) ::emu::block_barrier_or((predicate), __LINE__)
 #define __shfl_down_sync(mask, v, delta) ::emu::shfl_down((mask), (v), (delta))
+/* a register budget for ptxas: nothing on the host */
+#undef __launch_bounds__
+#define __launch_bounds__(...)
 
 /* One OS thread runs everything: an atomic is a plain read-modify-write. */
 inline unsigned atomicMax(unsigned *p, unsigned v)

@@ -108,10 +108,12 @@ template <typename T> struct bn_run {
         bool nhwc_view = v.layout == LAYOUT_NHWC;
         if (nhwc_view && !scalar_sums &&
             vec_fits_nhwc<T>(v.layout, v.channels, v.outer * v.channels, pointers, 2))
-            emu::launch("partial_sums_nhwc_vec", dim3(tiles, (unsigned)k),
-                        dim3(sum_vec_shape<T>::cols, sum_vec_shape<T>::lanes),
-                        partial_sums_nhwc_vec<T>, f, v.channels, v.outer, per_chunk,
-                        partials.data());
+            with_sum_mode(f.mode, [&](auto mode) {
+                emu::launch("partial_sums_nhwc_vec", dim3(tiles, (unsigned)k),
+                            dim3(sum_vec_shape<T>::cols, sum_vec_shape<T>::lanes),
+                            partial_sums_nhwc_vec<T, decltype(mode)::value>, f, v.channels,
+                            v.outer, per_chunk, partials.data());
+            });
         else if (nhwc_view)
             emu::launch("partial_sums_nhwc", dim3(tiles, (unsigned)k), dim3(TILE, ROWS),
                         partial_sums_nhwc<T>, f, v.channels, v.outer, per_chunk, partials.data());
