@@ -140,7 +140,18 @@ $(BUILD)/git-commit.txt: FORCE
 # every run, GPU or not.
 $(BUILD)/cu/%.o: %.cu
 	@mkdir -p $(@D)
-	$(NVCC) $(ALL_NVCCFLAGS) -c $< -o $@
+	$(NVCC) $(ALL_NVCCFLAGS) $(OBJ_DEFS) -c $< -o $@
+
+# The own depthwise kernels' source, whose checksum keys an algorithm cache's
+# rows (models/cuda/algo_cache.h): a row chosen, and checked, against other
+# own kernels is not reused. Worked out at every make, so that the object
+# rebuilt for a change of these files carries their new checksum. OBJ_DEFS:
+# one object's own -D flags, in every recipe that compiles a .cu (here and the
+# host emulator's below).
+OWN_DEPTHWISE_SRCS := $(addprefix models/cuda/,cuda_depthwise.cu cuda_depthwise_kernels.cuh \
+                        cuda_device.cuh fast_divide.h)
+OWN_DEPTHWISE_DEF := -DOWN_DEPTHWISE_ID=$(firstword $(shell cat $(OWN_DEPTHWISE_SRCS) | cksum))u
+$(BUILD)/cu/models/cuda/cuda_depthwise.o: OBJ_DEFS := $(OWN_DEPTHWISE_DEF)
 
 cuda-compile: $(if $(NVCC),$(CU_OBJS))
 	@$(if $(NVCC),echo "cuda: compiled $(words $(CU_OBJS)) .cu file(s) for sm $(GPU_ARCH)",echo "cuda: toolkit not found under CUDA_HOME=$(CUDA_HOME); .cu files not compiled")
@@ -255,7 +266,7 @@ $(EMU_HOST_DIR)/gen/%.cpp: %.cu $(EMU_TRANSLATE)
 	@mkdir -p $(@D)
 	$(EMU_TRANSLATE) $< $@
 $(EMU_HOST_DIR)/gen/%.o: $(EMU_HOST_DIR)/gen/%.cpp
-	$(CXX) $(EMU_HOST_CXXFLAGS) -c $< -o $@
+	$(CXX) $(EMU_HOST_CXXFLAGS) $(OBJ_DEFS) -c $< -o $@
 $(EMU_HOST_DIR)/%.o: tests/emu/host/%.cpp
 	@mkdir -p $(@D)
 	$(CXX) $(EMU_HOST_CXXFLAGS) -c $< -o $@
@@ -267,9 +278,11 @@ $(EMU_FAKE_OBJS): EMU_HOST_CXXFLAGS += -O2
 # again in fast/ at -O2 without them.
 EMU_HOST_FAST := $(EMU_HOST_DIR)/fast
 EMU_FAST_CXXFLAGS := $(filter-out -O1 -fsanitize=% -fno-sanitize-recover=%,$(EMU_HOST_CXXFLAGS)) -O2
+$(EMU_HOST_DIR)/gen/models/cuda/cuda_depthwise.o $(EMU_HOST_FAST)/models/cuda/cuda_depthwise.o: \
+    OBJ_DEFS := $(OWN_DEPTHWISE_DEF)
 $(EMU_HOST_FAST)/%.o: $(EMU_HOST_DIR)/gen/%.cpp
 	@mkdir -p $(@D)
-	$(CXX) $(EMU_FAST_CXXFLAGS) -c $< -o $@
+	$(CXX) $(EMU_FAST_CXXFLAGS) $(OBJ_DEFS) -c $< -o $@
 $(EMU_HOST_FAST)/%.o: tests/emu/host/%.cpp
 	@mkdir -p $(@D)
 	$(CXX) $(EMU_FAST_CXXFLAGS) -c $< -o $@

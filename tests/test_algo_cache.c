@@ -17,6 +17,7 @@ static const algo_context context = {.device = "NVIDIA H100 80GB HBM3",
                                      .cudnn_version = 91400,
                                      .workspace_limit = (int64_t)1 << 30,
                                      .depthwise = DEPTHWISE_AUTO,
+                                     .own_depthwise = 0x5eed1234u,
                                      .no_fusion = false};
 
 static conv_shape shape(void)
@@ -40,8 +41,8 @@ Test(algo_cache, the_key_names_everything_the_choice_depends_on)
     cr_expect(strstr(base, "NVIDIA_H100_80GB_HBM3;cc90;sm132;cudnn91400;bf16") == base, "%s",
               base);
 
-    algo_context x[7];
-    for (int i = 0; i < 7; i++)
+    algo_context x[8];
+    for (int i = 0; i < 8; i++)
         x[i] = context;
     x[0].device = "NVIDIA H200";
     x[1].cc = 100;
@@ -50,7 +51,8 @@ Test(algo_cache, the_key_names_everything_the_choice_depends_on)
     x[4].depthwise = DEPTHWISE_OWN;
     x[5].no_fusion = true;
     x[6].sm_count = 114;
-    for (int i = 0; i < 7; i++) {
+    x[7].own_depthwise = 0x5eed1235u; /* own kernels built from other source */
+    for (int i = 0; i < 8; i++) {
         key_of(&x[i], &s, other);
         cr_expect_str_neq(other, base, "context change %d", i);
     }

@@ -1,6 +1,7 @@
 #include "algo_cache.h"
 
 #include <ctype.h>
+#include <inttypes.h>
 #include <math.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -20,10 +21,11 @@ int algo_cache_key(const algo_context *x, const conv_shape *s, char *key, size_t
                           : *p;
     device[d] = '\0';
     int w = snprintf(key, len,
-                     "%s;cc%d;sm%d;cudnn%d;%s;ws%lld;dw-%s;%s;n%dc%dh%dw%d-k%dr%ds%d-p%du%dg%d-%s",
+                     "%s;cc%d;sm%d;cudnn%d;%s;ws%lld;dw-%s-%08" PRIx32
+                     ";%s;n%dc%dh%dw%d-k%dr%ds%d-p%du%dg%d-%s",
                      device, x->cc, x->sm_count, x->cudnn_version, precision_name(s->prec),
                      (long long)x->workspace_limit, depthwise_choice_name(x->depthwise),
-                     x->no_fusion ? "unfused" : "fused", s->n, s->c, s->h, s->w, s->k, s->r,
+                     x->own_depthwise, x->no_fusion ? "unfused" : "fused", s->n, s->c, s->h, s->w, s->k, s->r,
                      s->s, s->pad, s->stride, s->groups, s->input_grad ? "dgrad" : "nodgrad");
     return w < 0 || (size_t)w >= len ? -1 : 0;
 }

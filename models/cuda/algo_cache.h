@@ -7,15 +7,15 @@
  * One CSV row per convolution shape and pass (ALGO_CACHE_HEADER): the key
  * names everything the choice depends on (the device, its compute capability
  * and SMs, the cuDNN version, the precision, the workspace limit, the
- * depthwise mode, fusion and the shape: algo_cache_key), then what was chosen
- * and what the search measured. Not in it: the suite's own depthwise kernels,
- * whose check against cuDNN a reused row skips (delete the file after
- * changing them). Plain C: parsed once into algo_choice rows, the rest uses
- * their fields. Rows are appended, under an exclusive lock, by whole lines;
- * where two rows have one key and pass (two ranks searching at once), the
- * first is used; a last row without its newline (being written, or cut
- * short) is not read, blank lines and a repeated header are skipped. Delete
- * the file to search again. A file that cannot be read stops the run (its
+ * depthwise mode with the checksum of the own depthwise kernels' source,
+ * fusion and the shape: algo_cache_key), then what was chosen and what the
+ * search measured. A reused row skips the own kernels' check against cuDNN,
+ * so rows of other own kernels are not reused. Plain C: parsed once into
+ * algo_choice rows, the rest uses their fields. Rows are appended, under an
+ * exclusive lock, by whole lines; where two rows have one key and pass (two
+ * ranks searching at once), the first is used; a last row without its
+ * newline (being written, or cut short) is not read, blank lines and a
+ * repeated header are skipped. Delete the file to search again. A file that cannot be read stops the run (its
  * choices would be lost silently); one that cannot be written leaves the
  * choices unsaved, which the backend's choices line says. */
 #ifndef ROOFLINE_ALGO_CACHE_H
@@ -61,6 +61,9 @@ typedef struct {
      * the search workspace of the process that reads it */
     int64_t workspace_limit;
     depthwise_choice depthwise;
+    /* the own depthwise kernels' source as built (cuda_depthwise_source_id):
+     * a row chose between them and cuDNN, and checked them, as they were */
+    uint32_t own_depthwise;
     bool no_fusion;
 } algo_context;
 

@@ -312,6 +312,7 @@ static int choose_algorithms(backend *b)
         b->algo_ctx.sm_count = b->sm_count;
         b->algo_ctx.workspace_limit = (int64_t)asked;
         b->algo_ctx.depthwise = b->cfg.depthwise;
+        b->algo_ctx.own_depthwise = cuda_depthwise_source_id();
         b->algo_ctx.no_fusion = b->cfg.no_fusion;
         char why[CUDA_ERR_LEN];
         if (algo_cache_read(b->cfg.algo_cache, &b->algos, why, sizeof why))

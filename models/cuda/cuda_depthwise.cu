@@ -14,6 +14,12 @@
 #include "cuda_depthwise_kernels.cuh"
 #include "cuda_internal.h"
 
+#ifndef OWN_DEPTHWISE_ID
+#error "OWN_DEPTHWISE_ID, the checksum of the own depthwise kernels' source, comes from the Makefile"
+#endif
+
+uint32_t cuda_depthwise_source_id(void) { return OWN_DEPTHWISE_ID; }
+
 static dw_geom geom_of(const backend *b, int i)
 {
     const layer *l = &b->net->layers[i];

@@ -222,6 +222,9 @@ size_t cuda_dw_filter_workspace(const backend *b, int layer);
 int cuda_dw_fill_random(backend *b, void *p, int64_t n, uint32_t seed);
 int cuda_dw_compare(backend *b, const void *got, const void *want, int64_t n, unsigned *maxima,
                     double *relative);
+/* The checksum of the own kernels' source as this program was built with
+ * them (the Makefile's OWN_DEPTHWISE_SRCS): part of an algorithm cache key. */
+uint32_t cuda_depthwise_source_id(void);
 
 /* Fully connected (cuda_fc.cu). */
 int cuda_fc_setup(backend *b, int layer);
