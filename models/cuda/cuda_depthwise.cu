@@ -136,7 +136,11 @@ int cuda_dw_backward_weights(backend *b, int i)
         using T = decltype(tag);
         constexpr int K = decltype(side)::value;
         const T *xt = (const T *)x, *dyt = (const T *)cl->grad;
-        if (g.nhwc)
+        const dim3 vec_block(dw_filter_vec<K>::cols, dw_filter_vec<K>::rows);
+        if (dw_filter_vec_fits<T, K>(g.nhwc, g.c, xt, dyt))
+            dw_filter_nhwc_vec_kernel<T, K><<<grid, vec_block, 0, b->stream>>>(
+                xt, dyt, partial, g, positions, per_slice);
+        else if (g.nhwc)
             dw_filter_nhwc_kernel<T, K>
                 <<<grid, dim3(DW_CHANNELS_PER_BLOCK, DW_FILTER_ROWS), 0, b->stream>>>(
                     xt, dyt, partial, g, positions, per_slice);

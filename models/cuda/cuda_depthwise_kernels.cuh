@@ -332,6 +332,92 @@ __global__ void dw_filter_nhwc_kernel(const T *__restrict__ x, const T *__restri
     }
 }
 
+/* dw_filter_nhwc_kernel with V channels a thread, side by side: they share
+ * a position's index arithmetic and its window's bounds, and each load takes
+ * V elements in one instruction (dw_lanes), where a thread of one channel
+ * spent some fifty instructions a position on nine 2-byte loads and nine
+ * FMAs. V = 4 for 3 x 3 filters, 2 for 5 x 5 (4 would keep 100 sums in
+ * registers). A block still covers DW_CHANNELS_PER_BLOCK channels of one
+ * slice (the plan of cuda_plan.c is the same), as cols threads of V
+ * channels by rows position lanes; a warp's rows are added by a fixed
+ * shuffle tree, then the warps in order: the same bits every run. Where
+ * channels are whole groups of V and the tensors aligned (dw_filter_vec_fits). */
+template <typename T, int V> struct alignas(V * sizeof(T)) dw_lanes {
+    T v[V];
+};
+
+template <int K> struct dw_filter_vec {
+    static constexpr int channels = K == 3 ? 4 : 2, cols = DW_CHANNELS_PER_BLOCK / channels,
+                         rows = DW_THREADS / cols, warps = DW_THREADS / 32;
+};
+
+template <typename T, int K>
+static inline bool dw_filter_vec_fits(bool nhwc, int c, const void *x, const void *dy)
+{
+    const uintptr_t bytes = (uintptr_t)dw_filter_vec<K>::channels * sizeof(T);
+    return nhwc && c % dw_filter_vec<K>::channels == 0 && (uintptr_t)x % bytes == 0 &&
+           (uintptr_t)dy % bytes == 0;
+}
+
+template <typename T, int K>
+__global__ void dw_filter_nhwc_vec_kernel(const T *__restrict__ x, const T *__restrict__ dy,
+                                          float *__restrict__ partial, dw_geom g,
+                                          uint32_t positions, uint32_t per_slice)
+{
+    constexpr int V = dw_filter_vec<K>::channels, COLS = dw_filter_vec<K>::cols,
+                  ROWS = dw_filter_vec<K>::rows, WARPS = dw_filter_vec<K>::warps;
+    using lanes_t = dw_lanes<T, V>;
+    int ch0 = blockIdx.x * DW_CHANNELS_PER_BLOCK + threadIdx.x * V;
+    float acc[V][K * K];
+#pragma unroll
+    for (int k = 0; k < V; k++)
+#pragma unroll
+        for (int t = 0; t < K * K; t++)
+            acc[k][t] = 0.0f;
+    if (ch0 < g.c) {
+        uint32_t first = blockIdx.y * per_slice;
+        uint32_t end = first + per_slice < positions ? first + per_slice : positions;
+        for (uint32_t p = first + threadIdx.y; p < end; p += ROWS) {
+            uint32_t ox_u, oy_u;
+            uint32_t t = fast_divmod(g.ow_div, p, &ox_u);
+            int n = (int)fast_divmod(g.oh_div, t, &oy_u);
+            int ox = (int)ox_u, oy = (int)oy_u;
+            lanes_t d = *(const lanes_t *)(dy + dw_at(n, ch0, oy, ox, g.c, g.oh, g.ow, true));
+            dw_window<K>(g, n, ch0, oy, ox, [&](int tap, uint32_t at) {
+                lanes_t xv = *(const lanes_t *)(x + at);
+#pragma unroll
+                for (int k = 0; k < V; k++)
+                    acc[k][tap] += to_float(d.v[k]) * to_float(xv.v[k]);
+            });
+        }
+    }
+    /* a warp is 32 / COLS rows of the same COLS threads: rows 1.. onto row 0 */
+#pragma unroll
+    for (int k = 0; k < V; k++)
+#pragma unroll
+        for (int t = 0; t < K * K; t++)
+            for (int off = 16; off >= COLS; off /= 2)
+                acc[k][t] += __shfl_down_sync(0xffffffffu, acc[k][t], off);
+    __shared__ float warp_sums[WARPS][K * K][DW_CHANNELS_PER_BLOCK];
+    int tid = threadIdx.y * COLS + threadIdx.x;
+    if (tid % 32 < COLS)
+#pragma unroll
+        for (int k = 0; k < V; k++)
+#pragma unroll
+            for (int t = 0; t < K * K; t++)
+                warp_sums[tid / 32][t][threadIdx.x * V + k] = acc[k][t];
+    __syncthreads();
+    for (int e = tid; e < K * K * DW_CHANNELS_PER_BLOCK; e += DW_THREADS) {
+        int t = e / DW_CHANNELS_PER_BLOCK, c = e % DW_CHANNELS_PER_BLOCK;
+        int ch = blockIdx.x * DW_CHANNELS_PER_BLOCK + c;
+        float sum = 0.0f;
+        for (int j = 0; j < WARPS; j++)
+            sum += warp_sums[j][t][c];
+        if (ch < g.c)
+            partial[((size_t)blockIdx.y * g.c + ch) * (K * K) + t] = sum;
+    }
+}
+
 /* NCHW: a block is one channel (blockIdx.x) and one slice (blockIdx.y), its
  * threads along the positions (ox fastest, coalesced). */
 template <typename T, int K>

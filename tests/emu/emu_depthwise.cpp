@@ -138,7 +138,7 @@ template <typename T, int K> struct dw_run {
     /* The filter gradient as the backend runs it: the slice plan of
      * cuda_plan.c for sm_count SMs, partial sums, then their ordered sum.
      * The partial sums start as NaN so that a slot no block writes shows. */
-    std::vector<T> backward_filter(int sm_count, int *slices) const
+    std::vector<T> backward_filter(int sm_count, int *slices, bool vec = false) const
     {
         conv_shape s = {cs.n, cs.c, cs.h, cs.w, cs.c, K, K, pad, cs.stride, cs.c, oh, ow, true,
                         PREC_FP32};
@@ -147,7 +147,12 @@ template <typename T, int K> struct dw_run {
         uint32_t per_slice = (positions + plan.slices - 1) / plan.slices;
         std::vector<float> partial((size_t)plan.partial_bytes / sizeof(float), NAN);
         dim3 grid((unsigned)plan.channel_groups, (unsigned)plan.slices);
-        if (cs.nhwc)
+        if (vec)
+            emu::launch("dw_filter_nhwc_vec_kernel", grid,
+                        dim3(dw_filter_vec<K>::cols, dw_filter_vec<K>::rows),
+                        dw_filter_nhwc_vec_kernel<T, K>, x.data(), dy.data(), partial.data(), g,
+                        positions, per_slice);
+        else if (cs.nhwc)
             emu::launch("dw_filter_nhwc_kernel", grid, dim3(DW_CHANNELS_PER_BLOCK, DW_FILTER_ROWS),
                         dw_filter_nhwc_kernel<T, K>, x.data(), dy.data(), partial.data(), g,
                         positions, per_slice);
@@ -221,9 +226,24 @@ void check_case(checker &ck, const dw_case &c, int sm_count, bool every_schedule
     int slices = 0;
     std::vector<T> dw = under_every_schedule(
         ck, what, [&] { return run.backward_filter(sm_count, &slices); }, every_schedule);
-    e = relative_error(dw, run.backward_filter_ref());
+    std::vector<double> dw_ref = run.backward_filter_ref();
+    e = relative_error(dw, dw_ref);
     ck.expect(e <= tol, "%s backward filter (%d slices): relative error %.3g > %.3g", what, slices,
               e, tol);
+    /* the kernel cuda_depthwise.cu launches where channels make whole groups */
+    bool vec_fits = dw_filter_vec_fits<T, K>(run.cs.nhwc, run.cs.c, run.x.data(), run.dy.data());
+    ck.expect(vec_fits == (run.cs.nhwc && run.cs.c % dw_filter_vec<K>::channels == 0),
+              "%s backward filter: the vector kernel %s", what,
+              vec_fits ? "would run where it may not" : "would not be taken");
+    if (vec_fits) {
+        std::vector<T> dwv = under_every_schedule(
+            ck, what, [&] { return run.backward_filter(sm_count, &slices, true); },
+            every_schedule);
+        e = relative_error(dwv, dw_ref);
+        ck.expect(e <= tol,
+                  "%s backward filter, %d channels a thread (%d slices): relative error %.3g > "
+                  "%.3g", what, dw_filter_vec<K>::channels, slices, e, tol);
+    }
 }
 
 /* The plan-time helpers: values in [-1, 1) from the fill kernel, and the
