@@ -144,14 +144,20 @@ $(BUILD)/cu/%.o: %.cu
 
 # The own depthwise kernels' source, whose checksum keys an algorithm cache's
 # rows (models/cuda/algo_cache.h): a row chosen, and checked, against other
-# own kernels is not reused. Worked out at every make, so that the object
-# rebuilt for a change of these files carries their new checksum. OBJ_DEFS:
+# own kernels is not reused. With the kernels, what plans them (the filter
+# gradient's slices) and what chooses between them and cuDNN (the trial, its
+# tolerance). Worked out at every make and kept in a file rewritten only when
+# it changes, on which the objects that carry it depend. OBJ_DEFS:
 # one object's own -D flags, in every recipe that compiles a .cu (here and the
 # host emulator's below).
 OWN_DEPTHWISE_SRCS := $(addprefix models/cuda/,cuda_depthwise.cu cuda_depthwise_kernels.cuh \
-                        cuda_device.cuh fast_divide.h)
+                        cuda_device.cuh fast_divide.h cuda_plan.h cuda_plan.c cuda_conv_choose.cu)
 OWN_DEPTHWISE_DEF := -DOWN_DEPTHWISE_ID=$(firstword $(shell cat $(OWN_DEPTHWISE_SRCS) | cksum))u
+$(BUILD)/own-depthwise-id.txt: FORCE
+	@mkdir -p $(@D)
+	@echo '$(OWN_DEPTHWISE_DEF)' | cmp -s - $@ || echo '$(OWN_DEPTHWISE_DEF)' > $@
 $(BUILD)/cu/models/cuda/cuda_depthwise.o: OBJ_DEFS := $(OWN_DEPTHWISE_DEF)
+$(BUILD)/cu/models/cuda/cuda_depthwise.o: $(BUILD)/own-depthwise-id.txt
 
 cuda-compile: $(if $(NVCC),$(CU_OBJS))
 	@$(if $(NVCC),echo "cuda: compiled $(words $(CU_OBJS)) .cu file(s) for sm $(GPU_ARCH)",echo "cuda: toolkit not found under CUDA_HOME=$(CUDA_HOME); .cu files not compiled")
@@ -280,6 +286,8 @@ EMU_HOST_FAST := $(EMU_HOST_DIR)/fast
 EMU_FAST_CXXFLAGS := $(filter-out -O1 -fsanitize=% -fno-sanitize-recover=%,$(EMU_HOST_CXXFLAGS)) -O2
 $(EMU_HOST_DIR)/gen/models/cuda/cuda_depthwise.o $(EMU_HOST_FAST)/models/cuda/cuda_depthwise.o: \
     OBJ_DEFS := $(OWN_DEPTHWISE_DEF)
+$(EMU_HOST_DIR)/gen/models/cuda/cuda_depthwise.o $(EMU_HOST_FAST)/models/cuda/cuda_depthwise.o: \
+    $(BUILD)/own-depthwise-id.txt
 $(EMU_HOST_FAST)/%.o: $(EMU_HOST_DIR)/gen/%.cpp
 	@mkdir -p $(@D)
 	$(CXX) $(EMU_FAST_CXXFLAGS) $(OBJ_DEFS) -c $< -o $@

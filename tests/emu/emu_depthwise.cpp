@@ -297,6 +297,11 @@ void check_depthwise_kernels(checker &ck)
         check_case<float, 3>(ck, c, 132);
         check_case<__nv_bfloat16, 3>(ck, c, 132);
     }
+    /* the filter gradient on several channels a thread (40 of them make
+     * whole groups) over several slices, 5 x 5 as 3 x 3 */
+    const dw_case slices_of_groups = {2, 40, 24, 24, 1, true};
+    check_case<float, 5>(ck, slices_of_groups, 8);
+    check_case<__half, 3>(ck, slices_of_groups, 8);
     for (const dw_case &c : odd_shapes) {
         check_case<float, 3>(ck, c, 8);
         check_case<float, 5>(ck, c, 8);
