@@ -305,6 +305,10 @@ $(EMU_HOST_DIR)/cuda_train_check: $(EMU_HOST_FAST)/tests/gpu/cuda_train_check.o 
         $(EMU_FAST_BACKEND) $(LIB)
 	$(CXX) $(EMU_FAST_CXXFLAGS) $^ -o $@ $(HOST_LDLIBS)
 .SECONDARY: $(EMU_HOST_GEN)
+# the stand-in runtime's capture rules, checked on their own
+EMU_FAKE_CUDA_CHECK := $(EMU_HOST_DIR)/fake_cuda_check
+$(EMU_FAKE_CUDA_CHECK): $(EMU_HOST_DIR)/fake_cuda_check.o $(EMU_HOST_DIR)/fake_cuda.o
+	$(CXX) $(EMU_HOST_CXXFLAGS) $^ -o $@ -pthread
 
 # bin/train on the host emulator ($(EMU_HOST_DIR)/bin/train): the programs'
 # C objects, the emulated backend of the training check, the translated .cu
@@ -342,7 +346,7 @@ $(EMU_HOST_MORE:%=$(EMU_HOST_FAST)/tests/gpu/%.o): EMU_FAST_CXXFLAGS += $(EMU_CU
 .SECONDARY: $(EMU_HOST_MORE:%=$(EMU_HOST_DIR)/gen/tests/gpu/%.cpp)
 
 ifneq ($(NVCC),)
-$(TEST_BIN): | $(EMU_PROG) $(EMU_HOST_PROGS)
+$(TEST_BIN): | $(EMU_PROG) $(EMU_HOST_PROGS) $(EMU_FAKE_CUDA_CHECK)
 $(BUILD)/tests/test_cuda_emu.o: ALL_CFLAGS += -DROOFLINE_CUDA_EMU='"$(CURDIR)/$(EMU_PROG)"' \
     -DROOFLINE_CUDA_HOST_DIR='"$(CURDIR)/$(EMU_HOST_DIR)"'
 endif

@@ -60,6 +60,13 @@ Test(cuda_emu, whole_cuda_steps_on_the_host_match_the_cpu_backend, .timeout = 12
     expect_host_check_passes("cuda_train_check");
 }
 
+/* The stand-in runtime refuses in a capture what a GPU refuses, so that the
+ * emulated --graph checks above would fail where a GPU's would. */
+Test(cuda_emu, the_stand_in_runtime_keeps_the_capture_rules)
+{
+    expect_host_check_passes("fake_cuda_check");
+}
+
 /* make test-gpu's check of the trace pass (a toy backend whose kernels are
  * told apart by their FFMA counts) and of the DDP transports (the NCCL
  * stand-in over MPI, one rank; the backend's NCCL path against the plain one

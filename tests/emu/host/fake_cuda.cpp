@@ -3,7 +3,13 @@
  * read of what nobody wrote shows, up to 64 MiB), streams run their work at once and in
  * order, events read the host clock, and stream capture records the work
  * into a graph that a launch replays. One device, reported as
- * FAKE_SM_COUNT SMs of compute capability 9.0. */
+ * FAKE_SM_COUNT SMs of compute capability 9.0.
+ * Capture keeps the rules a GPU enforces on the capturing thread (global and
+ * thread-local modes): a call that may synchronise (allocation, free,
+ * cudaMemcpy, cudaMemset, any synchronize or query) fails with
+ * cudaErrorStreamCaptureUnsupported, and work for the legacy default stream
+ * is cudaErrorStreamCaptureImplicit; either invalidates the capture, whose
+ * end then fails with cudaErrorStreamCaptureInvalidated. */
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -24,6 +30,7 @@
 
 struct CUstream_st {
     std::vector<std::function<void()>> *capture = nullptr;
+    bool capture_invalidated = false;
     uint32_t id = 0; /* as CUPTI numbers streams */
 };
 struct CUevent_st {
@@ -151,6 +158,14 @@ const error_text *text_of(cudaError_t error)
         {cudaErrorMemoryAllocation, "cudaErrorMemoryAllocation", "out of memory"},
         {cudaErrorInvalidValue, "cudaErrorInvalidValue", "invalid argument"},
         {cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal"},
+        {cudaErrorStreamCaptureUnsupported, "cudaErrorStreamCaptureUnsupported",
+         "operation not permitted when stream is capturing"},
+        {cudaErrorStreamCaptureImplicit, "cudaErrorStreamCaptureImplicit",
+         "operation would make the legacy stream depend on a capturing blocking stream"},
+        {cudaErrorStreamCaptureInvalidated, "cudaErrorStreamCaptureInvalidated",
+         "operation failed due to a previous error during capture"},
+        {cudaErrorIllegalState, "cudaErrorIllegalState",
+         "the operation cannot be performed in the present state"},
     };
     static const error_text unknown = {cudaErrorUnknown, "cudaErrorUnknown",
                                        "unknown error (host emulator)"};
@@ -160,14 +175,50 @@ const error_text *text_of(cudaError_t error)
     return &unknown;
 }
 
-} // namespace
+/* the streams this thread is capturing (a GPU's thread-local view) */
+thread_local std::vector<cudaStream_t> capturing_here;
 
-void emu_host::run_on(cudaStream_t stream, std::function<void()> f)
+/* A call that a capture on this thread forbids: the capture is invalidated
+ * and the call fails with why (cudaSuccess where nothing is captured). */
+cudaError_t refused_while_capturing(cudaError_t why)
 {
+    if (capturing_here.empty())
+        return cudaSuccess;
+    for (cudaStream_t s : capturing_here)
+        s->capture_invalidated = true;
+    return why;
+}
+
+cudaError_t refused_while_capturing()
+{
+    return refused_while_capturing(cudaErrorStreamCaptureUnsupported);
+}
+
+/* the error a launch left for cudaGetLastError, as a GPU keeps it */
+thread_local cudaError_t launch_error = cudaSuccess;
+
+/* f queued on stream, or the error that refuses it */
+cudaError_t queue(cudaStream_t stream, std::function<void()> f)
+{
+    if (!stream) {
+        cudaError_t refused = refused_while_capturing(cudaErrorStreamCaptureImplicit);
+        if (refused != cudaSuccess)
+            return refused; /* none of it runs: the capture is lost, its end says so */
+    }
     if (stream && stream->capture)
         stream->capture->push_back(std::move(f));
     else
         f();
+    return cudaSuccess;
+}
+
+} // namespace
+
+void emu_host::run_on(cudaStream_t stream, std::function<void()> f)
+{
+    cudaError_t e = queue(stream, std::move(f));
+    if (e != cudaSuccess)
+        launch_error = e;
 }
 
 /* counted_fmaf's calls on this thread: a kernel's fibers run on the thread
@@ -208,28 +259,40 @@ void emu_host::run_kernel(cudaStream_t stream, const char *name, dim3 grid, dim3
 
 extern "C" {
 
-cudaError_t cudaMalloc(void **p, size_t bytes) { return take(p, bytes); }
-cudaError_t cudaFree(void *p) { return give_back(p); }
-cudaError_t cudaMallocHost(void **p, size_t bytes) { return take(p, bytes); }
-cudaError_t cudaFreeHost(void *p) { return give_back(p); }
+cudaError_t cudaMalloc(void **p, size_t bytes)
+{
+    if (cudaError_t refused = refused_while_capturing())
+        return *p = nullptr, refused;
+    return take(p, bytes);
+}
+cudaError_t cudaFree(void *p)
+{
+    if (cudaError_t refused = refused_while_capturing())
+        return refused;
+    return give_back(p);
+}
+cudaError_t cudaMallocHost(void **p, size_t bytes) { return cudaMalloc(p, bytes); }
+cudaError_t cudaFreeHost(void *p) { return cudaFree(p); }
 
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind,
                             cudaStream_t stream)
 {
-    emu_host::run_on(stream, [=]() { memmove(dst, src, bytes); });
-    return cudaSuccess;
+    return queue(stream, [=]() { memmove(dst, src, bytes); });
 }
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind)
 {
+    if (cudaError_t refused = refused_while_capturing())
+        return refused;
     return cudaMemcpyAsync(dst, src, bytes, kind, nullptr);
 }
 cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes, cudaStream_t stream)
 {
-    emu_host::run_on(stream, [=]() { memset(p, value, bytes); });
-    return cudaSuccess;
+    return queue(stream, [=]() { memset(p, value, bytes); });
 }
 cudaError_t cudaMemset(void *p, int value, size_t bytes)
 {
+    if (cudaError_t refused = refused_while_capturing())
+        return refused;
     return cudaMemsetAsync(p, value, bytes, nullptr);
 }
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total)
@@ -272,10 +335,16 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
     prop->l2CacheSize = 50 << 20;
     return cudaSuccess;
 }
-cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
-/* a launch the emulator refuses ends the program (cuda_emu.h), so none is pending */
-cudaError_t cudaGetLastError(void) { return cudaSuccess; }
-cudaError_t cudaPeekAtLastError(void) { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize(void) { return refused_while_capturing(); }
+/* a launch the emulator refuses ends the program (cuda_emu.h): the one error
+ * kept is a launch that a capture refused */
+cudaError_t cudaGetLastError(void)
+{
+    cudaError_t e = launch_error;
+    launch_error = cudaSuccess;
+    return e;
+}
+cudaError_t cudaPeekAtLastError(void) { return launch_error; }
 /* the runtime's own names and words for the errors the stand-ins return */
 const char *cudaGetErrorString(cudaError_t error) { return text_of(error)->text; }
 const char *cudaGetErrorName(cudaError_t error) { return text_of(error)->name; }
@@ -302,16 +371,21 @@ cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest)
 cudaError_t cudaStreamCreate(cudaStream_t *stream) { return cudaStreamCreateWithFlags(stream, 0); }
 cudaError_t cudaStreamDestroy(cudaStream_t stream)
 {
-    if (stream)
+    if (stream) {
         delete stream->capture;
+        capturing_here.erase(std::remove(capturing_here.begin(), capturing_here.end(), stream),
+                             capturing_here.end());
+    }
     delete stream;
     return cudaSuccess;
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t stream)
 {
-    return stream && stream->capture ? cudaErrorStreamCaptureUnsupported : cudaSuccess;
+    if (stream && stream->capture)
+        return stream->capture_invalidated = true, cudaErrorStreamCaptureUnsupported;
+    return refused_while_capturing();
 }
-cudaError_t cudaStreamQuery(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaStreamQuery(cudaStream_t stream) { return cudaStreamSynchronize(stream); }
 cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int) { return cudaSuccess; }
 
 cudaError_t cudaEventCreate(cudaEvent_t *event)
@@ -330,32 +404,38 @@ cudaError_t cudaEventDestroy(cudaEvent_t event)
 }
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
 {
-    emu_host::run_on(stream, [=]() { event->at_ms = now_ms(); });
-    return cudaSuccess;
+    return queue(stream, [=]() { event->at_ms = now_ms(); });
 }
-cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
-cudaError_t cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t) { return refused_while_capturing(); }
+cudaError_t cudaEventQuery(cudaEvent_t) { return refused_while_capturing(); }
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
 {
     *ms = (float)(end->at_ms - start->at_ms);
     return cudaSuccess;
 }
 
-cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode)
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode)
 {
     if (!stream || stream->capture)
         return cudaErrorIllegalState;
     stream->capture = new std::vector<std::function<void()>>;
+    stream->capture_invalidated = false;
+    /* relaxed mode forbids nothing */
+    if (mode != cudaStreamCaptureModeRelaxed)
+        capturing_here.push_back(stream);
     return cudaSuccess;
 }
 cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph)
 {
     if (!stream || !stream->capture)
         return cudaErrorIllegalState;
-    *graph = new CUgraph_st{std::move(*stream->capture)};
+    capturing_here.erase(std::remove(capturing_here.begin(), capturing_here.end(), stream),
+                         capturing_here.end());
+    bool invalidated = stream->capture_invalidated;
+    *graph = invalidated ? nullptr : new CUgraph_st{std::move(*stream->capture)};
     delete stream->capture;
     stream->capture = nullptr;
-    return cudaSuccess;
+    return invalidated ? cudaErrorStreamCaptureInvalidated : cudaSuccess;
 }
 cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph, unsigned long long)
 {

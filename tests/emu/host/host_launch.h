@@ -17,7 +17,9 @@
 
 namespace emu_host {
 
-/* f now, or appended to the graph that `stream` is capturing. */
+/* f now, or appended to the graph that `stream` is capturing; f for the
+ * legacy default stream while this thread captures is refused and left for
+ * cudaGetLastError (cudaErrorStreamCaptureImplicit), as a GPU refuses it. */
 void run_on(cudaStream_t stream, std::function<void()> f);
 
 /* What a kernel of the stand-ins does, as CUPTI's metric pass would count
