@@ -232,6 +232,37 @@ Test(cuda_plan, depthwise_choice)
     cr_expect(depthwise_match_tolerance(&bf16) < 0.1, "an indexing error moves results by more");
 }
 
+/* cuDNN's results in its order (fastest first, failures last): the least
+ * workspace within the tolerance of the fastest usable one, never an
+ * unusable one, and the fastest where nothing close needs less. */
+Test(cuda_plan, conv_algo_pick_trades_two_percent_for_workspace)
+{
+    conv_algo_result r[] = {
+        {.usable = false, .ms = 0.50f, .memory = 0},        /* not allowed (math, status) */
+        {.usable = true, .ms = 1.00f, .memory = 400 << 20},
+        {.usable = true, .ms = 1.01f, .memory = 64 << 20},
+        {.usable = true, .ms = 1.015f, .memory = 64 << 20}, /* as small, slower */
+        {.usable = true, .ms = 1.03f, .memory = 0},         /* smallest, but 3% slower */
+    };
+    int n = (int)(sizeof r / sizeof *r);
+    cr_expect_eq(conv_algo_pick(r, n, CONV_ALGO_TIME_TOLERANCE), 2);
+    cr_expect_eq(conv_algo_pick(r, n, 0.0), 1, "no tolerance: the fastest usable");
+    cr_expect_eq(conv_algo_pick(r, n, 0.05), 4, "within 5%: no workspace at all");
+    r[2].usable = r[3].usable = r[4].usable = false;
+    cr_expect_eq(conv_algo_pick(r, n, CONV_ALGO_TIME_TOLERANCE), 1);
+    r[1].usable = false;
+    cr_expect_eq(conv_algo_pick(r, n, CONV_ALGO_TIME_TOLERANCE), -1, "none usable");
+    cr_expect_eq(conv_algo_pick(r, 0, CONV_ALGO_TIME_TOLERANCE), -1, "none found");
+    /* not relying on cuDNN's order */
+    conv_algo_result shuffled[] = {
+        {.usable = true, .ms = 2.0f, .memory = 0},
+        {.usable = true, .ms = 1.0f, .memory = 8 << 20},
+        {.usable = true, .ms = 1.01f, .memory = 8 << 20},
+    };
+    cr_expect_eq(conv_algo_pick(shuffled, 3, CONV_ALGO_TIME_TOLERANCE), 1,
+                 "equal workspace: the faster");
+}
+
 /* The own kernels' index splitting: multiply-and-shift division equals n / d
  * for every divisor a layer has (and far beyond) at the numerators that
  * break a wrong multiplier: around multiples of d, near 2^31 and at random. */

@@ -1,7 +1,8 @@
 /* Choosing each convolution's algorithms, once per distinct shape and
  * precision, outside the timed steps (cuda_conv.cu runs them): cuDNN's own
  * benchmark (cudnnFind*AlgorithmEx, on the layer's real buffers) within the
- * workspace limit, then pinned. fp32 runs without tensor cores: only
+ * workspace limit, the least workspace within 2% of the fastest (the kept
+ * workspace adds to the step's peak memory), then pinned. fp32 runs without tensor cores: only
  * algorithms cuDNN reports as FMA math are taken (the default math type
  * would allow TF32 on Ampere and newer). Depthwise layers under --depthwise
  * auto also try the own kernels (cuda_depthwise.cu) on the same inputs and
@@ -10,6 +11,8 @@
 #include <stdlib.h>
 
 #include "cuda_internal.h"
+
+enum { MAX_ALGOS = 16, CONV_PASSES = 3 };
 
 /* fp32 must not reach tensor cores: FMA math only. Other precisions take
  * what cuDNN found fastest, but never a down-conversion of their inputs. */
@@ -22,18 +25,22 @@ static bool math_allowed(const backend *b, cudnnMathType_t m)
     return true;
 }
 
-/* The first (fastest) result that succeeded within the workspace, or -1. */
+/* The result to run (conv_algo_pick: the least workspace among those within
+ * 2% of the fastest that succeeded within the workspace), or -1. */
 template <typename Perf>
 static int pick(const backend *b, const Perf *perf, int count)
 {
-    for (int k = 0; k < count; k++)
-        if (perf[k].status == CUDNN_STATUS_SUCCESS && perf[k].memory <= b->workspace_bytes &&
-            math_allowed(b, perf[k].mathType))
-            return k;
-    return -1;
+    conv_algo_result r[MAX_ALGOS];
+    int n = count < MAX_ALGOS ? count : MAX_ALGOS;
+    for (int k = 0; k < n; k++) {
+        r[k].usable = perf[k].status == CUDNN_STATUS_SUCCESS &&
+                      perf[k].memory <= b->workspace_bytes && math_allowed(b, perf[k].mathType);
+        r[k].ms = perf[k].time;
+        r[k].memory = (int64_t)perf[k].memory;
+    }
+    return conv_algo_pick(r, n, CONV_ALGO_TIME_TOLERANCE);
 }
 
-enum { MAX_ALGOS = 16, CONV_PASSES = 3 };
 enum { FOUND = 0, NONE_FOUND = 1 };
 static const char *const pass_labels[CONV_PASSES] = {"forward", "backward-data",
                                                     "backward-filter"};

@@ -213,6 +213,26 @@ depthwise_filter_plan depthwise_filter_plan_of(const conv_shape *s, bool nhwc, i
     return p;
 }
 
+int conv_algo_pick(const conv_algo_result *r, int n, double tolerance)
+{
+    int fastest = -1;
+    for (int k = 0; k < n; k++)
+        if (r[k].usable && (fastest < 0 || r[k].ms < r[fastest].ms))
+            fastest = k;
+    if (fastest < 0)
+        return -1;
+    double limit = r[fastest].ms * (1.0 + tolerance);
+    int best = fastest;
+    for (int k = 0; k < n; k++) {
+        if (!r[k].usable || r[k].ms > limit)
+            continue;
+        if (r[k].memory < r[best].memory ||
+            (r[k].memory == r[best].memory && r[k].ms < r[best].ms))
+            best = k;
+    }
+    return best;
+}
+
 depthwise_pick depthwise_choose(const depthwise_trial *t)
 {
     if (t->own_ms < 0.0f)

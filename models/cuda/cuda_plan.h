@@ -84,6 +84,25 @@ bool conv_shape_equal(const conv_shape *a, const conv_shape *b);
  * distinct shape. Returns the number of distinct shapes. */
 int conv_shape_groups(const network *net, int batch, precision prec, int *first_of_shape);
 
+/* One result of cuDNN's algorithm search, as the choice sees it. */
+typedef struct {
+    bool usable;          /* succeeded, within the workspace, in an allowed math type */
+    float ms;             /* its time in the search */
+    int64_t memory;       /* the workspace it needs */
+} conv_algo_result;
+
+/* How much slower than the fastest an algorithm may be and still be taken
+ * for needing less workspace: the search times each algorithm once or twice,
+ * and times that close trade places from one search to the next. The kept
+ * workspace is the largest any chosen algorithm needs, and it adds to the
+ * step's peak memory. */
+#define CONV_ALGO_TIME_TOLERANCE 0.02
+
+/* Which of n results to run: among the usable ones within `tolerance` (a
+ * share) of the fastest usable time, the one needing the least workspace
+ * (the faster, then the first, of equals); -1 if none is usable. */
+int conv_algo_pick(const conv_algo_result *r, int n, double tolerance);
+
 /* Depthwise convolutions (one 1-channel filter per channel, groups =
  * channels = output channels) may run on the backend's own kernels
  * (cuda_depthwise.cu) instead of cuDNN's. The own kernels take square
