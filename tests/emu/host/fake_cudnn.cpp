@@ -1,7 +1,9 @@
 /* The cuDNN 9 calls of the CUDA backend (legacy convolution API), on the
- * host: descriptors keep what they were given, Find offers one algorithm
- * (no workspace, the descriptor's math type) and the passes run no other,
- * and the three convolution
+ * host: descriptors keep what they were given; Find offers a few algorithms
+ * per pass as cuDNN lists them (fastest first, in the descriptor's math
+ * type, with the workspace each needs, one not supported at the end; their
+ * times are made up) and the passes run no other, nor one given less
+ * workspace than it needs (CUDNN_STATUS_BAD_PARAM, as cuDNN); the three convolution
  * passes are direct loops in double over the descriptors' layouts (NCHW,
  * NHWC; filters KCRS or KRSC), groups, strides, padding and dilation, with
  * alpha and beta as cuDNN defines them (beta = 0 never reads the output).
@@ -121,10 +123,73 @@ size_t filter_index_of(const cudnnFilterStruct &f, size_t i)
 
 enum pass { FORWARD, BACKWARD_DATA, BACKWARD_FILTER };
 
-/* The one algorithm per pass that Find offers, and the passes run. */
-const cudnnConvolutionFwdAlgo_t FWD_ALGO = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
-const cudnnConvolutionBwdDataAlgo_t BWD_DATA_ALGO = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
-const cudnnConvolutionBwdFilterAlgo_t BWD_FILTER_ALGO = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
+/* What Find offers per pass, in its order: the algorithm (the enum's
+ * value), its time relative to the fastest (0: not supported), and the
+ * workspace it needs. Within 2% of the fastest the backend takes the least
+ * workspace (cuda_plan.c's conv_algo_pick): forward the 0.5% slower
+ * IMPLICIT_GEMM with none, backward data the fastest (the one without
+ * workspace is 3% slower), backward filter the 1.5% slower one with 2 MiB. */
+struct offered {
+    int algo;
+    float relative_time;
+    size_t workspace;
+};
+const offered FWD_OFFERED[] = {
+    {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, 1.0f, 4 << 20},
+    {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, 1.005f, 0},
+    {CUDNN_CONVOLUTION_FWD_ALGO_FFT, 1.5f, 256 << 20},
+    {CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED, 0.0f, 0},
+};
+const offered BWD_DATA_OFFERED[] = {
+    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, 1.0f, 8 << 20},
+    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, 1.03f, 0},
+    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD, 0.0f, 0},
+};
+const offered BWD_FILTER_OFFERED[] = {
+    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3, 1.0f, 16 << 20},
+    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, 1.015f, 2 << 20},
+    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0, 1.1f, 0},
+    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT, 0.0f, 0},
+};
+
+/* Find's results for one pass: at most `requested` of `offered` in its
+ * order; one needing more than the given workspace is not timed and
+ * reported failed (CUDNN_STATUS_ALLOC_FAILED here). */
+template <typename Perf, typename Algo, size_t N>
+cudnnStatus_t find(const offered (&list)[N], const cudnnConvolutionStruct &cv, int requested,
+                   int *returned, Perf *perf, size_t workspace)
+{
+    if (requested < 1)
+        return CUDNN_STATUS_BAD_PARAM;
+    int n = (int)N < requested ? (int)N : requested;
+    for (int k = 0; k < n; k++) {
+        memset(&perf[k], 0, sizeof perf[k]);
+        perf[k].algo = (Algo)list[k].algo;
+        bool supported = list[k].relative_time > 0.0f;
+        bool fits = list[k].workspace <= workspace;
+        perf[k].status = !supported ? CUDNN_STATUS_NOT_SUPPORTED
+                         : !fits    ? CUDNN_STATUS_ALLOC_FAILED
+                                    : CUDNN_STATUS_SUCCESS;
+        perf[k].time = supported && fits ? 0.01f * list[k].relative_time : -1.0f;
+        perf[k].memory = list[k].workspace;
+        perf[k].determinism = CUDNN_DETERMINISTIC;
+        perf[k].mathType = cv.math;
+    }
+    *returned = n;
+    return CUDNN_STATUS_SUCCESS;
+}
+
+/* Whether a pass may run `algo` with `workspace` bytes: one that Find offers
+ * as supported (else CUDNN_STATUS_NOT_SUPPORTED), given at least what it
+ * needs (else CUDNN_STATUS_BAD_PARAM). */
+template <size_t N>
+cudnnStatus_t runnable(const offered (&list)[N], int algo, size_t workspace)
+{
+    for (const offered &o : list)
+        if (o.algo == algo && o.relative_time > 0.0f)
+            return workspace >= o.workspace ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_BAD_PARAM;
+    return CUDNN_STATUS_NOT_SUPPORTED;
+}
 
 /* The convolution's products in NCHW / KCRS doubles: Y += X W (forward),
  * X += Y W (backward data: X is dx, Y is dy), W += X Y (backward filter). */
@@ -350,88 +415,73 @@ cudnnStatus_t cudnnGetConvolution2dForwardOutputDim(const cudnnConvolutionDescri
     return CUDNN_STATUS_SUCCESS;
 }
 
-/* One result: algorithm 0, no workspace, the descriptor's math type. */
-#define FIND_ONE(perf, returned, requested, cv)                                               \
-    do {                                                                                      \
-        if ((requested) < 1)                                                                  \
-            return CUDNN_STATUS_BAD_PARAM;                                                    \
-        memset((perf), 0, sizeof *(perf));                                                    \
-        (perf)->status = CUDNN_STATUS_SUCCESS;                                                \
-        (perf)->time = 0.01f;                                                                 \
-        (perf)->determinism = CUDNN_DETERMINISTIC;                                            \
-        (perf)->mathType = (cv)->math;                                                        \
-        *(returned) = 1;                                                                      \
-    } while (0)
-
 cudnnStatus_t cudnnFindConvolutionForwardAlgorithmEx(
     cudnnHandle_t, const cudnnTensorDescriptor_t x, const void *, const cudnnFilterDescriptor_t w,
     const void *, const cudnnConvolutionDescriptor_t cv, const cudnnTensorDescriptor_t y, void *,
-    const int requested, int *returned, cudnnConvolutionFwdAlgoPerf_t *perf, void *, size_t)
+    const int requested, int *returned, cudnnConvolutionFwdAlgoPerf_t *perf, void *,
+    size_t workspace)
 {
     if (!shapes_agree(*x, *w, *cv, *y))
         return CUDNN_STATUS_BAD_PARAM;
-    FIND_ONE(perf, returned, requested, cv);
-    perf->algo = FWD_ALGO;
-    return CUDNN_STATUS_SUCCESS;
+    return find<cudnnConvolutionFwdAlgoPerf_t, cudnnConvolutionFwdAlgo_t>(
+        FWD_OFFERED, *cv, requested, returned, perf, workspace);
 }
 cudnnStatus_t cudnnFindConvolutionBackwardDataAlgorithmEx(
     cudnnHandle_t, const cudnnFilterDescriptor_t w, const void *,
     const cudnnTensorDescriptor_t dy, const void *, const cudnnConvolutionDescriptor_t cv,
     const cudnnTensorDescriptor_t dx, void *, const int requested, int *returned,
-    cudnnConvolutionBwdDataAlgoPerf_t *perf, void *, size_t)
+    cudnnConvolutionBwdDataAlgoPerf_t *perf, void *, size_t workspace)
 {
     if (!shapes_agree(*dx, *w, *cv, *dy))
         return CUDNN_STATUS_BAD_PARAM;
-    FIND_ONE(perf, returned, requested, cv);
-    perf->algo = BWD_DATA_ALGO;
-    return CUDNN_STATUS_SUCCESS;
+    return find<cudnnConvolutionBwdDataAlgoPerf_t, cudnnConvolutionBwdDataAlgo_t>(
+        BWD_DATA_OFFERED, *cv, requested, returned, perf, workspace);
 }
 cudnnStatus_t cudnnFindConvolutionBackwardFilterAlgorithmEx(
     cudnnHandle_t, const cudnnTensorDescriptor_t x, const void *,
     const cudnnTensorDescriptor_t dy, const void *, const cudnnConvolutionDescriptor_t cv,
     const cudnnFilterDescriptor_t dw, void *, const int requested, int *returned,
-    cudnnConvolutionBwdFilterAlgoPerf_t *perf, void *, size_t)
+    cudnnConvolutionBwdFilterAlgoPerf_t *perf, void *, size_t workspace)
 {
     if (!shapes_agree(*x, *dw, *cv, *dy))
         return CUDNN_STATUS_BAD_PARAM;
-    FIND_ONE(perf, returned, requested, cv);
-    perf->algo = BWD_FILTER_ALGO;
-    return CUDNN_STATUS_SUCCESS;
+    return find<cudnnConvolutionBwdFilterAlgoPerf_t, cudnnConvolutionBwdFilterAlgo_t>(
+        BWD_FILTER_OFFERED, *cv, requested, returned, perf, workspace);
 }
 
 cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha,
                                       const cudnnTensorDescriptor_t xd, const void *x,
                                       const cudnnFilterDescriptor_t wd, const void *w,
                                       const cudnnConvolutionDescriptor_t cvd,
-                                      cudnnConvolutionFwdAlgo_t algo, void *, size_t,
+                                      cudnnConvolutionFwdAlgo_t algo, void *, size_t workspace,
                                       const void *beta, const cudnnTensorDescriptor_t yd, void *y)
 {
-    if (algo != FWD_ALGO)
-        return CUDNN_STATUS_NOT_SUPPORTED; /* not the one Find offered */
+    if (cudnnStatus_t st = runnable(FWD_OFFERED, algo, workspace))
+        return st;
     return run_pass<FORWARD>(h, alpha, beta, *xd, x, *wd, w, *cvd, *yd, nullptr, y);
 }
 cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t h, const void *alpha,
                                            const cudnnFilterDescriptor_t wd, const void *w,
                                            const cudnnTensorDescriptor_t dyd, const void *dy,
                                            const cudnnConvolutionDescriptor_t cvd,
-                                           cudnnConvolutionBwdDataAlgo_t algo, void *, size_t,
-                                           const void *beta, const cudnnTensorDescriptor_t dxd,
-                                           void *dx)
+                                           cudnnConvolutionBwdDataAlgo_t algo, void *,
+                                           size_t workspace, const void *beta,
+                                           const cudnnTensorDescriptor_t dxd, void *dx)
 {
-    if (algo != BWD_DATA_ALGO)
-        return CUDNN_STATUS_NOT_SUPPORTED;
+    if (cudnnStatus_t st = runnable(BWD_DATA_OFFERED, algo, workspace))
+        return st;
     return run_pass<BACKWARD_DATA>(h, alpha, beta, *dxd, nullptr, *wd, w, *cvd, *dyd, dy, dx);
 }
 cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t h, const void *alpha,
                                              const cudnnTensorDescriptor_t xd, const void *x,
                                              const cudnnTensorDescriptor_t dyd, const void *dy,
                                              const cudnnConvolutionDescriptor_t cvd,
-                                             cudnnConvolutionBwdFilterAlgo_t algo, void *, size_t,
-                                             const void *beta, const cudnnFilterDescriptor_t dwd,
-                                             void *dw)
+                                             cudnnConvolutionBwdFilterAlgo_t algo, void *,
+                                             size_t workspace, const void *beta,
+                                             const cudnnFilterDescriptor_t dwd, void *dw)
 {
-    if (algo != BWD_FILTER_ALGO)
-        return CUDNN_STATUS_NOT_SUPPORTED;
+    if (cudnnStatus_t st = runnable(BWD_FILTER_OFFERED, algo, workspace))
+        return st;
     return run_pass<BACKWARD_FILTER>(h, alpha, beta, *xd, x, *dwd, nullptr, *cvd, *dyd, dy, dw);
 }
 
