@@ -481,7 +481,7 @@ __global__ void bn_apply_vec_kernel(T *y, bn_norm<T> bn, const T *other, bn_norm
     const float *from2[4] = {bn2.gamma, bn2.beta, bn2.mean, bn2.rstd};
     channel_cache<Map::span, 4> p1;
     channel_cache<Map::span, second ? 4 : 1> p2; /* unused but with a second batch norm */
-    VEC_STRIDE_LOOP(v, vectors)
+    VEC_STRIDE_LOOP_BACK(v, vectors)
     {
         int c0 = map.first_channel(v);
         p1.get(c0, from1);
@@ -518,7 +518,7 @@ __global__ void bn_backward_data_vec_kernel(T *dx, const T *dy, const T *x, cons
     constexpr int W = vec16<T>::width;
     const float *from[6] = {gamma, beta, mean, rstd, dbeta, dgamma};
     channel_cache<Map::span, 6> p;
-    VEC_STRIDE_LOOP(v, vectors)
+    VEC_STRIDE_LOOP_BACK(v, vectors)
     {
         p.get(map.first_channel(v), from);
         vec16<T> gv = load_vec(dy, v), xv = load_vec(x, v);
