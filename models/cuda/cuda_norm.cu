@@ -59,7 +59,7 @@ static int channel_sums(backend *b, tensor_shape s, summand<T> f, float *mean, f
         dim3 block(sum_vec_shape<T>::cols, sum_vec_shape<T>::lanes);
         with_sum_mode(f.mode, [&](auto mode) {
             partial_sums_nhwc_vec<T, decltype(mode)::value><<<grid, block, 0, b->stream>>>(
-                f, v.channels, v.outer, per_chunk, b->bn_partials);
+                f, v.channels, v.outer, b->bn_partials);
         });
     } else if (v.layout == LAYOUT_NHWC) {
         dim3 grid((unsigned)((v.channels + TILE - 1) / TILE), (unsigned)chunks), block(TILE, ROWS);

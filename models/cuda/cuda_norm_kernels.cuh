@@ -220,9 +220,14 @@ __global__ void partial_sums_nhwc(summand<T> f, int channels, int64_t outer, int
 }
 
 /* partial_sums_nhwc on 16-byte vectors (cuda_device.cuh says why):
- * a block still covers TILE channels of one chunk, as TILE / W threads of W
- * channels each by SUM_VEC_THREADS / (TILE / W) row lanes; the lanes are
- * then added per channel in lane order. Where channels are whole vectors
+ * a block covers TILE channels, as TILE / W threads of W channels each by
+ * SUM_VEC_THREADS / (TILE / W) row lanes; the lanes are then added per
+ * channel in lane order. Its "chunk" is not a run of rows but every
+ * chunks-th group of LANES rows: the grid sweeps the tensor from the first
+ * row to the last together, so that when it ends L2 holds the tensor's tail,
+ * where the second pass (bn_apply_vec_kernel, bn_backward_data_vec_kernel:
+ * VEC_STRIDE_LOOP_BACK) starts. Contiguous chunks would leave it the tail of
+ * every chunk, which a pass over the whole tensor meets too late. Where channels are whole vectors
  * and the tensors 16-byte aligned (vec_fits_nhwc). One instantiation per
  * mode (with_sum_mode): the gradient sums keep their W channels' four
  * parameters in registers (80 with bf16, ptxas for sm_90: 3 blocks an SM,
@@ -239,14 +244,11 @@ template <typename T> struct sum_vec_shape {
 
 template <typename T, int Mode>
 __global__ void __launch_bounds__(SUM_VEC_THREADS, Mode == SUM_GRAD ? 3 : 4)
-    partial_sums_nhwc_vec(summand<T> f, int channels, int64_t outer, int64_t per_chunk,
-                          float *partials)
+    partial_sums_nhwc_vec(summand<T> f, int channels, int64_t outer, float *partials)
 {
     constexpr int W = sum_vec_shape<T>::width, LANES = sum_vec_shape<T>::lanes;
     __shared__ float s1s[LANES][TILE], s2s[LANES][TILE];
     int c0 = blockIdx.x * TILE + threadIdx.x * W;
-    int64_t first = blockIdx.y * per_chunk, last = first + per_chunk;
-    last = last < outer ? last : outer;
     float s1[W], s2[W], shift[W];
     channel_cache<W, 4> p;
 #pragma unroll
@@ -261,7 +263,8 @@ __global__ void __launch_bounds__(SUM_VEC_THREADS, Mode == SUM_GRAD ? 3 : 4)
                 shift[k] = to_float(first_row.v[k]);
         }
         f.get_params(Mode, c0, p);
-        for (int64_t r = first + threadIdx.y; r < last; r += LANES)
+        for (int64_t r = (int64_t)blockIdx.y * LANES + threadIdx.y; r < outer;
+             r += (int64_t)gridDim.y * LANES)
             f.add_vec(Mode, r * per_row + c0 / W, shift, p, s1, s2);
     }
 #pragma unroll

@@ -112,7 +112,7 @@ template <typename T> struct bn_run {
                 emu::launch("partial_sums_nhwc_vec", dim3(tiles, (unsigned)k),
                             dim3(sum_vec_shape<T>::cols, sum_vec_shape<T>::lanes),
                             partial_sums_nhwc_vec<T, decltype(mode)::value>, f, v.channels,
-                            v.outer, per_chunk, partials.data());
+                            v.outer, partials.data());
             });
         else if (nhwc_view)
             emu::launch("partial_sums_nhwc", dim3(tiles, (unsigned)k), dim3(TILE, ROWS),
