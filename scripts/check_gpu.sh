@@ -30,7 +30,8 @@
 #                    mpirun where it is)
 #   train      300 s the gpu-quick row of run_matrix.md (scripts/bench.sh): 8
 #                    configurations x (1 repeat + 1 trace pass), each process searching
-#                    its cuDNN algorithms; quick peaks; the report
+#                    its cuDNN algorithms; quick peaks; the report; per configuration
+#                    the traced step's four largest layer type x phase groups
 #   torch      150 s scripts/pytorch_ref.py on the same 8 configurations (a process and a
 #                    cudnn.benchmark search each); the table: ours and PyTorch's images/s
 #                    and peak memory (ours from this OUT's train stage)
@@ -218,7 +219,34 @@ stage_train() {
     # what --depthwise auto chose for MobileNetV2, and what both sides cost
     grep -H '^depthwise convolutions' "$run"/logs/*.log 2>/dev/null | sed "s|^$run/logs/|  |" |
         head -n 4 >>"$dir/result.txt"
+    time_shares "$run/kernels.csv" >>"$dir/result.txt"
     return $rc
+}
+
+# Where each configuration's traced step spends its kernel time: the four
+# largest layer type x phase groups of kernels.csv (the report's "step time by
+# layer type and phase"), the first place to look where PyTorch is faster.
+time_shares() { # KERNELS_CSV
+    [[ -s $1 ]] || return 0
+    echo "where the traced step's kernel time goes (the four largest layer type x phase groups):"
+    awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+        { cfg = $col["model"] " " $col["precision"]; grp = $col["layer_type"] " " $col["phase"]
+          ns[cfg, grp] += $col["duration_ns"]; total[cfg] += $col["duration_ns"]
+          if (!((cfg, grp) in seen)) { seen[cfg, grp] = 1; groups[cfg] = groups[cfg] SUBSEP grp }
+          if (!(cfg in order)) { order[cfg] = ++n; name[n] = cfg } }
+        END { for (k = 1; k <= n; k++) {
+                cfg = name[k]; line = sprintf("  %-20s %8.2f ms:", cfg, total[cfg] / 1e6)
+                m = split(substr(groups[cfg], 2), g, SUBSEP)
+                for (shown = 0; shown < 4 && shown < m; shown++) {
+                    best = 0
+                    for (j = 1; j <= m; j++)
+                        if (!(j in used) && (!best || ns[cfg, g[j]] > ns[cfg, g[best]])) best = j
+                    used[best] = 1
+                    line = line sprintf("%s %s %.0f%%", shown ? "," : "", g[best],
+                                        100 * ns[cfg, g[best]] / total[cfg])
+                }
+                delete used
+                print line } }' "$1"
 }
 
 # images/s and peak GiB of one configuration in a steps.csv: median step, largest memory

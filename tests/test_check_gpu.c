@@ -78,6 +78,10 @@ Test(check_gpu, every_stage_over_fakes)
     cr_expect(strstr(summary, "bf16_tensor  791.0 TFLOP/s (spec 989.4)"), "%s", summary);
     cr_expect(strstr(summary, "NCCL on one rank: 2 sizes, 0 with a wrong sum"), "%s", summary);
     cr_expect(strstr(summary, "8 processes ok, 0 not"), "%s", summary);
+    /* the trace's time by layer type and phase, largest first, at most four */
+    cr_expect(strstr(summary, "  resnet50 bf16          100.00 ms: conv bwd_data 50%, conv fwd "
+                              "30%, bn fwd 20%, relu fwd 0%"),
+              "%s", summary);
     /* ours 100 ms a step, PyTorch's 200 ms: 2560 and 1280 images/s at 256 */
     cr_expect(strstr(summary, "resnet50      bf16    256      2560.0      1280.0   2.00      2.00      2.00"),
               "%s", summary);

@@ -88,9 +88,15 @@ bench)
     run=$runs/gpu-quick/20261123T000000Z
     mkdir -p "$run"
     echo "config,model,res,batch,precision,repeat,status,seconds,log" >"$run/configs.csv"
+    echo "env,model,res,batch,precision,repeat,seq,kernel,layer,layer_type,phase,duration_ns,flops_fp64,flops_fp32,flops_fp16,flops_tensor,dram_read_bytes,dram_write_bytes,l2_bytes,l1_bytes,source" >"$run/kernels.csv"
     while IFS=$'\t' read -r model res batch prec _ iters _; do
         steps_rows "$run/steps.csv" "$model" "$res" "$batch" "$prec" "$iters" 100.0
         echo "1/8,$model,$res,$batch,$prec,1,ok,1.0,x.log" >>"$run/configs.csv"
+        # a traced step of 100 ms: conv backward half of it, in two kernels
+        for k in "conv,fwd,30000000" "conv,bwd_data,20000000" "bn,fwd,20000000" \
+            "conv,bwd_data,30000000" "relu,fwd,0"; do
+            echo "fake,$model,$res,$batch,$prec,0,0,k,layer,$k,0,0,0,0,0,0,0,0,analytic" >>"$run/kernels.csv"
+        done
     done < <("$bin/matrix" gpu-quick)
     echo "<html></html>" >"$run/report.html"
     ;;
