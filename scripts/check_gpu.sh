@@ -243,7 +243,7 @@ time_shares() { # KERNELS_CSV
                         if (!(j in used) && (!best || ns[cfg, g[j]] > ns[cfg, g[best]])) best = j
                     used[best] = 1
                     line = line sprintf("%s %s %.0f%%", shown ? "," : "", g[best],
-                                        100 * ns[cfg, g[best]] / total[cfg])
+                                        total[cfg] > 0 ? 100 * ns[cfg, g[best]] / total[cfg] : 0)
                 }
                 delete used
                 print line } }' "$1"

@@ -2,11 +2,12 @@
  * precision, outside the timed steps (cuda_conv.cu runs them): cuDNN's own
  * benchmark (cudnnFind*AlgorithmEx, on the layer's real buffers) within the
  * workspace limit, the least workspace within 2% of the fastest (the kept
- * workspace adds to the step's peak memory), then pinned. fp32 runs without tensor cores: only
- * algorithms cuDNN reports as FMA math are taken (the default math type
- * would allow TF32 on Ampere and newer). Depthwise layers under --depthwise
- * auto also try the own kernels (cuda_depthwise.cu) on the same inputs and
- * keep, per pass, whichever was faster once its result matched cuDNN's. */
+ * workspace adds to the step's peak memory), then pinned. fp32 runs without
+ * tensor cores: only algorithms cuDNN reports as FMA math are taken (the
+ * default math type would allow TF32 on Ampere and newer). Depthwise layers
+ * under --depthwise auto also try the own kernels (cuda_depthwise.cu) on the
+ * same inputs and keep, per pass, whichever was faster once its result
+ * matched cuDNN's. */
 #include <stdio.h>
 #include <stdlib.h>
 

@@ -227,10 +227,10 @@ __global__ void partial_sums_nhwc(summand<T> f, int channels, int64_t outer, int
  * row to the last together, so that when it ends L2 holds the tensor's tail,
  * where the second pass (bn_apply_vec_kernel, bn_backward_data_vec_kernel:
  * VEC_STRIDE_LOOP_BACK) starts. Contiguous chunks would leave it the tail of
- * every chunk, which a pass over the whole tensor meets too late. Where channels are whole vectors
- * and the tensors 16-byte aligned (vec_fits_nhwc). One instantiation per
- * mode (with_sum_mode): the gradient sums keep their W channels' four
- * parameters in registers (80 with bf16, ptxas for sm_90: 3 blocks an SM,
+ * every chunk, which a pass over the whole tensor meets too late. Where
+ * channels are whole vectors and the tensors 16-byte aligned
+ * (vec_fits_nhwc). One instantiation per mode (with_sum_mode): the gradient
+ * sums keep their W channels' four parameters in registers (79 with bf16, ptxas for sm_90: 3 blocks an SM,
  * 24 warps of two 16-byte loads in flight a thread, 24 KB, above the ~15 KB
  * an H100 SM needs in flight by Little's law, 3.35 TB/s x ~0.6 us / 132),
  * the statistics and the bias sums keep none and stay at 4 blocks (at most
