@@ -190,50 +190,83 @@ typedef struct {
     bool gradient;
 } interval;
 
-static int by_birth(const void *a, const void *b)
+/* Largest first; then by birth, activations before gradients, by layer: a
+ * fixed order. */
+static int by_size(const void *a, const void *b)
 {
     const interval *x = a, *y = b;
+    if (x->elems != y->elems)
+        return (x->elems < y->elems) - (x->elems > y->elems);
     if (x->birth != y->birth)
         return (x->birth > y->birth) - (x->birth < y->birth);
-    /* at one time, activations first, then by layer: a fixed order */
     if (x->gradient != y->gradient)
         return x->gradient - y->gradient;
     return (x->layer > y->layer) - (x->layer < y->layer);
 }
 
-/* Greedy best fit: each interval, by birth, takes the free buffer closest in
- * size (one large enough preferred), or a new one. */
+static bool lives_overlap(const interval *a, const interval *b)
+{
+    return !(a->death < b->birth || b->death < a->birth);
+}
+
+static int64_t aligned(int64_t elems)
+{
+    return (elems + MEMPLAN_ALIGN_ELEMS - 1) / MEMPLAN_ALIGN_ELEMS * MEMPLAN_ALIGN_ELEMS;
+}
+
+/* ids[0..m) in increasing offset (insertion: m is a few hundred at most) */
+static void sort_by_offset(int *ids, int m, const int64_t *offset)
+{
+    for (int i = 1; i < m; i++) {
+        int id = ids[i], j = i;
+        for (; j > 0 && offset[ids[j - 1]] > offset[id]; j--)
+            ids[j] = ids[j - 1];
+        ids[j] = id;
+    }
+}
+
+/* A region of the arena per interval (buffer k is interval k, largest
+ * first): each takes the tightest gap, between the regions already placed
+ * whose lives overlap its own, that holds it, else the end of the highest.
+ * Placed largest first, this reaches the most that is live at one time for
+ * every network of the zoo. */
 static int assign(interval *iv, int count, mem_plan *p, int *buffer_of)
 {
-    int *free_at = malloc((size_t)(count > 0 ? count : 1) * sizeof *free_at);
-    p->buffer_elems = calloc((size_t)(count > 0 ? count : 1), sizeof *p->buffer_elems);
-    if (!free_at || !p->buffer_elems) {
-        free(free_at);
+    size_t n = (size_t)(count > 0 ? count : 1);
+    int *beside = malloc(n * sizeof *beside);
+    p->buffer_elems = calloc(n, sizeof *p->buffer_elems);
+    p->buffer_offset = calloc(n, sizeof *p->buffer_offset);
+    if (!beside || !p->buffer_elems || !p->buffer_offset) {
+        free(beside);
         return -1;
     }
-    qsort(iv, (size_t)count, sizeof *iv, by_birth);
-    p->n_buffers = 0;
+    qsort(iv, (size_t)count, sizeof *iv, by_size);
+    p->n_buffers = count;
+    p->arena_elems = 0;
     for (int k = 0; k < count; k++) {
-        int64_t need = iv[k].elems;
-        int best = -1;
-        for (int s = 0; s < p->n_buffers; s++) {
-            if (free_at[s] >= iv[k].birth)
-                continue;
-            if (best < 0)
-                best = s;
-            bool fits = p->buffer_elems[s] >= need, best_fits = p->buffer_elems[best] >= need;
-            if ((fits && (!best_fits || p->buffer_elems[s] < p->buffer_elems[best])) ||
-                (!fits && !best_fits && p->buffer_elems[s] > p->buffer_elems[best]))
-                best = s;
+        int64_t size = aligned(iv[k].elems);
+        int m = 0;
+        for (int j = 0; j < k; j++)
+            if (lives_overlap(&iv[j], &iv[k]))
+                beside[m++] = j;
+        sort_by_offset(beside, m, p->buffer_offset);
+        int64_t end = 0, at = -1, tightest = INT64_MAX;
+        for (int j = 0; j < m; j++) {
+            int64_t gap = p->buffer_offset[beside[j]] - end;
+            if (gap >= size && gap < tightest)
+                tightest = gap, at = end;
+            int64_t top = p->buffer_offset[beside[j]] + aligned(iv[beside[j]].elems);
+            end = top > end ? top : end;
         }
-        if (best < 0)
-            best = p->n_buffers++;
-        if (p->buffer_elems[best] < need)
-            p->buffer_elems[best] = need;
-        free_at[best] = iv[k].death;
-        buffer_of[2 * iv[k].layer + iv[k].gradient] = best;
+        if (at < 0)
+            at = end;
+        p->buffer_offset[k] = at;
+        p->buffer_elems[k] = iv[k].elems;
+        if (at + size > p->arena_elems)
+            p->arena_elems = at + size;
+        buffer_of[2 * iv[k].layer + iv[k].gradient] = k;
     }
-    free(free_at);
+    free(beside);
     return 0;
 }
 
@@ -300,10 +333,7 @@ int memplan_make(const network *net, int batch, const memplan_rules *rules, mem_
 int64_t memplan_elems(const mem_plan *p, const network *net, int batch)
 {
     (void)net, (void)batch;
-    int64_t elems = 0;
-    for (int s = 0; s < p->n_buffers; s++)
-        elems += p->buffer_elems[s];
-    return elems;
+    return p->arena_elems;
 }
 
 void memplan_free(mem_plan *p)
@@ -312,5 +342,6 @@ void memplan_free(mem_plan *p)
     free(p->out_buffer);
     free(p->grad_buffer);
     free(p->buffer_elems);
+    free(p->buffer_offset);
     memset(p, 0, sizeof *p);
 }

@@ -1,5 +1,5 @@
 /* Which activation and gradient buffers the layers of a network share, for a
- * backend to allocate once. The savings PyTorch makes:
+ * backend to allocate once, as regions of one arena. The savings PyTorch makes:
  * - an elementwise layer writes its output over an input it is the only
  *   consumer of, when nothing's backward needs that input afterwards (ReLU in
  *   place; for a GPU backend also the residual add over a batch norm output);
@@ -35,20 +35,33 @@ typedef struct {
 
 /* Buffers, and which one each layer's output and output gradient live in.
  * Everything a buffer holds has a lifetime on the step's timeline (forward,
- * loss, backward); two things share a buffer only where their lifetimes are
- * disjoint, or where one runs in place over the other. */
+ * loss, backward): a buffer is one activation (with the layers running in
+ * place over it) or one gradient (with those passed on in place). Buffers
+ * are regions of one arena, placed so that two overlap in memory only where
+ * their lifetimes are disjoint: the arena is then as large as the most that
+ * is live at any one time (a region per buffer, placed largest first in the
+ * tightest gap the regions live beside it leave), where whole buffers reused
+ * by later tenants left each sized for its largest (ResNet-50 at batch 256:
+ * 10.03 GiB of bf16 instead of 10.36). */
 typedef struct {
     int *out_owner;        /* the layer whose output layer i writes over (i: its own; in place:
                               an input's owner); -1: never stored (normalised by an add) */
     int *out_buffer;       /* the buffer of layer i's output, -1: none */
     int *grad_buffer;      /* the buffer of the gradient of layer i's output, -1: none needed */
     int64_t *buffer_elems;
+    int64_t *buffer_offset; /* where buffer s starts in the arena, in elements (aligned) */
     int n_buffers;
+    int64_t arena_elems;
 } mem_plan;
+
+/* Every buffer offset is a multiple of this many elements: 512 bytes for
+ * 2-byte elements, more than the 16-byte vectors and the cuDNN alignment
+ * the CUDA backend needs, and a whole number of 64-byte lines for the CPU. */
+enum { MEMPLAN_ALIGN_ELEMS = 256 };
 
 /* 0, or -1 when out of memory. */
 int memplan_make(const network *net, int batch, const memplan_rules *rules, mem_plan *p);
-/* Elements of every buffer of the plan. */
+/* Elements of the plan's arena. */
 int64_t memplan_elems(const mem_plan *p, const network *net, int batch);
 void memplan_free(mem_plan *p);
 

@@ -1,7 +1,9 @@
 /* The memory plan both backends allocate by (models/memplan.c), checked by
  * running a step's reads and writes over its buffers: every value a layer
  * reads, in forward or backward, must still be in its buffer when it is read.
- * The planner's own lifetime arithmetic plays no part in the check. Rules:
+ * Buffers are regions of one arena: a write to one spoils every region that
+ * overlaps it in memory. The planner's own lifetime arithmetic plays no part
+ * in the check. Rules:
  * the CPU backend's (ReLU in place), and the CUDA backend's (also the add in
  * place over a batch norm, a second batch norm normalised by the add and
  * never stored, gradients passed on in place, dead activations lending their
@@ -26,6 +28,8 @@ typedef struct {
     int v[2];
 } contents;
 
+enum { MAX_READS = 16 };
+
 typedef struct {
     const network *net;
     const mem_plan *p;
@@ -33,7 +37,24 @@ typedef struct {
     bool *grad_started;    /* a gradient already written once this step */
     int errors;
     const char *model;
+    /* the buffers the running operation reads: a kernel reads and writes at
+     * once, so none of them may overlap what it writes, but the buffer itself
+     * (in place) */
+    int reading[MAX_READS], n_reading, op;
 } sim;
+
+static void begin_op(sim *s, int layer)
+{
+    s->n_reading = 0;
+    s->op = layer;
+}
+
+static bool overlap(const mem_plan *p, int a, int b)
+{
+    int64_t alo = p->buffer_offset[a], ahi = alo + p->buffer_elems[a];
+    int64_t blo = p->buffer_offset[b], bhi = blo + p->buffer_elems[b];
+    return alo < bhi && blo < ahi;
+}
 
 static bool holds(const sim *s, int b, int value)
 {
@@ -42,6 +63,8 @@ static bool holds(const sim *s, int b, int value)
 
 static void expect_read(sim *s, int b, int value, const char *what, int layer)
 {
+    if (b >= 0 && s->n_reading < MAX_READS)
+        s->reading[s->n_reading++] = b;
     if (holds(s, b, value))
         return;
     if (s->errors++ < 5)
@@ -51,10 +74,26 @@ static void expect_read(sim *s, int b, int value, const char *what, int layer)
                   b >= 0 ? s->buf[b].v[1] : -9);
 }
 
+/* Whatever the regions overlapping buffer b in the arena held is gone; and
+ * none of them may be one the operation is reading. */
+static void spoil_overlapping(sim *s, int b)
+{
+    const mem_plan *p = s->p;
+    for (int k = 0; k < s->n_reading; k++)
+        if (s->reading[k] != b && overlap(p, s->reading[k], b) && s->errors++ < 5)
+            cr_expect(false, "%s: %s writes buffer %d over part of buffer %d, which it reads",
+                      s->model, s->net->layers[s->op].name, b, s->reading[k]);
+    for (int o = 0; o < p->n_buffers; o++)
+        if (o != b && overlap(p, o, b))
+            s->buf[o] = (contents){{EMPTY, EMPTY}};
+}
+
 static void write(sim *s, int b, int value)
 {
-    if (b >= 0)
-        s->buf[b] = (contents){{value, EMPTY}};
+    if (b < 0)
+        return;
+    spoil_overlapping(s, b);
+    s->buf[b] = (contents){{value, EMPTY}};
 }
 
 /* Where an input's value is read: a batch norm that is never stored is
@@ -74,12 +113,14 @@ static void forward(sim *s)
 {
     const network *net = s->net;
     for (int i = 0; i < net->n_layers; i++) {
+        begin_op(s, i);
         for (int k = 0; k < net->layers[i].n_inputs; k++)
             read_input(s, i, net->layers[i].inputs[k]);
         write(s, s->p->out_buffer[i], 2 * i);
     }
     /* the loss reads the logits and writes their gradient */
     int last = net->n_layers - 1;
+    begin_op(s, last);
     expect_read(s, s->p->out_buffer[last], 2 * last, "the loss", last);
     write(s, s->p->grad_buffer[last], 2 * last + 1);
     s->grad_started[last] = true;
@@ -105,6 +146,7 @@ static void backward(sim *s)
         const layer *l = &net->layers[i];
         if (s->p->grad_buffer[i] < 0)
             continue;
+        begin_op(s, i);
         expect_read(s, s->p->grad_buffer[i], 2 * i + 1, "the backward", i);
         int in = l->inputs[0];
         bool reads_input = l->type == LAYER_CONV || l->type == LAYER_FC || l->type == LAYER_BN;
@@ -134,6 +176,7 @@ static void backward(sim *s)
             if (x == GRAPH_INPUT)
                 continue;
             int b = s->p->grad_buffer[x];
+            spoil_overlapping(s, b);
             s->buf[b] = (contents){{written[k], EMPTY}};
             for (int o = 0; o < l->n_inputs; o++)
                 if (o != k && l->inputs[o] != GRAPH_INPUT && s->p->grad_buffer[l->inputs[o]] == b)
@@ -147,11 +190,21 @@ static void simulate(const char *model, const memplan_rules *rules, int64_t *ele
     network net = build_or_fail(model, 64, 10);
     mem_plan p;
     cr_assert_eq(memplan_make(&net, 2, rules, &p), 0);
-    sim s = {&net, &p, calloc((size_t)p.n_buffers + 1, sizeof(contents)),
-             calloc((size_t)net.n_layers, sizeof(bool)), 0, model};
+    sim s = {.net = &net, .p = &p, .buf = calloc((size_t)p.n_buffers + 1, sizeof(contents)),
+             .grad_started = calloc((size_t)net.n_layers, sizeof(bool)), .model = model};
     cr_assert(s.buf && s.grad_started);
     for (int b = 0; b < p.n_buffers; b++)
         s.buf[b] = (contents){{EMPTY, EMPTY}};
+    /* every region aligned and inside the arena, and the arena shared */
+    int64_t regions = 0;
+    for (int b = 0; b < p.n_buffers; b++) {
+        cr_expect(p.buffer_offset[b] % MEMPLAN_ALIGN_ELEMS == 0, "%s: buffer %d", model, b);
+        cr_expect(p.buffer_offset[b] >= 0 && p.buffer_offset[b] + p.buffer_elems[b] <= p.arena_elems,
+                  "%s: buffer %d", model, b);
+        regions += p.buffer_elems[b];
+    }
+    cr_expect(p.arena_elems < regions, "%s: arena %lld, regions %lld", model,
+              (long long)p.arena_elems, (long long)regions);
     /* a buffer is large enough for everything placed in it */
     for (int i = 0; i < net.n_layers; i++) {
         int64_t need = backend_buffer_elems(&net, i, 2, BUF_OUTPUT);

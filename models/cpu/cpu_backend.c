@@ -95,10 +95,8 @@ static void destroy(backend *b)
         }
         free(b->layers);
     }
-    if (b->buffers)
-        for (int s = 0; s < b->plan.n_buffers; s++)
-            free(b->buffers[s]);
     free(b->buffers);
+    free(b->arena);
     memplan_free(&b->plan);
     free(b->input);
     free(b->labels);
@@ -184,10 +182,12 @@ static backend *create(const network *net, const backend_config *cfg, char *err,
     b->labels = alloc_zeroed((size_t)cfg->batch * sizeof(int32_t), &total);
     b->scratch = alloc_zeroed((size_t)largest * sizeof(float), &total);
     b->buffers = calloc((size_t)b->plan.n_buffers + 1, sizeof *b->buffers);
-    for (int s = 0; b->buffers && s < b->plan.n_buffers; s++)
-        if (!(b->buffers[s] = alloc_zeroed((size_t)b->plan.buffer_elems[s] * sizeof(float),
-                                              &total)))
-            rc = -1;
+    /* the plan's buffers: regions of one arena */
+    b->arena = alloc_zeroed((size_t)b->plan.arena_elems * sizeof(float), &total);
+    if (!b->arena && b->plan.arena_elems > 0)
+        rc = -1;
+    for (int s = 0; b->buffers && b->arena && s < b->plan.n_buffers; s++)
+        b->buffers[s] = b->arena + b->plan.buffer_offset[s];
     if (rc || !b->layers || !b->input || !b->labels || !b->scratch || !b->buffers)
         rc = cpu_fail(b, "out of memory for the batch (%.2f GiB so far)", total / 1073741824.0);
     if (rc == 0 && dnnl_engine_create(&b->engine, dnnl_cpu, 0) != dnnl_success)

@@ -52,7 +52,8 @@ struct backend {
     backend_config cfg;
     cpu_layer *layers;
     mem_plan plan;
-    float **buffers;                /* plan.n_buffers activations and gradients */
+    float **buffers;                /* plan.n_buffers activations and gradients, in arena */
+    float *arena;                   /* the memory plan's arena (plan.arena_elems floats) */
     float *input;
     int32_t *labels;
     float *scratch;                 /* a gradient to be added into another */

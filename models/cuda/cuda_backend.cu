@@ -244,10 +244,11 @@ static int allocate_shared(backend *b)
     b->buffers = (void **)calloc((size_t)b->plan.n_buffers + 1, sizeof *b->buffers);
     if (!b->buffers)
         return cuda_fail(b, "out of host memory");
+    /* the plan's buffers: regions of one arena */
+    if (cuda_alloc(b, &b->arena, (size_t)b->plan.arena_elems * eb, "activations and gradients"))
+        return -1;
     for (int s = 0; s < b->plan.n_buffers; s++)
-        if (cuda_alloc(b, &b->buffers[s], (size_t)b->plan.buffer_elems[s] * eb,
-                       "activations and gradients"))
-            return -1;
+        b->buffers[s] = (char *)b->arena + (size_t)b->plan.buffer_offset[s] * eb;
     int64_t input = (int64_t)n * shape_elems(net->input), largest = input;
     for (int i = 0; i < net->n_layers; i++)
         for (int k = 0; k < BUF_KIND_COUNT; k++) {

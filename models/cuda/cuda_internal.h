@@ -84,7 +84,8 @@ struct backend {
     mem_plan plan;
     layer_fusion *fusion;
     cuda_layer *layers;
-    void **buffers;              /* the memory plan's: activations and gradients */
+    void **buffers;              /* the memory plan's: activations and gradients, in arena */
+    void *arena;                 /* the memory plan's arena */
     void *input;                 /* the batch in elem type and device layout */
     int32_t *labels;
     float *staging;              /* fp32 chunk for host transfers of fp16/bf16 buffers */
