@@ -1,8 +1,7 @@
 /* HAVE_CUPTI for the .cu files of counters/ and tests/gpu/. The Makefile
- * defines it for the C files when it finds cupti.h; nvcc does not get it
- * today (ALL_NVCCFLAGS is expanded before GPU_DEFS is filled in), so a .cu
- * file also looks for the header on nvcc's own include path, which is where
- * the Makefile finds it with CUDA 13 (CUDA_HOME/include). Include this first. */
+ * defines it for cc and nvcc alike when it finds cupti.h; a .cu file built
+ * outside the Makefile still looks for the header on nvcc's own include path
+ * (CUDA_HOME/include with CUDA 13). Include this first. */
 #ifndef ROOFLINE_CUPTI_CONFIG_H
 #define ROOFLINE_CUPTI_CONFIG_H
 
