@@ -63,8 +63,10 @@ static bool holds(const sim *s, int b, int value)
 
 static void expect_read(sim *s, int b, int value, const char *what, int layer)
 {
-    if (b >= 0 && s->n_reading < MAX_READS)
+    if (b >= 0) {
+        cr_assert(s->n_reading < MAX_READS, "%s: more reads in one operation than kept", s->model);
         s->reading[s->n_reading++] = b;
+    }
     if (holds(s, b, value))
         return;
     if (s->errors++ < 5)
@@ -176,8 +178,7 @@ static void backward(sim *s)
             if (x == GRAPH_INPUT)
                 continue;
             int b = s->p->grad_buffer[x];
-            spoil_overlapping(s, b);
-            s->buf[b] = (contents){{written[k], EMPTY}};
+            write(s, b, written[k]);
             for (int o = 0; o < l->n_inputs; o++)
                 if (o != k && l->inputs[o] != GRAPH_INPUT && s->p->grad_buffer[l->inputs[o]] == b)
                     s->buf[b].v[1] = written[o];

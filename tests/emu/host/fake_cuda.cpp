@@ -189,6 +189,13 @@ cudaError_t refused_while_capturing(cudaError_t why)
     return why;
 }
 
+/* stream no longer captured by this thread */
+void stop_capturing(cudaStream_t stream)
+{
+    capturing_here.erase(std::remove(capturing_here.begin(), capturing_here.end(), stream),
+                         capturing_here.end());
+}
+
 cudaError_t refused_while_capturing()
 {
     return refused_while_capturing(cudaErrorStreamCaptureUnsupported);
@@ -373,8 +380,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream)
 {
     if (stream) {
         delete stream->capture;
-        capturing_here.erase(std::remove(capturing_here.begin(), capturing_here.end(), stream),
-                             capturing_here.end());
+        stop_capturing(stream);
     }
     delete stream;
     return cudaSuccess;
@@ -429,8 +435,7 @@ cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph)
 {
     if (!stream || !stream->capture)
         return cudaErrorIllegalState;
-    capturing_here.erase(std::remove(capturing_here.begin(), capturing_here.end(), stream),
-                         capturing_here.end());
+    stop_capturing(stream);
     bool invalidated = stream->capture_invalidated;
     *graph = invalidated ? nullptr : new CUgraph_st{std::move(*stream->capture)};
     delete stream->capture;
