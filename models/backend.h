@@ -63,7 +63,9 @@ typedef struct {
 /* What a backend reports of a run (backend_ops.stats). */
 typedef struct {
     int64_t device_bytes;       /* device memory the backend holds at its peak (0: host only) */
-    int64_t workspace_bytes;    /* of which convolution workspace */
+    int64_t workspace_bytes;    /* of which what the libraries' workspaces add (cuda: to the
+                                   arena, where each operation's lives while it runs) */
+    int64_t largest_workspace_bytes; /* the largest one operation's workspace */
     int64_t skipped_steps;      /* fp16: steps skipped for a non-finite gradient */
     float loss_scale;           /* fp16: the current dynamic loss scale (else 1) */
     char choices[640];          /* what the backend chose at plan time, worth a line

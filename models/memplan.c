@@ -183,15 +183,19 @@ static void gradient_lives(const network *net, const int *grad_parent, int *birt
     free(first);
 }
 
+/* What a region holds: layer i's output, its output's gradient, or the
+ * scratch memory of its forward or of its backward. */
+typedef enum { HOLDS_OUTPUT, HOLDS_GRADIENT, HOLDS_FORWARD_SCRATCH, HOLDS_BACKWARD_SCRATCH, HOLDS_KINDS } holds;
+
 typedef struct {
     int birth, death;
     int64_t elems;
     int layer;
-    bool gradient;
+    holds kind;
 } interval;
 
-/* Largest first; then by birth, activations before gradients, by layer: a
- * fixed order. */
+/* Largest first; then by birth, activations before gradients before
+ * scratch, by layer: a fixed order. */
 static int by_size(const void *a, const void *b)
 {
     const interval *x = a, *y = b;
@@ -199,8 +203,8 @@ static int by_size(const void *a, const void *b)
         return (x->elems < y->elems) - (x->elems > y->elems);
     if (x->birth != y->birth)
         return (x->birth > y->birth) - (x->birth < y->birth);
-    if (x->gradient != y->gradient)
-        return x->gradient - y->gradient;
+    if (x->kind != y->kind)
+        return (int)x->kind - (int)y->kind;
     return (x->layer > y->layer) - (x->layer < y->layer);
 }
 
@@ -264,20 +268,20 @@ static int assign(interval *iv, int count, mem_plan *p, int *buffer_of)
         p->buffer_elems[k] = iv[k].elems;
         if (at + size > p->arena_elems)
             p->arena_elems = at + size;
-        buffer_of[2 * iv[k].layer + iv[k].gradient] = k;
+        buffer_of[HOLDS_KINDS * iv[k].layer + (int)iv[k].kind] = k;
     }
     free(beside);
     return 0;
 }
 
 static int plan_buffers(const network *net, int batch, const memplan_rules *rules,
-                        const int *grad_parent, mem_plan *p)
+                        const int64_t *scratch_elems, const int *grad_parent, mem_plan *p)
 {
     int n = net->n_layers;
     int *act_death = malloc((size_t)n * sizeof *act_death);
     int *g_birth = malloc((size_t)n * sizeof *g_birth), *g_death = malloc((size_t)n * sizeof *g_death);
-    interval *iv = malloc((size_t)(2 * n) * sizeof *iv);
-    int *buffer_of = malloc((size_t)(2 * n) * sizeof *buffer_of); /* [2 i]: output, [2 i + 1]: gradient */
+    interval *iv = malloc((size_t)(HOLDS_KINDS * n) * sizeof *iv);
+    int *buffer_of = malloc((size_t)(HOLDS_KINDS * n) * sizeof *buffer_of); /* [HOLDS_KINDS i + kind] */
     int rc = -1;
     if (!act_death || !g_birth || !g_death || !iv || !buffer_of)
         goto done;
@@ -287,19 +291,30 @@ static int plan_buffers(const network *net, int batch, const memplan_rules *rule
     for (int i = 0; i < n; i++) {
         int64_t elems = backend_buffer_elems(net, i, batch, BUF_OUTPUT);
         if (p->out_owner[i] == i)
-            iv[count++] = (interval){memplan_forward_time(net, i), act_death[i], elems, i, false};
+            iv[count++] = (interval){memplan_forward_time(net, i), act_death[i], elems, i,
+                                     HOLDS_OUTPUT};
         if (g_birth[i] != INT_MAX && grad_parent[i] < 0)
-            iv[count++] = (interval){g_birth[i], g_death[i], elems, i, true};
+            iv[count++] = (interval){g_birth[i], g_death[i], elems, i, HOLDS_GRADIENT};
+        /* scratch lives for its one operation: nothing else it is placed
+         * beside is born or dies while it is used */
+        int at[2] = {memplan_forward_time(net, i), memplan_backward_time(net, i)};
+        for (int d = 0; d < 2 && scratch_elems; d++)
+            if (scratch_elems[2 * i + d] > 0)
+                iv[count++] = (interval){at[d], at[d], scratch_elems[2 * i + d], i,
+                                         d ? HOLDS_BACKWARD_SCRATCH : HOLDS_FORWARD_SCRATCH};
     }
-    for (int k = 0; k < 2 * n; k++)
+    for (int k = 0; k < HOLDS_KINDS * n; k++)
         buffer_of[k] = -1;
     if (assign(iv, count, p, buffer_of))
         goto done;
     for (int i = 0; i < n; i++) {
-        p->out_buffer[i] = p->out_owner[i] >= 0 ? buffer_of[2 * p->out_owner[i]] : -1;
-        p->grad_buffer[i] = g_birth[root_of(grad_parent, i)] != INT_MAX
-                                ? buffer_of[2 * root_of(grad_parent, i) + 1]
-                                : -1;
+        int r = root_of(grad_parent, i);
+        p->out_buffer[i] =
+            p->out_owner[i] >= 0 ? buffer_of[HOLDS_KINDS * p->out_owner[i] + HOLDS_OUTPUT] : -1;
+        p->grad_buffer[i] =
+            g_birth[r] != INT_MAX ? buffer_of[HOLDS_KINDS * r + HOLDS_GRADIENT] : -1;
+        p->scratch_buffer[2 * i] = buffer_of[HOLDS_KINDS * i + HOLDS_FORWARD_SCRATCH];
+        p->scratch_buffer[2 * i + 1] = buffer_of[HOLDS_KINDS * i + HOLDS_BACKWARD_SCRATCH];
     }
     rc = 0;
 done:
@@ -307,21 +322,23 @@ done:
     return rc;
 }
 
-int memplan_make(const network *net, int batch, const memplan_rules *rules, mem_plan *p)
+int memplan_make(const network *net, int batch, const memplan_rules *rules,
+                 const int64_t *scratch_elems, mem_plan *p)
 {
     int n = net->n_layers;
     memset(p, 0, sizeof *p);
     p->out_owner = malloc((size_t)n * sizeof *p->out_owner);
     p->out_buffer = malloc((size_t)n * sizeof *p->out_buffer);
     p->grad_buffer = malloc((size_t)n * sizeof *p->grad_buffer);
+    p->scratch_buffer = malloc((size_t)(2 * n) * sizeof *p->scratch_buffer);
     int *grad_parent = malloc((size_t)n * sizeof *grad_parent);
-    if (!p->out_owner || !p->out_buffer || !p->grad_buffer || !grad_parent) {
+    if (!p->out_owner || !p->out_buffer || !p->grad_buffer || !p->scratch_buffer || !grad_parent) {
         free(grad_parent);
         memplan_free(p);
         return -1;
     }
     plan_in_place(net, rules, p->out_owner, grad_parent);
-    int rc = plan_buffers(net, batch, rules, grad_parent, p);
+    int rc = plan_buffers(net, batch, rules, scratch_elems, grad_parent, p);
     free(grad_parent);
     if (rc) {
         memplan_free(p);
@@ -341,6 +358,7 @@ void memplan_free(mem_plan *p)
     free(p->out_owner);
     free(p->out_buffer);
     free(p->grad_buffer);
+    free(p->scratch_buffer);
     free(p->buffer_elems);
     free(p->buffer_offset);
     memset(p, 0, sizeof *p);

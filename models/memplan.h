@@ -36,7 +36,8 @@ typedef struct {
 /* Buffers, and which one each layer's output and output gradient live in.
  * Everything a buffer holds has a lifetime on the step's timeline (forward,
  * loss, backward): a buffer is one activation (with the layers running in
- * place over it) or one gradient (with those passed on in place). Buffers
+ * place over it), one gradient (with those passed on in place) or one
+ * operation's scratch. Buffers
  * are regions of one arena, placed so that two overlap in memory only where
  * their lifetimes are disjoint: the arena is then as large as the most that
  * is live at any one time (a region per buffer, placed largest first in the
@@ -48,6 +49,8 @@ typedef struct {
                               an input's owner); -1: never stored (normalised by an add) */
     int *out_buffer;       /* the buffer of layer i's output, -1: none */
     int *grad_buffer;      /* the buffer of the gradient of layer i's output, -1: none needed */
+    int *scratch_buffer;   /* [2 i]: the buffer of layer i's forward scratch, [2 i + 1]: of its
+                              backward's; -1: none asked for */
     int64_t *buffer_elems;
     int64_t *buffer_offset; /* where buffer s starts in the arena, in elements (aligned) */
     int n_buffers;
@@ -59,8 +62,14 @@ typedef struct {
  * the CUDA backend needs, and a whole number of 64-byte lines for the CPU. */
 enum { MEMPLAN_ALIGN_ELEMS = 256 };
 
-/* 0, or -1 when out of memory. */
-int memplan_make(const network *net, int batch, const memplan_rules *rules, mem_plan *p);
+/* 0, or -1 when out of memory. scratch_elems: NULL, or per layer i the
+ * elements of scratch memory (a library's workspace) that its forward
+ * ([2 i]) and its backward ([2 i + 1]) need while they run: a region
+ * living for that one operation, placed beside what is live then, so that
+ * a workspace adds to the arena only where it comes on top of the step's
+ * most live memory. */
+int memplan_make(const network *net, int batch, const memplan_rules *rules,
+                 const int64_t *scratch_elems, mem_plan *p);
 /* Elements of the plan's arena. */
 int64_t memplan_elems(const mem_plan *p, const network *net, int batch);
 void memplan_free(mem_plan *p);

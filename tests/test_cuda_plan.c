@@ -52,7 +52,7 @@ static fusion_counts fusions_of(const char *model, int res)
     network net = build_or_fail(model, res, 10);
     mem_plan mp;
     memplan_rules rules = cuda_memplan_rules(true);
-    cr_assert_eq(memplan_make(&net, 2, &rules, &mp), 0);
+    cr_assert_eq(memplan_make(&net, 2, &rules, NULL, &mp), 0);
     layer_fusion *f = calloc((size_t)net.n_layers, sizeof *f);
     cr_assert_not_null(f);
     fusion_plan_make(&net, &mp, true, f);
@@ -263,6 +263,26 @@ Test(cuda_plan, conv_algo_pick_trades_two_percent_for_workspace)
                  "equal workspace: the faster");
 }
 
+/* Workspaces as the memory plan's scratch: the forward's in elements,
+ * rounded up; the backward's the larger of its two passes (they run one
+ * after the other in one region). */
+Test(cuda_plan, scratch_is_the_larger_backward_pass_rounded_up)
+{
+    const int64_t pass_bytes[] = {
+        0,    0,    0,       /* no workspace at all */
+        1,    4096, 4097,    /* a byte; backward filter larger */
+        4096, 8191, 100,     /* backward data larger */
+    };
+    int64_t scratch[6] = {-1, -1, -1, -1, -1, -1};
+    cuda_scratch_elems(3, pass_bytes, 2, scratch);
+    const int64_t want[] = {0, 0, 1, 2049, 2048, 4096};
+    for (int k = 0; k < 6; k++)
+        cr_expect_eq(scratch[k], want[k], "scratch[%d]: %lld, want %lld", k, (long long)scratch[k],
+                     (long long)want[k]);
+    cuda_scratch_elems(3, pass_bytes, 4, scratch);
+    cr_expect_eq(scratch[3], 1025, "fp32 elements");
+}
+
 /* The own kernels' index splitting: multiply-and-shift division equals n / d
  * for every divisor a layer has (and far beyond) at the numerators that
  * break a wrong multiplier: around multiples of d, near 2^31 and at random. */
@@ -313,7 +333,7 @@ Test(cuda_plan, planned_bytes_track_the_footprint)
         network net = build_or_fail(models[m], 224, 1000);
         mem_plan mp;
         memplan_rules rules = cuda_memplan_rules(true);
-        cr_assert_eq(memplan_make(&net, 64, &rules, &mp), 0);
+        cr_assert_eq(memplan_make(&net, 64, &rules, NULL, &mp), 0);
         precision_plan f32 = precision_plan_of(PREC_FP32), b16 = precision_plan_of(PREC_BF16);
         int64_t need32 = cuda_planned_bytes(&net, 64, &f32, &mp);
         int64_t need16 = cuda_planned_bytes(&net, 64, &b16, &mp);

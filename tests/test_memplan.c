@@ -98,6 +98,19 @@ static void write(sim *s, int b, int value)
     s->buf[b] = (contents){{value, EMPTY}};
 }
 
+/* The operation's scratch (a library's workspace), used while it reads its
+ * inputs and writes its outputs: none of them may overlap it. Its value is
+ * below EMPTY and read by nothing after. */
+static void use_scratch(sim *s, int layer, int backward)
+{
+    int b = s->p->scratch_buffer[2 * layer + backward];
+    if (b < 0)
+        return;
+    write(s, b, EMPTY - 1 - (2 * layer + backward));
+    cr_assert(s->n_reading < MAX_READS, "%s: more reads in one operation than kept", s->model);
+    s->reading[s->n_reading++] = b;
+}
+
 /* Where an input's value is read: a batch norm that is never stored is
  * read through its own input (the add normalises it). */
 static void read_input(sim *s, int layer, int in)
@@ -118,6 +131,7 @@ static void forward(sim *s)
         begin_op(s, i);
         for (int k = 0; k < net->layers[i].n_inputs; k++)
             read_input(s, i, net->layers[i].inputs[k]);
+        use_scratch(s, i, 0);
         write(s, s->p->out_buffer[i], 2 * i);
     }
     /* the loss reads the logits and writes their gradient */
@@ -158,6 +172,7 @@ static void backward(sim *s)
                             (l->type == LAYER_ADD && s->p->out_buffer[i] >= 0);
         if (reads_output) /* what the buffer ends with: a ReLU in place over it */
             expect_read(s, s->p->out_buffer[i], 2 * last_in_place(s, i), "the backward", i);
+        use_scratch(s, i, 1);
         if (!l->computes_input_grad)
             continue;
         int written[LAYER_MAX_INPUTS] = {EMPTY, EMPTY};
@@ -186,11 +201,37 @@ static void backward(sim *s)
     }
 }
 
-static void simulate(const char *model, const memplan_rules *rules, int64_t *elems_out)
+/* Scratch for every convolution and fully connected layer, as the CUDA
+ * backend asks for its workspaces: sizes that differ from layer to layer,
+ * and one larger than any activation (it must go on top). */
+static int64_t *scratch_of(const network *net)
+{
+    int n = net->n_layers;
+    int64_t *scratch = calloc((size_t)(2 * n), sizeof *scratch), largest = 0;
+    cr_assert(scratch);
+    for (int i = 0; i < n; i++) {
+        int64_t out = backend_buffer_elems(net, i, 2, BUF_OUTPUT);
+        largest = out > largest ? out : largest;
+        if (net->layers[i].type != LAYER_CONV && net->layers[i].type != LAYER_FC)
+            continue;
+        scratch[2 * i] = out * (i % 3) / 2;
+        scratch[2 * i + 1] = out * (i % 4 + 1) / 3 + 7;
+    }
+    for (int i = n - 1; i >= 0; i--)
+        if (net->layers[i].type == LAYER_CONV) {
+            scratch[2 * i + 1] = 3 * largest;
+            break;
+        }
+    return scratch;
+}
+
+static void simulate(const char *model, const memplan_rules *rules, bool with_scratch,
+                     int64_t *elems_out)
 {
     network net = build_or_fail(model, 64, 10);
     mem_plan p;
-    cr_assert_eq(memplan_make(&net, 2, rules, &p), 0);
+    int64_t *scratch = with_scratch ? scratch_of(&net) : NULL;
+    cr_assert_eq(memplan_make(&net, 2, rules, scratch, &p), 0);
     sim s = {.net = &net, .p = &p, .buf = calloc((size_t)p.n_buffers + 1, sizeof(contents)),
              .grad_started = calloc((size_t)net.n_layers, sizeof(bool)), .model = model};
     cr_assert(s.buf && s.grad_started);
@@ -213,6 +254,12 @@ static void simulate(const char *model, const memplan_rules *rules, int64_t *ele
             cr_expect(p.buffer_elems[p.out_buffer[i]] >= need, "%s", net.layers[i].name);
         if (p.grad_buffer[i] >= 0)
             cr_expect(p.buffer_elems[p.grad_buffer[i]] >= need, "%s", net.layers[i].name);
+        for (int d = 0; d < 2; d++) {
+            int b = p.scratch_buffer[2 * i + d];
+            int64_t asked = scratch ? scratch[2 * i + d] : 0;
+            cr_expect(asked > 0 ? b >= 0 && p.buffer_elems[b] >= asked : b < 0,
+                      "%s: scratch %d", net.layers[i].name, d);
+        }
     }
     /* two steps: the second finds the first one's leftovers */
     for (int step = 0; step < 2; step++) {
@@ -224,6 +271,7 @@ static void simulate(const char *model, const memplan_rules *rules, int64_t *ele
     *elems_out = memplan_elems(&p, &net, 2);
     free(s.buf);
     free(s.grad_started);
+    free(scratch);
     memplan_free(&p);
     net_free(&net);
 }
@@ -236,7 +284,7 @@ Test(memplan, every_read_finds_its_value_cpu_rules)
 {
     for (size_t m = 0; m < sizeof models / sizeof *models; m++) {
         int64_t elems;
-        simulate(models[m], &cpu_rules, &elems);
+        simulate(models[m], &cpu_rules, false, &elems);
     }
 }
 
@@ -245,11 +293,55 @@ Test(memplan, every_read_finds_its_value_gpu_rules)
 {
     for (size_t m = 0; m < sizeof models / sizeof *models; m++) {
         int64_t cpu, gpu;
-        simulate(models[m], &cpu_rules, &cpu);
-        simulate(models[m], &gpu_rules, &gpu);
+        simulate(models[m], &cpu_rules, false, &cpu);
+        simulate(models[m], &gpu_rules, false, &gpu);
         cr_expect(gpu <= cpu, "%s: %lld elements with the GPU's rules, %lld with the CPU's",
                   models[m], (long long)gpu, (long long)cpu);
     }
+}
+
+/* With a scratch region per convolution and fully connected operation,
+ * as the CUDA backend plans its workspaces: no workspace overlaps what its
+ * operation reads or writes, or anything still to be read. */
+Test(memplan, scratch_overlaps_nothing_its_operation_uses)
+{
+    for (size_t m = 0; m < sizeof models / sizeof *models; m++) {
+        int64_t elems;
+        simulate(models[m], &gpu_rules, true, &elems);
+    }
+}
+
+/* A workspace adds to the arena only where it comes on top of the most
+ * live memory: the stem convolution's (the step's ends, where little is
+ * live) fits (all but 1% of it, the greedy placement's) in what is free
+ * then; the classifier's forward, next to the
+ * loss where every activation kept for backward is live, goes (almost
+ * all of it) on top. */
+Test(memplan, a_workspace_costs_memory_only_at_the_peak)
+{
+    network net = build_or_fail("resnet50", 64, 10);
+    int n = net.n_layers;
+    mem_plan p;
+    cr_assert_eq(memplan_make(&net, 2, &gpu_rules, NULL, &p), 0);
+    int64_t base = p.arena_elems, big = base / 4;
+    memplan_free(&p);
+    int64_t *scratch = calloc((size_t)(2 * n), sizeof *scratch);
+    cr_assert(scratch);
+    cr_assert_eq(net.layers[0].type, LAYER_CONV);
+    scratch[0] = scratch[1] = big;
+    cr_assert_eq(memplan_make(&net, 2, &gpu_rules, scratch, &p), 0);
+    cr_expect(p.arena_elems <= base + big / 100, "the stem's workspaces: arena %lld, without %lld",
+              (long long)p.arena_elems, (long long)base);
+    memplan_free(&p);
+    cr_assert_eq(net.layers[n - 1].type, LAYER_FC);
+    scratch[2 * (n - 1)] = big;
+    cr_assert_eq(memplan_make(&net, 2, &gpu_rules, scratch, &p), 0);
+    cr_expect(p.arena_elems >= base + big * 9 / 10,
+              "the classifier's forward workspace: arena %lld, without %lld, workspace %lld",
+              (long long)p.arena_elems, (long long)base, (long long)big);
+    memplan_free(&p);
+    free(scratch);
+    net_free(&net);
 }
 
 /* The savings are real: against every output and gradient stored apart,
@@ -262,8 +354,8 @@ Test(memplan, plans_save_memory)
         all += 2 * backend_buffer_elems(&net, i, 2, BUF_OUTPUT);
     net_free(&net);
     int64_t cpu, gpu;
-    simulate("resnet50", &cpu_rules, &cpu);
-    simulate("resnet50", &gpu_rules, &gpu);
+    simulate("resnet50", &cpu_rules, false, &cpu);
+    simulate("resnet50", &gpu_rules, false, &gpu);
     cr_expect(cpu < all * 6 / 10, "cpu rules keep %lld of %lld", (long long)cpu, (long long)all);
     cr_expect(gpu < cpu * 95 / 100, "gpu rules keep %lld, cpu rules %lld", (long long)gpu,
               (long long)cpu);
@@ -276,7 +368,7 @@ Test(memplan, bottleneck_tail_is_one_buffer)
 {
     network net = build_or_fail("resnet50", 64, 10);
     mem_plan plan;
-    cr_assert_eq(memplan_make(&net, 2, &gpu_rules, &plan), 0);
+    cr_assert_eq(memplan_make(&net, 2, &gpu_rules, NULL, &plan), 0);
     int tails = 0, elided = 0;
     for (int i = 0; i < net.n_layers; i++) {
         const layer *l = &net.layers[i];
@@ -300,7 +392,7 @@ Test(memplan, bottleneck_tail_is_one_buffer)
     cr_expect_eq(tails, 16, "16 bottlenecks");
     cr_expect_eq(elided, 4, "the 4 downsample batch norms are normalised by their add");
     mem_plan cpu;
-    cr_assert_eq(memplan_make(&net, 2, &cpu_rules, &cpu), 0);
+    cr_assert_eq(memplan_make(&net, 2, &cpu_rules, NULL, &cpu), 0);
     for (int i = 0; i < net.n_layers; i++) {
         if (net.layers[i].type == LAYER_ADD)
             cr_expect_eq(cpu.out_owner[i], i);

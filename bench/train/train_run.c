@@ -233,9 +233,10 @@ static void print_summary(const train_options *o, const network *net, const back
     backend_stats s;
     bool have_stats = ops->stats && ops->stats(b, &s) == 0;
     if (have_stats && s.device_bytes > 0) {
-        printf(", device memory %.2f GiB (workspace %.0f MiB; analytic footprint %.2f GiB)",
-               s.device_bytes / 1073741824.0, s.workspace_bytes / 1048576.0,
-               cost.memory.total / 1073741824.0);
+        printf(", device memory %.2f GiB (workspaces: the largest %.0f MiB, adding %.0f MiB; "
+               "analytic footprint %.2f GiB)",
+               s.device_bytes / 1073741824.0, s.largest_workspace_bytes / 1048576.0,
+               s.workspace_bytes / 1048576.0, cost.memory.total / 1073741824.0);
         if (o->prec == PREC_FP16)
             printf(", loss scale %g, %lld step(s) skipped", s.loss_scale,
                    (long long)s.skipped_steps);

@@ -151,7 +151,7 @@ static backend *create(const network *net, const backend_config *cfg, char *err,
         return NULL;
     }
     backend *b = calloc(1, sizeof *b);
-    if (!b || memplan_make(net, cfg->batch, &cpu_memplan_rules, &b->plan)) {
+    if (!b || memplan_make(net, cfg->batch, &cpu_memplan_rules, NULL, &b->plan)) {
         free(b);
         snprintf(err, err_len, "out of memory creating the CPU backend");
         return NULL;

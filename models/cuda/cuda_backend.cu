@@ -118,6 +118,28 @@ int cuda_alloc(backend *b, void **p, size_t bytes, const char *what)
     return 0;
 }
 
+int cuda_release(backend *b, void *p, size_t bytes)
+{
+    for (int k = 0; p && k < b->n_allocs; k++)
+        if (b->allocs[k] == p) {
+            b->allocs[k] = b->allocs[--b->n_allocs];
+            b->device_bytes -= (int64_t)bytes;
+            CUDA_TRY(b, cudaFree(p));
+            return 0;
+        }
+    return 0;
+}
+
+cuda_workspace cuda_workspace_of(const backend *b, int i, bool backward)
+{
+    if (b->search_workspace)
+        return cuda_workspace{b->search_workspace, b->search_workspace_bytes};
+    int s = b->plan.scratch_buffer ? b->plan.scratch_buffer[2 * i + (backward ? 1 : 0)] : -1;
+    if (s < 0)
+        return cuda_workspace{NULL, 0};
+    return cuda_workspace{b->buffers[s], (size_t)b->plan.buffer_elems[s] * b->pp.elem_bytes};
+}
+
 const void *cuda_input(const backend *b, int i, int k)
 {
     int in = b->net->layers[i].inputs[k];
@@ -146,10 +168,7 @@ static int allocate_layer(backend *b, int i)
     int64_t out = cuda_elems(b, i);
     size_t wts = (size_t)backend_buffer_elems(net, i, n, BUF_WEIGHT);
     size_t bias = (size_t)backend_buffer_elems(net, i, n, BUF_BIAS);
-    int ob = b->plan.out_buffer[i], gb = b->plan.grad_buffer[i];
     b->current_layer = i;
-    cl->out = ob >= 0 ? b->buffers[ob] : NULL;
-    cl->grad = gb >= 0 ? b->buffers[gb] : NULL;
     if (l->type == LAYER_BN) {
         size_t c = (size_t)l->in_shape.c * sizeof(float);
         void **f32[] = {(void **)&cl->w,    (void **)&cl->bias,    &cl->dw,
@@ -235,20 +254,41 @@ static int open_libraries(backend *b)
     return 0;
 }
 
+/* The memory plan's buffers, regions of one arena; each layer's output and
+ * gradient pointed into it. Again after the plan gains the workspaces: the
+ * first arena goes first (what the search wrote there is not kept). */
+static int place_buffers(backend *b, const char *what)
+{
+    size_t eb = (size_t)b->pp.elem_bytes;
+    if (b->arena && cuda_release(b, b->arena, (size_t)b->arena_bytes))
+        return -1;
+    b->arena = NULL;
+    free(b->buffers);
+    b->buffers = (void **)calloc((size_t)b->plan.n_buffers + 1, sizeof *b->buffers);
+    if (!b->buffers)
+        return cuda_fail(b, "out of host memory");
+    b->current_layer = CUDA_NO_LAYER;
+    b->arena_bytes = b->plan.arena_elems * (int64_t)eb;
+    if (cuda_alloc(b, &b->arena, (size_t)b->arena_bytes, what))
+        return -1;
+    for (int s = 0; s < b->plan.n_buffers; s++)
+        b->buffers[s] = (char *)b->arena + (size_t)b->plan.buffer_offset[s] * eb;
+    for (int i = 0; i < b->net->n_layers; i++) {
+        int ob = b->plan.out_buffer[i], gb = b->plan.grad_buffer[i];
+        b->layers[i].out = ob >= 0 ? b->buffers[ob] : NULL;
+        b->layers[i].grad = gb >= 0 ? b->buffers[gb] : NULL;
+    }
+    return 0;
+}
+
 /* The backend-wide buffers: gradient slabs, the batch, staging, the loss,
  * the loss scale and the dropout counter. */
 static int allocate_shared(backend *b)
 {
     const network *net = b->net;
     int n = b->cfg.batch, eb = b->pp.elem_bytes;
-    b->buffers = (void **)calloc((size_t)b->plan.n_buffers + 1, sizeof *b->buffers);
-    if (!b->buffers)
-        return cuda_fail(b, "out of host memory");
-    /* the plan's buffers: regions of one arena */
-    if (cuda_alloc(b, &b->arena, (size_t)b->plan.arena_elems * eb, "activations and gradients"))
+    if (place_buffers(b, "activations and gradients"))
         return -1;
-    for (int s = 0; s < b->plan.n_buffers; s++)
-        b->buffers[s] = (char *)b->arena + (size_t)b->plan.buffer_offset[s] * eb;
     int64_t input = (int64_t)n * shape_elems(net->input), largest = input;
     for (int i = 0; i < net->n_layers; i++)
         for (int k = 0; k < BUF_KIND_COUNT; k++) {
@@ -283,9 +323,53 @@ static int allocate_shared(backend *b)
     return 0;
 }
 
+/* The memory plan again, now with each operation's workspace as a region
+ * of the arena living while it runs (memplan_make's scratch): a workspace
+ * adds memory only where it comes on top of the most that is live then,
+ * where one workspace kept for the whole step added the largest any pass
+ * needs. */
+static int plan_workspaces(backend *b)
+{
+    const network *net = b->net;
+    int n = net->n_layers;
+    int64_t *pass_bytes = (int64_t *)calloc((size_t)(3 * n), sizeof *pass_bytes);
+    int64_t *scratch = (int64_t *)calloc((size_t)(2 * n), sizeof *scratch);
+    if (!pass_bytes || !scratch) {
+        free(pass_bytes), free(scratch);
+        return cuda_fail(b, "out of host memory");
+    }
+    size_t largest = 0;
+    for (int i = 0; i < n; i++)
+        for (int p = 0; p < 3; p++) {
+            const cuda_layer *cl = &b->layers[i];
+            int64_t v = cl->conv ? cl->conv->choice[p].workspace_bytes
+                        : cl->fc ? (int64_t)cl->fc->workspace[p]
+                                 : 0;
+            if (p == 1 && !net->layers[i].computes_input_grad)
+                v = 0;
+            pass_bytes[3 * i + p] = v;
+            largest = (size_t)v > largest ? (size_t)v : largest;
+        }
+    cuda_scratch_elems(n, pass_bytes, b->pp.elem_bytes, scratch);
+    int64_t before = b->arena_bytes;
+    mem_plan with;
+    memplan_rules rules = cuda_memplan_rules(!b->cfg.no_fusion);
+    int rc = memplan_make(net, b->cfg.batch, &rules, scratch, &with);
+    free(pass_bytes), free(scratch);
+    if (rc)
+        return cuda_fail(b, "out of host memory for the memory plan");
+    memplan_free(&b->plan);
+    b->plan = with;
+    if (place_buffers(b, "activations, gradients and workspaces"))
+        return -1;
+    b->workspace_bytes = largest;
+    b->workspace_added = b->arena_bytes - before;
+    return 0;
+}
+
 /* cuDNN's algorithms, once per distinct convolution shape (cuda_conv.cu),
- * in a search workspace of at most the limit; then the one workspace that
- * the chosen algorithms need. */
+ * and the GEMMs' (cuda_fc.cu), in a search workspace of at most the limit;
+ * then each operation's workspace is placed in the arena. */
 static int choose_algorithms(backend *b)
 {
     const network *net = b->net;
@@ -304,8 +388,8 @@ static int choose_algorithms(backend *b)
         cudaGetLastError();
         limit /= 2;
     }
-    b->workspace = search;
-    b->workspace_bytes = search ? limit : 0;
+    b->search_workspace = search;
+    b->search_workspace_bytes = search ? limit : 0;
     int rc = 0;
     if (b->cfg.algo_cache) {
         b->algo_ctx.device = b->device_name;
@@ -322,31 +406,25 @@ static int choose_algorithms(backend *b)
     for (int i = 0; rc == 0 && i < net->n_layers; i++)
         if (net->layers[i].type == LAYER_CONV)
             rc = cuda_conv_choose(b, i, first[i]);
+    for (int i = 0; rc == 0 && i < net->n_layers; i++) {
+        b->current_layer = i;
+        if (net->layers[i].type == LAYER_FC)
+            rc = cuda_fc_setup(b, i);
+    }
     algo_cache_free(&b->algos);
     free(first);
-    size_t need = 0;
-    for (int i = 0; i < net->n_layers; i++)
-        if (b->layers[i].conv)
-            for (int p = 0; p < 3; p++) {
-                size_t pass_needs = (size_t)b->layers[i].conv->choice[p].workspace_bytes;
-                need = pass_needs > need ? pass_needs : need;
-            }
-    /* the FC GEMMs run within the same workspace (cuda_fc.cu asks for at most it) */
     /* the search buffer goes whatever happened; then the first failure */
     cudaError_t synced = cudaStreamSynchronize(b->stream);
     cudaError_t freed = search ? cudaFree(search) : cudaSuccess;
-    b->workspace = NULL;
-    b->workspace_bytes = 0;
+    b->search_workspace = NULL;
+    b->search_workspace_bytes = 0;
     if (rc)
         return -1;
+    b->current_layer = CUDA_NO_LAYER;
     CUDA_TRY(b, synced);
     CUDA_TRY(b, freed);
-    if (need < ((size_t)32 << 20))
-        need = (size_t)32 << 20; /* cuBLASLt's GEMMs like a few MiB */
-    b->current_layer = CUDA_NO_LAYER;
-    if (cuda_alloc(b, &b->workspace, need, "the convolution workspace"))
+    if (plan_workspaces(b))
         return -1;
-    b->workspace_bytes = need;
     cuda_conv_describe_choices(b, b->choices, sizeof b->choices);
     if (b->cfg.algo_cache) {
         size_t n = strlen(b->choices);
@@ -377,7 +455,7 @@ extern "C" backend *cuda_create(const network *net, const backend_config *cfg, c
     if (rc == 0)
         rc = check_device(b);
     memplan_rules rules = cuda_memplan_rules(!cfg->no_fusion);
-    if (rc == 0 && memplan_make(net, cfg->batch, &rules, &b->plan))
+    if (rc == 0 && memplan_make(net, cfg->batch, &rules, NULL, &b->plan))
         rc = cuda_fail(b, "out of host memory for the memory plan");
     b->fusion = (layer_fusion *)calloc((size_t)net->n_layers, sizeof *b->fusion);
     b->layers = (cuda_layer *)calloc((size_t)net->n_layers, sizeof *b->layers);
@@ -401,13 +479,6 @@ extern "C" backend *cuda_create(const network *net, const backend_config *cfg, c
     b->current_layer = CUDA_NO_LAYER;
     if (rc == 0)
         rc = choose_algorithms(b);
-    /* the GEMMs' algorithms are asked for within the workspace now fixed */
-    for (int i = 0; rc == 0 && i < net->n_layers; i++) {
-        b->current_layer = i;
-        if (net->layers[i].type == LAYER_FC)
-            rc = cuda_fc_setup(b, i);
-    }
-    b->current_layer = CUDA_NO_LAYER;
     if (rc == 0)
         rc = cuda_sgd_setup(b);
     if (rc == 0 && cudaStreamSynchronize(b->stream) != cudaSuccess)
@@ -697,7 +768,8 @@ extern "C" int cuda_stats(backend *b, backend_stats *out)
     CUDA_TRY(b, cudaMemcpyAsync(&s, b->scale_dev, sizeof s, cudaMemcpyDeviceToHost, b->stream));
     CUDA_TRY(b, cudaStreamSynchronize(b->stream));
     out->device_bytes = b->device_bytes;
-    out->workspace_bytes = (int64_t)b->workspace_bytes;
+    out->workspace_bytes = b->workspace_added;
+    out->largest_workspace_bytes = (int64_t)b->workspace_bytes;
     out->skipped_steps = s.skipped_steps;
     out->loss_scale = s.scale;
     snprintf(out->choices, sizeof out->choices, "%s", b->choices);

@@ -110,19 +110,20 @@ int cuda_conv_run_pass(backend *b, int i, int p, bool own, bool accumulate)
         return p == 0   ? cuda_dw_forward(b, i)
                : p == 1 ? cuda_dw_backward_data(b, i, accumulate)
                         : cuda_dw_backward_weights(b, i);
+    cuda_workspace ws = cuda_workspace_of(b, i, p != 0);
     if (p == 0)
         CUDNN_TRY(b, cudnnConvolutionForward(b->dnn, &one, c->x, cuda_input(b, i, 0), c->w,
-                                             cl->w_copy, c->conv[0], fwd_algo(c), b->workspace,
-                                             b->workspace_bytes, &zero, c->y, cl->out));
+                                             cl->w_copy, c->conv[0], fwd_algo(c), ws.ptr, ws.bytes,
+                                             &zero, c->y, cl->out));
     else if (p == 1)
         CUDNN_TRY(b, cudnnConvolutionBackwardData(
                          b->dnn, &one, c->w, cl->w_copy, c->y, cl->grad, c->conv[1],
-                         bwd_data_algo(c), b->workspace, b->workspace_bytes,
+                         bwd_data_algo(c), ws.ptr, ws.bytes,
                          accumulate ? &one : &zero, c->x, cuda_input_grad(b, i, 0)));
     else
         CUDNN_TRY(b, cudnnConvolutionBackwardFilter(
                          b->dnn, &one, c->x, cuda_input(b, i, 0), c->y, cl->grad, c->conv[2],
-                         bwd_filter_algo(c), b->workspace, b->workspace_bytes, &zero, c->w,
+                         bwd_filter_algo(c), ws.ptr, ws.bytes, &zero, c->w,
                          cl->dw));
     return 0;
 }

@@ -1,8 +1,9 @@
 /* Choosing each convolution's algorithms, once per distinct shape and
  * precision, outside the timed steps (cuda_conv.cu runs them): cuDNN's own
  * benchmark (cudnnFind*AlgorithmEx, on the layer's real buffers) within the
- * workspace limit, the least workspace within 2% of the fastest (the kept
- * workspace adds to the step's peak memory), then pinned. fp32 runs without
+ * workspace limit, the least workspace within 2% of the fastest (a pass's
+ * workspace adds to the arena where it runs beside the step's most live
+ * memory), then pinned. fp32 runs without
  * tensor cores: only algorithms cuDNN reports as FMA math are taken (the
  * default math type would allow TF32 on Ampere and newer). Depthwise layers
  * under --depthwise auto also try the own kernels (cuda_depthwise.cu) on the
@@ -35,7 +36,8 @@ static int pick(const backend *b, const Perf *perf, int count)
     int n = count < MAX_ALGOS ? count : MAX_ALGOS;
     for (int k = 0; k < n; k++) {
         r[k].usable = perf[k].status == CUDNN_STATUS_SUCCESS &&
-                      perf[k].memory <= b->workspace_bytes && math_allowed(b, perf[k].mathType);
+                      perf[k].memory <= b->search_workspace_bytes &&
+                      math_allowed(b, perf[k].mathType);
         r[k].ms = perf[k].time;
         r[k].memory = (int64_t)perf[k].memory;
     }
@@ -64,7 +66,7 @@ static int find_pass(backend *b, int i, cuda_conv *c, int p, bool quiet)
         call = "cudnnFindConvolutionForwardAlgorithmEx";
         st = cudnnFindConvolutionForwardAlgorithmEx(
             b->dnn, c->x, cuda_input(b, i, 0), c->w, cl->w_copy, c->conv[0], c->y, cl->out,
-            MAX_ALGOS, &count, perf, b->workspace, b->workspace_bytes);
+            MAX_ALGOS, &count, perf, b->search_workspace, b->search_workspace_bytes);
         if (st == CUDNN_STATUS_SUCCESS && (k = pick(b, perf, count)) >= 0)
             algo = perf[k].algo, ms = perf[k].time, memory = perf[k].memory,
             math = perf[k].mathType;
@@ -73,7 +75,7 @@ static int find_pass(backend *b, int i, cuda_conv *c, int p, bool quiet)
         call = "cudnnFindConvolutionBackwardDataAlgorithmEx";
         st = cudnnFindConvolutionBackwardDataAlgorithmEx(
             b->dnn, c->w, cl->w_copy, c->y, cl->grad, c->conv[1], c->x,
-            cuda_input_grad(b, i, 0), MAX_ALGOS, &count, perf, b->workspace, b->workspace_bytes);
+            cuda_input_grad(b, i, 0), MAX_ALGOS, &count, perf, b->search_workspace, b->search_workspace_bytes);
         if (st == CUDNN_STATUS_SUCCESS && (k = pick(b, perf, count)) >= 0)
             algo = perf[k].algo, ms = perf[k].time, memory = perf[k].memory,
             math = perf[k].mathType;
@@ -82,7 +84,7 @@ static int find_pass(backend *b, int i, cuda_conv *c, int p, bool quiet)
         call = "cudnnFindConvolutionBackwardFilterAlgorithmEx";
         st = cudnnFindConvolutionBackwardFilterAlgorithmEx(
             b->dnn, c->x, cuda_input(b, i, 0), c->y, cl->grad, c->conv[2], c->w, cl->dw,
-            MAX_ALGOS, &count, perf, b->workspace, b->workspace_bytes);
+            MAX_ALGOS, &count, perf, b->search_workspace, b->search_workspace_bytes);
         if (st == CUDNN_STATUS_SUCCESS && (k = pick(b, perf, count)) >= 0)
             algo = perf[k].algo, ms = perf[k].time, memory = perf[k].memory,
             math = perf[k].mathType;
@@ -109,7 +111,7 @@ static int find_pass(backend *b, int i, cuda_conv *c, int p, bool quiet)
     return cuda_fail(b, "cuDNN found no %s algorithm for this shape within a %.0f MiB workspace "
                         "(%d tried; raise --workspace-mb, or this precision is not supported "
                         "here)",
-                     pass_labels[p], b->workspace_bytes / 1048576.0, count);
+                     pass_labels[p], b->search_workspace_bytes / 1048576.0, count);
 }
 
 /* The pass's time on the GPU: the best of 3 runs after one to warm up. */
@@ -171,9 +173,9 @@ static int try_both(backend *b, int i, cuda_conv *c, int p, bool have_cudnn)
     size_t own_ws = p == 2 ? cuda_dw_filter_workspace(b, i) : 0;
     size_t out_bytes = (size_t)io.out_elems * b->pp.elem_bytes;
     size_t copy_at = align_up(own_ws), maxima_at = align_up(copy_at + out_bytes);
-    bool own_room = own_ws <= b->workspace_bytes;
-    bool compare_room = have_cudnn && maxima_at + 2 * sizeof(unsigned) <= b->workspace_bytes;
-    char *ws = (char *)b->workspace;
+    bool own_room = own_ws <= b->search_workspace_bytes;
+    bool compare_room = have_cudnn && maxima_at + 2 * sizeof(unsigned) <= b->search_workspace_bytes;
+    char *ws = (char *)b->search_workspace;
     for (int k = 0; k < 2; k++)
         if (cuda_dw_fill_random(b, io.in[k], io.in_elems[k], 0x9e3779b9u * (uint32_t)(p * 2 + k + 1)))
             return -1;
@@ -213,7 +215,7 @@ static int try_both(backend *b, int i, cuda_conv *c, int p, bool have_cudnn)
     } else if (!have_cudnn) {
         return cuda_fail(b, "neither cuDNN nor the own kernel can run this depthwise %s pass "
                             "within a %.0f MiB workspace (raise --workspace-mb)",
-                         pass_labels[p], b->workspace_bytes / 1048576.0);
+                         pass_labels[p], b->search_workspace_bytes / 1048576.0);
     }
     return 0;
 }
@@ -242,7 +244,7 @@ static bool from_cache(const backend *b, const char *key, bool input_grad, cuda_
         if (p == 1 && !input_grad)
             continue;
         row[p] = algo_cache_find(&b->algos, key, p);
-        if (!row[p] || row[p]->choice.workspace_bytes > (int64_t)b->workspace_bytes)
+        if (!row[p] || row[p]->choice.workspace_bytes > (int64_t)b->search_workspace_bytes)
             return false;
     }
     for (int p = 0; p < CONV_PASSES; p++)

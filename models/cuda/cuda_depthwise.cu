@@ -122,14 +122,15 @@ int cuda_dw_backward_weights(backend *b, int i)
     dw_geom g = geom_of(b, i);
     conv_shape s = conv_shape_of(l, b->cfg.batch, b->pp.prec);
     depthwise_filter_plan plan = depthwise_filter_plan_of(&s, g.nhwc, b->sm_count);
-    if ((size_t)plan.partial_bytes > b->workspace_bytes)
+    cuda_workspace ws = cuda_workspace_of(b, i, true);
+    if ((size_t)plan.partial_bytes > ws.bytes)
         return cuda_fail(b, "the depthwise filter gradient needs %lld bytes of workspace, %zu "
-                            "allocated",
-                         (long long)plan.partial_bytes, b->workspace_bytes);
+                            "planned",
+                         (long long)plan.partial_bytes, ws.bytes);
     uint32_t positions = (uint32_t)((int64_t)g.n * g.oh * g.ow);
     uint32_t per_slice = (positions + plan.slices - 1) / plan.slices;
     uint32_t taps = (uint32_t)g.c * l->kernel * l->kernel;
-    float *partial = (float *)b->workspace;
+    float *partial = (float *)ws.ptr;
     const void *x = cuda_input(b, i, 0);
     dim3 grid((unsigned)plan.channel_groups, (unsigned)plan.slices);
     with_elem_and_side(b, l->kernel, [&](auto tag, auto side) {

@@ -6,8 +6,9 @@
  * The forward adds the bias (and a fused ReLU) in cuBLASLt's epilogue where
  * its heuristic offers an algorithm for it, else in an own kernel; the bias
  * gradient is an own per-channel sum. Each GEMM's algorithm is the
- * heuristic's first within the backend's workspace, chosen once (where it
- * offers none, cuBLASLt chooses at each call). */
+ * heuristic's first within CUDA_FC_WORKSPACE, chosen once (where it offers
+ * none, cuBLASLt chooses at each call); its workspace is the operation's
+ * region of the arena. */
 #include <stdlib.h>
 
 #include "cuda_internal.h"
@@ -28,12 +29,17 @@ static int make_desc(backend *b, cublasLtMatmulDesc_t *desc, cublasOperation_t t
     return 0;
 }
 
-/* The heuristic's first algorithm for GEMM p; 1 when it offers none. */
+/* The heuristic's first algorithm for GEMM p within the search workspace
+ * (at most CUDA_FC_WORKSPACE), and the workspace to give it: what it needs,
+ * or all that was allowed where the heuristic offers none (cuBLASLt then
+ * chooses within it at each call); 1 when it offers none. */
 static int choose(backend *b, cuda_fc *f, int p, cublasLtMatmulAlgo_t *algo)
 {
     cublasLtMatmulPreference_t pref;
     CUBLAS_TRY(b, cublasLtMatmulPreferenceCreate(&pref));
-    size_t ws = b->workspace_bytes;
+    size_t ws = b->search_workspace_bytes < (size_t)CUDA_FC_WORKSPACE ? b->search_workspace_bytes
+                                                                     : (size_t)CUDA_FC_WORKSPACE;
+    f->workspace[p] = ws;
     cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
         pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
     cublasLtMatmulHeuristicResult_t result;
@@ -49,6 +55,7 @@ static int choose(backend *b, cuda_fc *f, int p, cublasLtMatmulAlgo_t *algo)
         return 1;
     CUBLAS_TRY(b, st);
     *algo = result.algo;
+    f->workspace[p] = result.workspaceSize;
     return 0;
 }
 
@@ -133,20 +140,22 @@ void cuda_fc_destroy(cuda_fc *f)
 
 static const float one = 1.0f, zero = 0.0f;
 
-static int gemm(backend *b, cuda_fc *f, int p, const void *a, const void *bm, void *c,
+static int gemm(backend *b, int i, int p, const void *a, const void *bm, void *c,
                 bool accumulate)
 {
+    cuda_fc *f = b->layers[i].fc;
+    cuda_workspace ws = cuda_workspace_of(b, i, p != 0);
     CUBLAS_TRY(b, cublasLtMatmul(b->lt, f->desc[p], &one, a, f->a[p], bm, f->b[p],
                                  accumulate ? &one : &zero, c, f->c[p], c, f->c[p],
-                                 f->has_algo[p] ? &f->algo[p] : NULL,
-                                 b->workspace, b->workspace_bytes, b->stream));
+                                 f->has_algo[p] ? &f->algo[p] : NULL, ws.ptr, ws.bytes,
+                                 b->stream));
     return 0;
 }
 
 int cuda_fc_forward(backend *b, int i)
 {
     cuda_layer *cl = &b->layers[i];
-    if (gemm(b, cl->fc, 0, cl->w_copy, cuda_input(b, i, 0), cl->out, false))
+    if (gemm(b, i, 0, cl->w_copy, cuda_input(b, i, 0), cl->out, false))
         return -1;
     if (b->net->layers[i].has_bias && !cl->fc->epilogue)
         return cuda_bias_act(b, i, b->fusion[i].act);
@@ -156,13 +165,13 @@ int cuda_fc_forward(backend *b, int i)
 int cuda_fc_backward_data(backend *b, int i, bool accumulate)
 {
     cuda_layer *cl = &b->layers[i];
-    return gemm(b, cl->fc, 1, cl->w_copy, cl->grad, cuda_input_grad(b, i, 0), accumulate);
+    return gemm(b, i, 1, cl->w_copy, cl->grad, cuda_input_grad(b, i, 0), accumulate);
 }
 
 int cuda_fc_backward_weights(backend *b, int i)
 {
     cuda_layer *cl = &b->layers[i];
-    if (gemm(b, cl->fc, 2, cuda_input(b, i, 0), cl->grad, cl->dw, false))
+    if (gemm(b, i, 2, cuda_input(b, i, 0), cl->grad, cl->dw, false))
         return -1;
     if (b->net->layers[i].has_bias)
         return cuda_bias_grad(b, i, cl->dbias, b->pp.elem);

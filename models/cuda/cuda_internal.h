@@ -41,6 +41,7 @@ struct cuda_fc {
     cublasLtMatrixLayout_t a[3], b[3], c[3];
     cublasLtMatmulAlgo_t algo[3];
     bool has_algo[3];                        /* else cuBLASLt chooses at each call */
+    size_t workspace[3];                     /* what each GEMM is given */
     bool epilogue;                           /* bias (and ReLU) in the forward GEMM */
     bool accumulate_desc;                    /* bwd_data's C layout also serves beta = 1 */
 };
@@ -84,8 +85,9 @@ struct backend {
     mem_plan plan;
     layer_fusion *fusion;
     cuda_layer *layers;
-    void **buffers;              /* the memory plan's: activations and gradients, in arena */
-    void *arena;                 /* the memory plan's arena */
+    void **buffers;              /* the memory plan's: activations, gradients, workspaces */
+    void *arena;                 /* the memory plan's arena, of arena_bytes */
+    int64_t arena_bytes;
     void *input;                 /* the batch in elem type and device layout */
     int32_t *labels;
     float *staging;              /* fp32 chunk for host transfers of fp16/bf16 buffers */
@@ -98,8 +100,13 @@ struct backend {
     uint64_t *forward_count;     /* device: dropout masks differ from step to step */
     float *bn_partials;          /* batch norm partial sums, shared by every layer */
     int64_t bn_partials_elems;
-    void *workspace;
-    size_t workspace_bytes;
+    /* at plan time only: cuDNN's search, the depthwise trials and every pass
+     * they run share one workspace; after it, each operation has its own,
+     * a region of the arena (cuda_workspace_of) */
+    void *search_workspace;
+    size_t search_workspace_bytes;
+    size_t workspace_bytes;      /* the largest one operation's workspace */
+    int64_t workspace_added;     /* bytes the workspaces added to the arena */
     sgd_tensor *sgd_tensors;     /* device tables of the fused update */
     sgd_chunk *sgd_chunks;
     int n_sgd_tensors, n_sgd_chunks;
@@ -167,6 +174,17 @@ int cuda_fail(backend *b, const char *fmt, ...) __attribute__((format(printf, 2,
 
 /* Allocates and zeroes `bytes` of device memory, counted in device_bytes. */
 int cuda_alloc(backend *b, void **p, size_t bytes, const char *what);
+/* Frees an allocation of cuda_alloc's, uncounting it. */
+int cuda_release(backend *b, void *p, size_t bytes);
+
+/* The workspace of layer i's forward or backward (both backward passes
+ * share it): a region of the arena that lives while that operation runs
+ * (the memory plan's scratch), or the search workspace at plan time. */
+struct cuda_workspace {
+    void *ptr;
+    size_t bytes;
+};
+cuda_workspace cuda_workspace_of(const backend *b, int layer, bool backward);
 
 /* The tensor feeding input k of layer i (the batch for GRAPH_INPUT). */
 const void *cuda_input(const backend *b, int layer, int k);
@@ -213,8 +231,8 @@ void cuda_conv_name(const backend *b, int layer, pass phase, char *buf, size_t l
 
 /* Depthwise convolution on own kernels (cuda_depthwise.cu), for layers that
  * depthwise_own_fits: the passes of cuda_conv_*, with cuDNN's tensors; the
- * filter gradient's partial sums take cuda_dw_filter_workspace bytes of
- * b->workspace. The plan-time trial fills inputs with values in [-1, 1] and
+ * filter gradient's partial sums take cuda_dw_filter_workspace bytes of the
+ * backward's workspace. The plan-time trial fills inputs with values in [-1, 1] and
  * compares two results (maxima: 2 device words of scratch). */
 int cuda_dw_forward(backend *b, int layer);
 int cuda_dw_backward_data(backend *b, int layer, bool accumulate);
@@ -227,7 +245,9 @@ int cuda_dw_compare(backend *b, const void *got, const void *want, int64_t n, un
  * them (the Makefile's OWN_DEPTHWISE_SRCS): part of an algorithm cache key. */
 uint32_t cuda_depthwise_source_id(void);
 
-/* Fully connected (cuda_fc.cu). */
+/* Fully connected (cuda_fc.cu). Setup chooses the GEMMs' algorithms within
+ * the search workspace (at most CUDA_FC_WORKSPACE) and records what each
+ * needs in workspace[]. */
 int cuda_fc_setup(backend *b, int layer);
 void cuda_fc_destroy(cuda_fc *f);
 int cuda_fc_forward(backend *b, int layer);

@@ -151,6 +151,17 @@ int conv_shape_groups(const network *net, int batch, precision prec, int *first_
     return distinct;
 }
 
+void cuda_scratch_elems(int n_layers, const int64_t *pass_bytes, int elem_bytes,
+                        int64_t *scratch_elems)
+{
+    for (int i = 0; i < n_layers; i++) {
+        const int64_t *p = &pass_bytes[3 * i];
+        int64_t backward = p[1] > p[2] ? p[1] : p[2];
+        scratch_elems[2 * i] = (p[0] + elem_bytes - 1) / elem_bytes;
+        scratch_elems[2 * i + 1] = (backward + elem_bytes - 1) / elem_bytes;
+    }
+}
+
 int64_t cuda_planned_bytes(const network *net, int batch, const precision_plan *pp,
                            const mem_plan *mp)
 {

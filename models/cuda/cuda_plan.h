@@ -93,9 +93,9 @@ typedef struct {
 
 /* How much slower than the fastest an algorithm may be and still be taken
  * for needing less workspace: the search times each algorithm once or twice,
- * and times that close trade places from one search to the next. The kept
- * workspace is the largest any chosen algorithm needs, and it adds to the
- * step's peak memory. */
+ * and times that close trade places from one search to the next. A pass's
+ * workspace is a region of the arena while it runs, and it adds to the
+ * step's peak memory where that pass runs beside the most live memory. */
 #define CONV_ALGO_TIME_TOLERANCE 0.02
 
 /* Which of n results to run: among the usable ones within `tolerance` (a
@@ -169,6 +169,18 @@ static inline unsigned cuda_grid_blocks(int64_t n, int threads, int sm_count)
 
 /* The fp32 chunk through which host transfers of fp16/bf16 buffers go. */
 enum { CUDA_STAGING_ELEMS = 1 << 22 };
+
+/* The most workspace a fully connected layer's GEMM is given: what
+ * cuBLASLt's documentation recommends for Hopper. */
+enum { CUDA_FC_WORKSPACE = 32 << 20 };
+
+/* The scratch each layer's operations need, for memplan_make: from the
+ * bytes of workspace of each layer's passes (pass_bytes[3 i + p], p 0
+ * forward, 1 backward data, 2 backward filter), the elements of
+ * elem_bytes its forward ([2 i]) and its backward ([2 i + 1]: the larger
+ * of its two passes, which run one after the other) need, rounded up. */
+void cuda_scratch_elems(int n_layers, const int64_t *pass_bytes, int elem_bytes,
+                        int64_t *scratch_elems);
 
 /* Device bytes the backend allocates for a batch, before any workspace:
  * activations and gradient slabs of the memory plan, parameters with their

@@ -494,7 +494,8 @@ static void check_memory(void)
             double used = (double)free0 - (double)free1;
             expectf(s.device_bytes > 0 && s.device_bytes <= used + (64 << 20) &&
                         used <= s.device_bytes * 1.5 + (512 << 20),
-                    "resnet50 bf16: reported device memory %.1f MiB (workspace %.1f MiB) against "
+                    "resnet50 bf16: reported device memory %.1f MiB (workspaces add %.1f MiB) "
+                    "against "
                     "%.1f MiB taken from the device",
                     s.device_bytes / 1048576.0, s.workspace_bytes / 1048576.0, used / 1048576.0);
         }

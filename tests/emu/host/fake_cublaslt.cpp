@@ -2,8 +2,10 @@
  * op(B) + beta C in column-major order as cuBLASLt defines it (rows, cols
  * and leading dimension per layout, TRANSA/TRANSB on the descriptor), sums
  * in double, and the BIAS and RELU_BIAS epilogues (a bias per row of D, of
- * D's type). The heuristic offers one algorithm. Work goes to the stream
- * passed (fake_cuda.cpp). */
+ * D's type). The heuristic offers one algorithm, needing FAKE_GEMM_WORKSPACE
+ * (or the preference's limit, if less); a GEMM given less than its algorithm
+ * needs is refused, and one leaves NaNs over the workspace it uses. Work
+ * goes to the stream passed (fake_cuda.cpp). */
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -18,6 +20,8 @@ struct cublasLtContext {
 };
 
 namespace {
+
+constexpr size_t FAKE_GEMM_WORKSPACE = 1 << 20;
 
 struct matmul_desc {
     cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
@@ -127,20 +131,29 @@ cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t l)
     delete layout_of(l);
     return CUBLAS_STATUS_SUCCESS;
 }
+/* a preference: the most workspace the algorithm may need (cuBLASLt's
+ * default is none) */
 cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *p)
 {
-    *p = (cublasLtMatmulPreference_t) new int(0);
+    *p = (cublasLtMatmulPreference_t) new size_t(0);
     return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t p)
 {
-    delete (int *)p;
+    delete (size_t *)p;
     return CUBLAS_STATUS_SUCCESS;
 }
-cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t,
-                                                    cublasLtMatmulPreferenceAttributes_t,
-                                                    const void *, size_t)
+cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p,
+                                                    cublasLtMatmulPreferenceAttributes_t attr,
+                                                    const void *value, size_t size)
 {
+    if (attr == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES) {
+        if (size != sizeof(uint64_t))
+            return CUBLAS_STATUS_INVALID_VALUE;
+        uint64_t v;
+        memcpy(&v, value, sizeof v);
+        *(size_t *)p = (size_t)v;
+    }
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -187,7 +200,7 @@ static bool shapes_agree(const matmul_desc &m, const matrix_layout &a, const mat
 cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDesc_t d,
                                               cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
                                               cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t,
-                                              cublasLtMatmulPreference_t, int requested,
+                                              cublasLtMatmulPreference_t pref, int requested,
                                               cublasLtMatmulHeuristicResult_t *results,
                                               int *returned)
 {
@@ -196,6 +209,10 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDe
     if (!shapes_agree(*desc_of(d), *layout_of(a), *layout_of(b), *layout_of(c)))
         return CUBLAS_STATUS_INVALID_VALUE;
     memset(results, 0, sizeof *results);
+    size_t allowed = *(const size_t *)pref;
+    results->workspaceSize = allowed < FAKE_GEMM_WORKSPACE ? allowed : FAKE_GEMM_WORKSPACE;
+    /* the algorithm remembers what it needs */
+    results->algo.data[0] = results->workspaceSize;
     results->state = CUBLAS_STATUS_SUCCESS;
     results->wavesCount = 1.0f;
     *returned = 1;
@@ -206,8 +223,12 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t d, const vo
                               const void *A, cublasLtMatrixLayout_t ad, const void *B,
                               cublasLtMatrixLayout_t bd, const void *beta, const void *C,
                               cublasLtMatrixLayout_t cd, void *D, cublasLtMatrixLayout_t dd,
-                              const cublasLtMatmulAlgo_t *, void *, size_t, cudaStream_t stream)
+                              const cublasLtMatmulAlgo_t *algo, void *workspace,
+                              size_t workspace_bytes, cudaStream_t stream)
 {
+    size_t needs = algo ? (size_t)algo->data[0] : workspace_bytes;
+    if (needs > workspace_bytes || (workspace_bytes && !workspace))
+        return CUBLAS_STATUS_NOT_SUPPORTED;
     matmul_desc m = *desc_of(d);
     matrix_layout a = *layout_of(ad), b = *layout_of(bd), c = *layout_of(cd), out = *layout_of(dd);
     if (!shapes_agree(m, a, b, c) || c.rows != out.rows || c.cols != out.cols)
@@ -221,6 +242,8 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t d, const vo
     float al = *(const float *)alpha, be = *(const float *)beta;
     uint64_t k = m.trans_a == CUBLAS_OP_N ? a.cols : a.rows;
     emu_host::run_kernel(stream, "fake_cublasLt_gemm", dim3(1), dim3(1), [=]() {
+        for (size_t at = 0; at + 4 <= needs; at += 512)
+            memset((char *)workspace + at, 0xff, 4);
         /* op(A) row by row and op(B) column by column in double first: the
          * loops then run over contiguous memory */
         std::vector<double> rows(out.rows * k), cols(out.cols * k);

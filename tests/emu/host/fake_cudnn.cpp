@@ -3,8 +3,9 @@
  * per pass as cuDNN lists them (fastest first, in the descriptor's math
  * type, with the workspace each needs, one not supported at the end; their
  * times are made up) and the passes run no other, nor one given less
- * workspace than it needs (CUDNN_STATUS_BAD_PARAM, as cuDNN); the three convolution
- * passes are direct loops in double over the descriptors' layouts (NCHW,
+ * workspace than it needs (CUDNN_STATUS_BAD_PARAM, as cuDNN), and they leave
+ * NaNs over the workspace they need; the three convolution passes are
+ * direct loops in double over the descriptors' layouts (NCHW,
  * NHWC; filters KCRS or KRSC), groups, strides, padding and dilation, with
  * alpha and beta as cuDNN defines them (beta = 0 never reads the output).
  * The values are cuDNN's, up to rounding; its speed and its algorithms
@@ -181,14 +182,25 @@ cudnnStatus_t find(const offered (&list)[N], const cudnnConvolutionStruct &cv, i
 
 /* Whether a pass may run `algo` with `workspace` bytes: one that Find offers
  * as supported (else CUDNN_STATUS_NOT_SUPPORTED), given at least what it
- * needs (else CUDNN_STATUS_BAD_PARAM). */
+ * needs (else CUDNN_STATUS_BAD_PARAM); *needs: what it needs. */
 template <size_t N>
-cudnnStatus_t runnable(const offered (&list)[N], int algo, size_t workspace)
+cudnnStatus_t runnable(const offered (&list)[N], int algo, size_t workspace, size_t *needs)
 {
     for (const offered &o : list)
-        if (o.algo == algo && o.relative_time > 0.0f)
+        if (o.algo == algo && o.relative_time > 0.0f) {
+            *needs = o.workspace;
             return workspace >= o.workspace ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_BAD_PARAM;
+        }
     return CUDNN_STATUS_NOT_SUPPORTED;
+}
+
+/* An algorithm uses the workspace it needs as scratch: a NaN left every 512
+ * bytes of it (the memory plan's alignment) makes a workspace that overlaps
+ * data still to be read show in the results, where a real GPU would. */
+void scribble(void *workspace, size_t bytes)
+{
+    for (size_t at = 0; workspace && at + 4 <= bytes; at += 512)
+        memset((char *)workspace + at, 0xff, 4);
 }
 
 /* The convolution's products in NCHW / KCRS doubles: Y += X W (forward),
@@ -276,7 +288,8 @@ template <pass P>
 cudnnStatus_t run_pass(cudnnHandle_t h, const void *alpha, const void *beta,
                        const cudnnTensorStruct &xs, const void *x, const cudnnFilterStruct &ws,
                        const void *w, const cudnnConvolutionStruct &cv,
-                       const cudnnTensorStruct &ys, const void *y, void *out)
+                       const cudnnTensorStruct &ys, const void *y, void *out, void *scratch,
+                       size_t scratch_bytes)
 {
     if (!shapes_agree(xs, ws, cv, ys))
         return CUDNN_STATUS_BAD_PARAM;
@@ -284,6 +297,7 @@ cudnnStatus_t run_pass(cudnnHandle_t h, const void *alpha, const void *beta,
     static const char *const kernel_names[] = {"fake_cudnn_fprop", "fake_cudnn_dgrad",
                                                "fake_cudnn_wgrad"};
     emu_host::run_kernel(h->stream, kernel_names[P], dim3(1), dim3(1), [=]() {
+        scribble(scratch, scratch_bytes);
         std::vector<double> X = P == BACKWARD_DATA ? std::vector<double>(tensor_elems(xs), 0.0)
                                                    : tensor_in(xs, x);
         std::vector<double> W = P == BACKWARD_FILTER ? std::vector<double>(filter_elems(ws), 0.0)
@@ -453,36 +467,43 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha,
                                       const cudnnTensorDescriptor_t xd, const void *x,
                                       const cudnnFilterDescriptor_t wd, const void *w,
                                       const cudnnConvolutionDescriptor_t cvd,
-                                      cudnnConvolutionFwdAlgo_t algo, void *, size_t workspace,
-                                      const void *beta, const cudnnTensorDescriptor_t yd, void *y)
+                                      cudnnConvolutionFwdAlgo_t algo, void *scratch,
+                                      size_t workspace, const void *beta,
+                                      const cudnnTensorDescriptor_t yd, void *y)
 {
-    if (cudnnStatus_t st = runnable(FWD_OFFERED, algo, workspace))
+    size_t needs = 0;
+    if (cudnnStatus_t st = runnable(FWD_OFFERED, algo, workspace, &needs))
         return st;
-    return run_pass<FORWARD>(h, alpha, beta, *xd, x, *wd, w, *cvd, *yd, nullptr, y);
+    return run_pass<FORWARD>(h, alpha, beta, *xd, x, *wd, w, *cvd, *yd, nullptr, y, scratch,
+                             needs);
 }
 cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t h, const void *alpha,
                                            const cudnnFilterDescriptor_t wd, const void *w,
                                            const cudnnTensorDescriptor_t dyd, const void *dy,
                                            const cudnnConvolutionDescriptor_t cvd,
-                                           cudnnConvolutionBwdDataAlgo_t algo, void *,
+                                           cudnnConvolutionBwdDataAlgo_t algo, void *scratch,
                                            size_t workspace, const void *beta,
                                            const cudnnTensorDescriptor_t dxd, void *dx)
 {
-    if (cudnnStatus_t st = runnable(BWD_DATA_OFFERED, algo, workspace))
+    size_t needs = 0;
+    if (cudnnStatus_t st = runnable(BWD_DATA_OFFERED, algo, workspace, &needs))
         return st;
-    return run_pass<BACKWARD_DATA>(h, alpha, beta, *dxd, nullptr, *wd, w, *cvd, *dyd, dy, dx);
+    return run_pass<BACKWARD_DATA>(h, alpha, beta, *dxd, nullptr, *wd, w, *cvd, *dyd, dy, dx,
+                                   scratch, needs);
 }
 cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t h, const void *alpha,
                                              const cudnnTensorDescriptor_t xd, const void *x,
                                              const cudnnTensorDescriptor_t dyd, const void *dy,
                                              const cudnnConvolutionDescriptor_t cvd,
-                                             cudnnConvolutionBwdFilterAlgo_t algo, void *,
-                                             size_t workspace, const void *beta,
+                                             cudnnConvolutionBwdFilterAlgo_t algo,
+                                             void *scratch, size_t workspace, const void *beta,
                                              const cudnnFilterDescriptor_t dwd, void *dw)
 {
-    if (cudnnStatus_t st = runnable(BWD_FILTER_OFFERED, algo, workspace))
+    size_t needs = 0;
+    if (cudnnStatus_t st = runnable(BWD_FILTER_OFFERED, algo, workspace, &needs))
         return st;
-    return run_pass<BACKWARD_FILTER>(h, alpha, beta, *xd, x, *dwd, nullptr, *cvd, *dyd, dy, dw);
+    return run_pass<BACKWARD_FILTER>(h, alpha, beta, *xd, x, *dwd, nullptr, *cvd, *dyd, dy, dw,
+                                     scratch, needs);
 }
 
 } // extern "C"
