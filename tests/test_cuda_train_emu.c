@@ -288,8 +288,9 @@ static char *choices_before_cache(const char *out, const char *from)
 
 /* --algo-cache: the first process searches every distinct convolution shape
  * and writes its choices, the next one runs them without searching (the
- * stand-in for cuDNN runs no algorithm its Find did not offer, so a row
- * changed by hand stops the step: the rows are what runs); the depthwise
+ * stand-in for cuDNN knows no algorithm its Find did not offer, so a row
+ * changed by hand stops the run where the backend asks what the row's
+ * algorithm needs, before any step: the rows are what runs); the depthwise
  * choices of MobileNetV2 (own kernels or cuDNN, per pass) come back the same;
  * a file that is not a cache is one line and no step. */
 Test(cuda_train_emu, the_algorithm_cache_serves_the_next_process, .timeout = 600)
@@ -330,7 +331,8 @@ Test(cuda_train_emu, the_algorithm_cache_serves_the_next_process, .timeout = 600
                                 SMALL " --warmup 0 --iters 1 --algo-cache changed.csv");
     char *err = read_text(dir, "changed.err");
     cr_expect_neq(status, 0, "a changed row did not run");
-    cr_expect(strstr(err, "cudnnConvolutionForward") != NULL && strstr(err, "conv1") != NULL,
+    cr_expect(strstr(err, "cudnnGetConvolutionForwardWorkspaceSize") != NULL &&
+                  strstr(err, "conv1") != NULL,
               "%s", err);
 
     const char *mobile = "--model mobilenet_v2-cifar --res 16 --batch 2 --precision bf16 "

@@ -287,6 +287,33 @@ static int search_shape(backend *b, int i, cuda_conv *c, const conv_shape *shape
     return 0;
 }
 
+/* What the chosen algorithm of pass p needs, as cuDNN's query for it says,
+ * where that is more than the figure its search reported: established
+ * frameworks query the chosen algorithm's workspace again rather than trust
+ * Find's, and the memory plan gives each pass exactly what it asked for. */
+static int query_workspace(backend *b, cuda_conv *c, int p)
+{
+    conv_pass_choice *ch = &c->choice[p];
+    size_t bytes = 0;
+    if (ch->own)
+        return 0;
+    if (p == 0)
+        CUDNN_TRY(b, cudnnGetConvolutionForwardWorkspaceSize(
+                         b->dnn, c->x, c->w, c->conv[0], c->y,
+                         (cudnnConvolutionFwdAlgo_t)ch->algo, &bytes));
+    else if (p == 1)
+        CUDNN_TRY(b, cudnnGetConvolutionBackwardDataWorkspaceSize(
+                         b->dnn, c->w, c->y, c->conv[1], c->x,
+                         (cudnnConvolutionBwdDataAlgo_t)ch->algo, &bytes));
+    else
+        CUDNN_TRY(b, cudnnGetConvolutionBackwardFilterWorkspaceSize(
+                         b->dnn, c->x, c->y, c->conv[2], c->w,
+                         (cudnnConvolutionBwdFilterAlgo_t)ch->algo, &bytes));
+    if ((int64_t)bytes > ch->workspace_bytes)
+        ch->workspace_bytes = (int64_t)bytes;
+    return 0;
+}
+
 int cuda_conv_choose(backend *b, int i, int same_as)
 {
     b->current_layer = i;
@@ -310,8 +337,11 @@ int cuda_conv_choose(backend *b, int i, int same_as)
             b->shapes_searched++;
         }
     }
-    for (int p = 0; p < CONV_PASSES; p++)
+    for (int p = 0; p < CONV_PASSES; p++) {
         CUDNN_TRY(b, cudnnSetConvolutionMathType(c->conv[p], (cudnnMathType_t)c->choice[p].math));
+        if ((p != 1 || l->computes_input_grad) && query_workspace(b, c, p))
+            return -1;
+    }
     return 0;
 }
 

@@ -125,32 +125,37 @@ size_t filter_index_of(const cudnnFilterStruct &f, size_t i)
 enum pass { FORWARD, BACKWARD_DATA, BACKWARD_FILTER };
 
 /* What Find offers per pass, in its order: the algorithm (the enum's
- * value), its time relative to the fastest (0: not supported), and the
- * workspace it needs. Within 2% of the fastest the backend takes the least
- * workspace (cuda_plan.c's conv_algo_pick): forward the 0.5% slower
- * IMPLICIT_GEMM with none, backward data the fastest (the one without
- * workspace is 3% slower), backward filter the 1.5% slower one with 2 MiB. */
+ * value), its time relative to the fastest (0: not supported), the
+ * workspace Find reports for it and the workspace it needs, which
+ * cudnnGet*WorkspaceSize reports. Within 2% of the fastest the backend
+ * takes the least workspace (cuda_plan.c's conv_algo_pick): forward the
+ * 0.5% slower IMPLICIT_GEMM with none, backward data the fastest (the one
+ * without workspace is 3% slower), backward filter the 1.5% slower one,
+ * whose Find figure (2 MiB) is below its need (3 MiB): frameworks query the
+ * chosen algorithm's workspace again rather than trust Find's, and so must
+ * the backend. */
 struct offered {
     int algo;
     float relative_time;
     size_t workspace;
+    size_t needs;
 };
 const offered FWD_OFFERED[] = {
-    {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, 1.0f, 4 << 20},
-    {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, 1.005f, 0},
-    {CUDNN_CONVOLUTION_FWD_ALGO_FFT, 1.5f, 256 << 20},
-    {CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED, 0.0f, 0},
+    {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, 1.0f, 4 << 20, 4 << 20},
+    {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, 1.005f, 0, 0},
+    {CUDNN_CONVOLUTION_FWD_ALGO_FFT, 1.5f, 256 << 20, 256 << 20},
+    {CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED, 0.0f, 0, 0},
 };
 const offered BWD_DATA_OFFERED[] = {
-    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, 1.0f, 8 << 20},
-    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, 1.03f, 0},
-    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD, 0.0f, 0},
+    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, 1.0f, 8 << 20, 8 << 20},
+    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, 1.03f, 0, 0},
+    {CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD, 0.0f, 0, 0},
 };
 const offered BWD_FILTER_OFFERED[] = {
-    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3, 1.0f, 16 << 20},
-    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, 1.015f, 2 << 20},
-    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0, 1.1f, 0},
-    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT, 0.0f, 0},
+    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3, 1.0f, 16 << 20, 16 << 20},
+    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, 1.015f, 2 << 20, 3 << 20},
+    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0, 1.1f, 0, 0},
+    {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT, 0.0f, 0, 0},
 };
 
 /* Find's results for one pass: at most `requested` of `offered` in its
@@ -167,7 +172,7 @@ cudnnStatus_t find(const offered (&list)[N], const cudnnConvolutionStruct &cv, i
         memset(&perf[k], 0, sizeof perf[k]);
         perf[k].algo = (Algo)list[k].algo;
         bool supported = list[k].relative_time > 0.0f;
-        bool fits = list[k].workspace <= workspace;
+        bool fits = list[k].needs <= workspace;
         perf[k].status = !supported ? CUDNN_STATUS_NOT_SUPPORTED
                          : !fits    ? CUDNN_STATUS_ALLOC_FAILED
                                     : CUDNN_STATUS_SUCCESS;
@@ -188,8 +193,21 @@ cudnnStatus_t runnable(const offered (&list)[N], int algo, size_t workspace, siz
 {
     for (const offered &o : list)
         if (o.algo == algo && o.relative_time > 0.0f) {
-            *needs = o.workspace;
-            return workspace >= o.workspace ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_BAD_PARAM;
+            *needs = o.needs;
+            return workspace >= o.needs ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_BAD_PARAM;
+        }
+    return CUDNN_STATUS_NOT_SUPPORTED;
+}
+
+/* cudnnGet*WorkspaceSize: what `algo` needs (CUDNN_STATUS_NOT_SUPPORTED
+ * for one Find does not offer). */
+template <size_t N>
+cudnnStatus_t workspace_size(const offered (&list)[N], int algo, size_t *bytes)
+{
+    for (const offered &o : list)
+        if (o.algo == algo && o.relative_time > 0.0f) {
+            *bytes = o.needs;
+            return CUDNN_STATUS_SUCCESS;
         }
     return CUDNN_STATUS_NOT_SUPPORTED;
 }
@@ -461,6 +479,37 @@ cudnnStatus_t cudnnFindConvolutionBackwardFilterAlgorithmEx(
         return CUDNN_STATUS_BAD_PARAM;
     return find<cudnnConvolutionBwdFilterAlgoPerf_t, cudnnConvolutionBwdFilterAlgo_t>(
         BWD_FILTER_OFFERED, *cv, requested, returned, perf, workspace);
+}
+
+cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(cudnnHandle_t,
+                                                      const cudnnTensorDescriptor_t x,
+                                                      const cudnnFilterDescriptor_t w,
+                                                      const cudnnConvolutionDescriptor_t cv,
+                                                      const cudnnTensorDescriptor_t y,
+                                                      cudnnConvolutionFwdAlgo_t algo,
+                                                      size_t *bytes)
+{
+    if (!shapes_agree(*x, *w, *cv, *y))
+        return CUDNN_STATUS_BAD_PARAM;
+    return workspace_size(FWD_OFFERED, algo, bytes);
+}
+cudnnStatus_t cudnnGetConvolutionBackwardDataWorkspaceSize(
+    cudnnHandle_t, const cudnnFilterDescriptor_t w, const cudnnTensorDescriptor_t dy,
+    const cudnnConvolutionDescriptor_t cv, const cudnnTensorDescriptor_t dx,
+    cudnnConvolutionBwdDataAlgo_t algo, size_t *bytes)
+{
+    if (!shapes_agree(*dx, *w, *cv, *dy))
+        return CUDNN_STATUS_BAD_PARAM;
+    return workspace_size(BWD_DATA_OFFERED, algo, bytes);
+}
+cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(
+    cudnnHandle_t, const cudnnTensorDescriptor_t x, const cudnnTensorDescriptor_t dy,
+    const cudnnConvolutionDescriptor_t cv, const cudnnFilterDescriptor_t dw,
+    cudnnConvolutionBwdFilterAlgo_t algo, size_t *bytes)
+{
+    if (!shapes_agree(*x, *dw, *cv, *dy))
+        return CUDNN_STATUS_BAD_PARAM;
+    return workspace_size(BWD_FILTER_OFFERED, algo, bytes);
 }
 
 cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha,
