@@ -48,7 +48,8 @@ typedef struct {
     uint64_t seed;              /* dropout masks */
     precision prec;             /* what the backend computes in (cpu: fp32 only) */
     int device;                 /* GPU index (cuda) */
-    int64_t workspace_limit;    /* bytes of convolution workspace allowed (cuda; 0: default) */
+    int64_t workspace_limit;    /* bytes of workspace a convolution algorithm may need (cuda;
+                                   0: default) */
     /* cuda: every layer its own kernels and buffers, laid out as the CPU
      * backend lays them (to measure what fusion gains, and to test layers alone) */
     bool no_fusion;

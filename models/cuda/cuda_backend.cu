@@ -127,7 +127,7 @@ int cuda_release(backend *b, void *p, size_t bytes)
             CUDA_TRY(b, cudaFree(p));
             return 0;
         }
-    return 0;
+    return p ? cuda_fail(b, "freeing device memory the backend did not allocate") : 0;
 }
 
 cuda_workspace cuda_workspace_of(const backend *b, int i, bool backward)
@@ -360,10 +360,16 @@ static int plan_workspaces(backend *b)
         return cuda_fail(b, "out of host memory for the memory plan");
     memplan_free(&b->plan);
     b->plan = with;
-    if (place_buffers(b, "activations, gradients and workspaces"))
+    char what[160];
+    snprintf(what, sizeof what,
+             "activations, gradients and workspaces (the largest %.0f MiB: a smaller "
+             "--workspace-mb may fit)",
+             largest / 1048576.0);
+    if (place_buffers(b, what))
         return -1;
     b->workspace_bytes = largest;
-    b->workspace_added = b->arena_bytes - before;
+    /* two greedy placements: the one with workspaces could come out smaller */
+    b->workspace_added = b->arena_bytes > before ? b->arena_bytes - before : 0;
     return 0;
 }
 
