@@ -199,11 +199,14 @@ cudnnStatus_t runnable(const offered (&list)[N], int algo, size_t workspace, siz
     return CUDNN_STATUS_NOT_SUPPORTED;
 }
 
-/* cudnnGet*WorkspaceSize: what `algo` needs (CUDNN_STATUS_NOT_SUPPORTED
- * for one Find does not offer). */
+/* cudnnGet*WorkspaceSize: what `algo` needs (CUDNN_STATUS_BAD_PARAM for
+ * descriptors that disagree, CUDNN_STATUS_NOT_SUPPORTED for an algorithm
+ * Find does not offer). */
 template <size_t N>
-cudnnStatus_t workspace_size(const offered (&list)[N], int algo, size_t *bytes)
+cudnnStatus_t workspace_size(bool shapes_ok, const offered (&list)[N], int algo, size_t *bytes)
 {
+    if (!shapes_ok)
+        return CUDNN_STATUS_BAD_PARAM;
     for (const offered &o : list)
         if (o.algo == algo && o.relative_time > 0.0f) {
             *bytes = o.needs;
@@ -489,27 +492,21 @@ cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(cudnnHandle_t,
                                                       cudnnConvolutionFwdAlgo_t algo,
                                                       size_t *bytes)
 {
-    if (!shapes_agree(*x, *w, *cv, *y))
-        return CUDNN_STATUS_BAD_PARAM;
-    return workspace_size(FWD_OFFERED, algo, bytes);
+    return workspace_size(shapes_agree(*x, *w, *cv, *y), FWD_OFFERED, algo, bytes);
 }
 cudnnStatus_t cudnnGetConvolutionBackwardDataWorkspaceSize(
     cudnnHandle_t, const cudnnFilterDescriptor_t w, const cudnnTensorDescriptor_t dy,
     const cudnnConvolutionDescriptor_t cv, const cudnnTensorDescriptor_t dx,
     cudnnConvolutionBwdDataAlgo_t algo, size_t *bytes)
 {
-    if (!shapes_agree(*dx, *w, *cv, *dy))
-        return CUDNN_STATUS_BAD_PARAM;
-    return workspace_size(BWD_DATA_OFFERED, algo, bytes);
+    return workspace_size(shapes_agree(*dx, *w, *cv, *dy), BWD_DATA_OFFERED, algo, bytes);
 }
 cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(
     cudnnHandle_t, const cudnnTensorDescriptor_t x, const cudnnTensorDescriptor_t dy,
     const cudnnConvolutionDescriptor_t cv, const cudnnFilterDescriptor_t dw,
     cudnnConvolutionBwdFilterAlgo_t algo, size_t *bytes)
 {
-    if (!shapes_agree(*x, *dw, *cv, *dy))
-        return CUDNN_STATUS_BAD_PARAM;
-    return workspace_size(BWD_FILTER_OFFERED, algo, bytes);
+    return workspace_size(shapes_agree(*x, *dw, *cv, *dy), BWD_FILTER_OFFERED, algo, bytes);
 }
 
 cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha,
