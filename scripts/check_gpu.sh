@@ -45,10 +45,11 @@
 # Three calls of the device tool's `run` (timeout_s 600, no carry: each call
 # builds, about 30 s, nothing when the machine is still warm from the call
 # before, so issue them back to back):
-#   scripts/check_gpu.sh STAGES=build,test,peaks,allreduce DEADLINE=570 OUT=runs/check-gpu/1 TAR=$OUT/check-gpu-1.tgz
-#   scripts/check_gpu.sh STAGES=build,ddp,counters DEADLINE=570 OUT=runs/check-gpu/2 TAR=$OUT/check-gpu-2.tgz
-#   scripts/check_gpu.sh STAGES=build,train,torch DEADLINE=570 OUT=runs/check-gpu/3 TAR=$OUT/check-gpu-3.tgz
-# (about 400, 420 and 480 s estimated). DEADLINE=s: no stage starts with less
+#   scripts/check_gpu.sh STAGES=build,test,peaks,allreduce DEADLINE=540 OUT=runs/check-gpu/1 TAR=$OUT/check-gpu-1.tgz
+#   scripts/check_gpu.sh STAGES=build,train,torch DEADLINE=540 OUT=runs/check-gpu/2 TAR=$OUT/check-gpu-2.tgz
+#   scripts/check_gpu.sh STAGES=build,ddp,counters DEADLINE=480 OUT=runs/check-gpu/3 TAR=$OUT/check-gpu-3.tgz
+# (about 400, 480 and 420 s estimated; the deadlines leave the 30 minutes of
+# device time a machine start and the transfers). DEADLINE=s: no stage starts with less
 # than 30 s left (30 s more are kept for the end); each runs under `timeout`
 # with what is left (a stage cut short reads "timed out", one never started
 # "not run"), so the summary and the archive always come before the caller's
