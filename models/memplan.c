@@ -185,7 +185,13 @@ static void gradient_lives(const network *net, const int *grad_parent, int *birt
 
 /* What a region holds: layer i's output, its output's gradient, or the
  * scratch memory of its forward or of its backward. */
-typedef enum { HOLDS_OUTPUT, HOLDS_GRADIENT, HOLDS_FORWARD_SCRATCH, HOLDS_BACKWARD_SCRATCH, HOLDS_KINDS } holds;
+typedef enum {
+    HOLDS_OUTPUT,
+    HOLDS_GRADIENT,
+    HOLDS_FORWARD_SCRATCH,
+    HOLDS_BACKWARD_SCRATCH,
+    HOLDS_KINDS
+} holds;
 
 typedef struct {
     int birth, death;
@@ -281,7 +287,8 @@ static int plan_buffers(const network *net, int batch, const memplan_rules *rule
     int *act_death = malloc((size_t)n * sizeof *act_death);
     int *g_birth = malloc((size_t)n * sizeof *g_birth), *g_death = malloc((size_t)n * sizeof *g_death);
     interval *iv = malloc((size_t)(HOLDS_KINDS * n) * sizeof *iv);
-    int *buffer_of = malloc((size_t)(HOLDS_KINDS * n) * sizeof *buffer_of); /* [HOLDS_KINDS i + kind] */
+    /* [HOLDS_KINDS i + kind]: the buffer holding that of layer i */
+    int *buffer_of = malloc((size_t)(HOLDS_KINDS * n) * sizeof *buffer_of);
     int rc = -1;
     if (!act_death || !g_birth || !g_death || !iv || !buffer_of)
         goto done;
@@ -295,8 +302,9 @@ static int plan_buffers(const network *net, int batch, const memplan_rules *rule
                                      HOLDS_OUTPUT};
         if (g_birth[i] != INT_MAX && grad_parent[i] < 0)
             iv[count++] = (interval){g_birth[i], g_death[i], elems, i, HOLDS_GRADIENT};
-        /* scratch lives for its one operation: nothing else it is placed
-         * beside is born or dies while it is used */
+        /* scratch lives at its one operation's time: it is placed apart
+         * from everything live then, what the operation reads and writes
+         * included */
         int at[2] = {memplan_forward_time(net, i), memplan_backward_time(net, i)};
         for (int d = 0; d < 2 && scratch_elems; d++)
             if (scratch_elems[2 * i + d] > 0)

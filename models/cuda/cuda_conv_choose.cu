@@ -75,7 +75,8 @@ static int find_pass(backend *b, int i, cuda_conv *c, int p, bool quiet)
         call = "cudnnFindConvolutionBackwardDataAlgorithmEx";
         st = cudnnFindConvolutionBackwardDataAlgorithmEx(
             b->dnn, c->w, cl->w_copy, c->y, cl->grad, c->conv[1], c->x,
-            cuda_input_grad(b, i, 0), MAX_ALGOS, &count, perf, b->search_workspace, b->search_workspace_bytes);
+            cuda_input_grad(b, i, 0), MAX_ALGOS, &count, perf, b->search_workspace,
+            b->search_workspace_bytes);
         if (st == CUDNN_STATUS_SUCCESS && (k = pick(b, perf, count)) >= 0)
             algo = perf[k].algo, ms = perf[k].time, memory = perf[k].memory,
             math = perf[k].mathType;
