@@ -355,12 +355,6 @@ int memplan_make(const network *net, int batch, const memplan_rules *rules,
     return 0;
 }
 
-int64_t memplan_elems(const mem_plan *p, const network *net, int batch)
-{
-    (void)net, (void)batch;
-    return p->arena_elems;
-}
-
 void memplan_free(mem_plan *p)
 {
     free(p->out_owner);

@@ -54,7 +54,7 @@ typedef struct {
     int64_t *buffer_elems;
     int64_t *buffer_offset; /* where buffer s starts in the arena, in elements (aligned) */
     int n_buffers;
-    int64_t arena_elems;
+    int64_t arena_elems;    /* the whole arena, in elements */
 } mem_plan;
 
 /* Every buffer offset is a multiple of this many elements: 512 bytes for
@@ -70,8 +70,6 @@ enum { MEMPLAN_ALIGN_ELEMS = 256 };
  * most live memory. */
 int memplan_make(const network *net, int batch, const memplan_rules *rules,
                  const int64_t *scratch_elems, mem_plan *p);
-/* Elements of the plan's arena. */
-int64_t memplan_elems(const mem_plan *p, const network *net, int batch);
 void memplan_free(mem_plan *p);
 
 /* The step's timeline, for lifetimes: the forward of layer i at i, the loss

@@ -67,7 +67,7 @@ static int64_t available_memory_bytes(void)
 static int64_t planned_bytes(const network *net, int batch, const mem_plan *plan)
 {
     int64_t floats = (int64_t)batch * shape_elems(net->input), largest = 0;
-    floats += memplan_elems(plan, net, batch);
+    floats += plan->arena_elems;
     for (int i = 0; i < net->n_layers; i++) {
         const layer *l = &net->layers[i];
         int64_t out = backend_buffer_elems(net, i, batch, BUF_OUTPUT);

@@ -134,7 +134,7 @@ cuda_workspace cuda_workspace_of(const backend *b, int i, bool backward)
 {
     if (b->search_workspace)
         return cuda_workspace{b->search_workspace, b->search_workspace_bytes};
-    int s = b->plan.scratch_buffer ? b->plan.scratch_buffer[2 * i + (backward ? 1 : 0)] : -1;
+    int s = b->plan.scratch_buffer[2 * i + (backward ? 1 : 0)];
     if (s < 0)
         return cuda_workspace{NULL, 0};
     return cuda_workspace{b->buffers[s], (size_t)b->plan.buffer_elems[s] * b->pp.elem_bytes};

@@ -165,7 +165,7 @@ void cuda_scratch_elems(int n_layers, const int64_t *pass_bytes, int elem_bytes,
 int64_t cuda_planned_bytes(const network *net, int batch, const precision_plan *pp,
                            const mem_plan *mp)
 {
-    int64_t bytes = memplan_elems(mp, net, batch) * pp->elem_bytes;
+    int64_t bytes = mp->arena_elems * pp->elem_bytes;
     /* the input in the compute type and the labels; the staging chunk */
     int64_t input = (int64_t)batch * shape_elems(net->input), largest = input;
     bytes += input * pp->elem_bytes + (int64_t)batch * 4;

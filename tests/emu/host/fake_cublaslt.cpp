@@ -242,8 +242,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t d, const vo
     float al = *(const float *)alpha, be = *(const float *)beta;
     uint64_t k = m.trans_a == CUBLAS_OP_N ? a.cols : a.rows;
     emu_host::run_kernel(stream, "fake_cublasLt_gemm", dim3(1), dim3(1), [=]() {
-        for (size_t at = 0; at + 4 <= needs; at += 512)
-            memset((char *)workspace + at, 0xff, 4);
+        emu_host::leave_nans(workspace, needs);
         /* op(A) row by row and op(B) column by column in double first: the
          * loops then run over contiguous memory */
         std::vector<double> rows(out.rows * k), cols(out.cols * k);

@@ -215,14 +215,6 @@ cudnnStatus_t workspace_size(bool shapes_ok, const offered (&list)[N], int algo,
     return CUDNN_STATUS_NOT_SUPPORTED;
 }
 
-/* An algorithm uses the workspace it needs as scratch: a NaN left every 512
- * bytes of it (the memory plan's alignment) makes a workspace that overlaps
- * data still to be read show in the results, where a real GPU would. */
-void scribble(void *workspace, size_t bytes)
-{
-    for (size_t at = 0; workspace && at + 4 <= bytes; at += 512)
-        memset((char *)workspace + at, 0xff, 4);
-}
 
 /* The convolution's products in NCHW / KCRS doubles: Y += X W (forward),
  * X += Y W (backward data: X is dx, Y is dy), W += X Y (backward filter). */
@@ -301,24 +293,28 @@ emu_host::kernel_work work_of(const cudnnTensorStruct &x, const cudnnFilterStruc
     return k;
 }
 
-/* Pass P on the handle's stream. x, w and y are in the forward's roles; the
- * pass's output (y, x or w) is `out`, and its input in that role is unused.
- * The descriptors are copied: a graph may replay the work after they
- * change. */
-template <pass P>
-cudnnStatus_t run_pass(cudnnHandle_t h, const void *alpha, const void *beta,
+/* Pass P on the handle's stream with `algo` (one of `offered`, given
+ * `workspace` bytes at `scratch`). x, w and y are in the forward's roles;
+ * the pass's output (y, x or w) is `out`, and its input in that role is
+ * unused. The descriptors are copied: a graph may replay the work after
+ * they change. */
+template <pass P, size_t N>
+cudnnStatus_t run_pass(const offered (&offered_list)[N], int algo, void *scratch,
+                       size_t workspace, cudnnHandle_t h, const void *alpha, const void *beta,
                        const cudnnTensorStruct &xs, const void *x, const cudnnFilterStruct &ws,
                        const void *w, const cudnnConvolutionStruct &cv,
-                       const cudnnTensorStruct &ys, const void *y, void *out, void *scratch,
-                       size_t scratch_bytes)
+                       const cudnnTensorStruct &ys, const void *y, void *out)
 {
+    size_t scratch_bytes = 0;
+    if (cudnnStatus_t st = runnable(offered_list, algo, workspace, &scratch_bytes))
+        return st;
     if (!shapes_agree(xs, ws, cv, ys))
         return CUDNN_STATUS_BAD_PARAM;
     float a = *(const float *)alpha, b = *(const float *)beta;
     static const char *const kernel_names[] = {"fake_cudnn_fprop", "fake_cudnn_dgrad",
                                                "fake_cudnn_wgrad"};
     emu_host::run_kernel(h->stream, kernel_names[P], dim3(1), dim3(1), [=]() {
-        scribble(scratch, scratch_bytes);
+        emu_host::leave_nans(scratch, scratch_bytes);
         std::vector<double> X = P == BACKWARD_DATA ? std::vector<double>(tensor_elems(xs), 0.0)
                                                    : tensor_in(xs, x);
         std::vector<double> W = P == BACKWARD_FILTER ? std::vector<double>(filter_elems(ws), 0.0)
@@ -517,11 +513,8 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha,
                                       size_t workspace, const void *beta,
                                       const cudnnTensorDescriptor_t yd, void *y)
 {
-    size_t needs = 0;
-    if (cudnnStatus_t st = runnable(FWD_OFFERED, algo, workspace, &needs))
-        return st;
-    return run_pass<FORWARD>(h, alpha, beta, *xd, x, *wd, w, *cvd, *yd, nullptr, y, scratch,
-                             needs);
+    return run_pass<FORWARD>(FWD_OFFERED, algo, scratch, workspace, h, alpha, beta, *xd, x, *wd,
+                             w, *cvd, *yd, nullptr, y);
 }
 cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t h, const void *alpha,
                                            const cudnnFilterDescriptor_t wd, const void *w,
@@ -531,11 +524,8 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t h, const void *alpha,
                                            size_t workspace, const void *beta,
                                            const cudnnTensorDescriptor_t dxd, void *dx)
 {
-    size_t needs = 0;
-    if (cudnnStatus_t st = runnable(BWD_DATA_OFFERED, algo, workspace, &needs))
-        return st;
-    return run_pass<BACKWARD_DATA>(h, alpha, beta, *dxd, nullptr, *wd, w, *cvd, *dyd, dy, dx,
-                                   scratch, needs);
+    return run_pass<BACKWARD_DATA>(BWD_DATA_OFFERED, algo, scratch, workspace, h, alpha, beta,
+                                   *dxd, nullptr, *wd, w, *cvd, *dyd, dy, dx);
 }
 cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t h, const void *alpha,
                                              const cudnnTensorDescriptor_t xd, const void *x,
@@ -545,11 +535,8 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t h, const void *alpha,
                                              void *scratch, size_t workspace, const void *beta,
                                              const cudnnFilterDescriptor_t dwd, void *dw)
 {
-    size_t needs = 0;
-    if (cudnnStatus_t st = runnable(BWD_FILTER_OFFERED, algo, workspace, &needs))
-        return st;
-    return run_pass<BACKWARD_FILTER>(h, alpha, beta, *xd, x, *dwd, nullptr, *cvd, *dyd, dy, dw,
-                                     scratch, needs);
+    return run_pass<BACKWARD_FILTER>(BWD_FILTER_OFFERED, algo, scratch, workspace, h, alpha, beta,
+                                     *xd, x, *dwd, nullptr, *cvd, *dyd, dy, dw);
 }
 
 } // extern "C"

@@ -11,6 +11,17 @@
 
 namespace emu_host {
 
+/* A library's algorithm uses the workspace it needs as scratch: a NaN left
+ * every 512 bytes of it (the memory plan's alignment; 0xffff is a NaN in
+ * fp16 and bf16, 0xffffffff in fp32) makes a workspace that overlaps data
+ * still to be read show in the results, where a real GPU would. */
+inline void leave_nans(void *workspace, size_t bytes)
+{
+    for (size_t at = 0; workspace && at + 4 <= bytes; at += 512)
+        for (size_t k = 0; k < 4; k++)
+            ((unsigned char *)workspace)[at + k] = 0xff;
+}
+
 enum class element { f32, f16, bf16 };
 
 inline double load_element(element t, const void *p, size_t i)
