@@ -106,6 +106,15 @@ int cuda_pointwise_backward(backend *b, int i, const bool accumulate[LAYER_MAX_I
         }
         case LAYER_ADD: {
             void *dx1 = cuda_input_grad(b, i, 1);
+            /* an input gradient that is dy's own buffer (the plan passed it on
+             * in place) already holds g unless a fused activation masks it:
+             * then nothing is left to do, and where both are dy one store
+             * masks it (MobileNetV2's adds, ResNet's identity blocks) */
+            bool own0 = !dx0 || dx0 == cl->grad, own1 = !dx1 || dx1 == cl->grad;
+            if (b->fusion[i].act == ACT_NONE && own0 && own1)
+                break;
+            if (dx0 == cl->grad && dx1 == cl->grad)
+                dx1 = NULL;
             const void *pointers[] = {cl->grad, cl->out, dx0, dx1};
             if (vec_fits<T>(n, pointers, 4)) {
                 uint32_t vectors = (uint32_t)(n / vec16<T>::width);

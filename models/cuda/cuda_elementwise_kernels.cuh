@@ -143,13 +143,17 @@ __global__ void add_backward_vec_kernel(T *dy, const T *y, T *dx0, T *dx1, int a
     constexpr int W = vec16<T>::width;
     VEC_STRIDE_LOOP(v, vectors)
     {
-        vec16<T> g = load_vec((const T *)dy, v), out = load_vec(y, v);
+        vec16<T> g = load_vec((const T *)dy, v);
         float d[W];
 #pragma unroll
-        for (int k = 0; k < W; k++) {
+        for (int k = 0; k < W; k++)
             d[k] = to_float(g.v[k]);
-            if (act != ACT_NONE && !passes(to_float(out.v[k]), act))
-                d[k] = 0.0f;
+        if (act != ACT_NONE) { /* the output is read only to mask */
+            vec16<T> out = load_vec(y, v);
+#pragma unroll
+            for (int k = 0; k < W; k++)
+                if (!passes(to_float(out.v[k]), act))
+                    d[k] = 0.0f;
         }
         if (dx0)
             store_vec_sums(dx0, v, d, acc0 && dx0 != dy);
