@@ -14,14 +14,33 @@ int step_init(step_driver *d, const backend_ops *ops, backend *b, const network 
     d->b = b;
     d->net = net;
     d->sgd = sgd;
-    d->grad_written = calloc((size_t)net->n_layers, sizeof *d->grad_written);
-    return d->grad_written ? 0 : -1;
+    return 0;
 }
 
 void step_free(step_driver *d)
 {
-    free(d->grad_written);
-    d->grad_written = NULL;
+    (void)d;
+}
+
+bool step_grad_accumulates(const network *net, int index, int k)
+{
+    const layer *l = &net->layers[index];
+    int in = l->inputs[k];
+    if (in == GRAPH_INPUT)
+        return false;
+    /* the two inputs of an add may be one tensor: the second adds */
+    if (k == 1 && l->inputs[0] == in)
+        return true;
+    /* backward runs in reverse: a later consumer's backward wrote it first */
+    for (int j = index + 1; j < net->n_layers; j++) {
+        const layer *c = &net->layers[j];
+        if (!c->computes_input_grad)
+            continue;
+        for (int m = 0; m < c->n_inputs; m++)
+            if (c->inputs[m] == in)
+                return true;
+    }
+    return false;
 }
 
 const char *step_error(const step_driver *d)
@@ -59,24 +78,14 @@ static int fail(step_driver *d, const char *fmt, ...)
 static int backward(step_driver *d)
 {
     const network *net = d->net;
-    memset(d->grad_written, 0, (size_t)net->n_layers * sizeof *d->grad_written);
-    d->grad_written[net->n_layers - 1] = true; /* the loss wrote the logits' gradient */
     for (int i = net->n_layers - 1; i >= 0; i--) {
         const layer *l = &net->layers[i];
         if (l->params > 0)
             OBSERVED(d, i, PASS_BWD_WEIGHTS, d->ops->backward_weights(d->b, i));
         if (l->computes_input_grad) {
             bool accumulate[LAYER_MAX_INPUTS] = {false, false};
-            for (int k = 0; k < l->n_inputs; k++) {
-                int in = l->inputs[k];
-                if (in == GRAPH_INPUT)
-                    continue;
-                accumulate[k] = d->grad_written[in];
-                d->grad_written[in] = true;
-            }
-            /* the two inputs of an add may be one tensor: the second adds */
-            if (l->n_inputs == 2 && l->inputs[0] == l->inputs[1])
-                accumulate[1] = true;
+            for (int k = 0; k < l->n_inputs; k++)
+                accumulate[k] = step_grad_accumulates(net, i, k);
             OBSERVED(d, i, PASS_BWD_DATA, d->ops->backward_data(d->b, i, accumulate));
         }
         /* after its backward_data too, so a reduction never races the

@@ -34,7 +34,6 @@ typedef struct {
     backend *b;
     const network *net;
     sgd_params sgd;
-    bool *grad_written;         /* per layer output, scratch for one step */
     step_observer observer;     /* zero: none */
     step_grad_hooks grad_hooks; /* zero: none */
     bool captured;              /* the backend holds this step as one graph */
@@ -61,6 +60,12 @@ int step_capture(step_driver *d);
 
 /* Forward and loss only, then backward; no update (tests use it). */
 int step_forward_backward(step_driver *d, float *loss);
+
+/* Whether the backward of layer `index` adds its gradient for input k to what the
+ * input's gradient already holds (the input has a later consumer, whose
+ * backward ran first, or is the add's first input too) instead of writing it:
+ * the accumulate[] that backward_data is given. */
+bool step_grad_accumulates(const network *net, int index, int k);
 
 /* Why the last call failed: the driver's own message, else the backend's. */
 const char *step_error(const step_driver *d);
