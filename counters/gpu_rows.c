@@ -32,17 +32,24 @@ gpu_counts gpu_op_analytic(const step_driver *d, int batch, precision prec, int 
     gpu_counts c = {.dram_read = NAN, .dram_write = NAN, .l2 = NAN, .l1 = NAN};
     if (layer == GPU_ROW_NO_LAYER || phase == GPU_PHASE_COMM)
         return c;
-    op_cost oc = trace_op_cost(d, phase == GPU_PHASE_LOSS ? STEP_LOSS : layer,
-                               phase == GPU_PHASE_LOSS ? PASS_FWD : (pass)phase, batch, prec);
-    int64_t flops = oc.other_flops, gemm_flops = oc.gemm_flops, bytes = oc.bytes,
-            written = oc.written;
+    int op_layer = phase == GPU_PHASE_LOSS ? STEP_LOSS : layer;
+    pass op_pass = phase == GPU_PHASE_LOSS ? PASS_FWD : (pass)phase;
+    op_cost oc = trace_op_cost(d, op_layer, op_pass, batch, prec);
+    int64_t flops = oc.other_flops, gemm_flops = oc.gemm_flops;
     if (tensor_precision(prec))
         c.flops_tensor = (double)gemm_flops;
     else
         flops += gemm_flops;
     c.flops_fp32 = (double)flops;
-    c.dram_read = (double)(bytes - written);
-    c.dram_write = (double)written;
+    /* the backend's own account of what its kernels move, fusions included */
+    int64_t read = 0, written = 0;
+    if (d->ops->op_bytes && d->ops->op_bytes(d->b, op_layer, op_pass, &read, &written) == 0) {
+        c.dram_read = (double)read;
+        c.dram_write = (double)written;
+    } else {
+        c.dram_read = (double)(oc.bytes - oc.written);
+        c.dram_write = (double)oc.written;
+    }
     return c;
 }
 

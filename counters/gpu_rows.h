@@ -37,8 +37,10 @@ typedef struct {
  * an NCCL kernel is phase comm whatever launched it. */
 void gpu_row_set_op(gpu_row *r, uint64_t op, const char *mangled_name);
 
-/* The analytic FLOPs and bytes of one operation: its own and those of the
- * operations the backend fused into it (backend_ops.fused_into); communication
+/* The analytic FLOPs and bytes of one operation: the FLOPs its own and those
+ * of the operations the backend fused into it (backend_ops.fused_into); the
+ * DRAM bytes what the backend says its kernels move (backend_ops.op_bytes),
+ * else the cost model's minimal bytes of those operations; communication
  * and unattributed kernels get 0 FLOPs and unknown bytes. Conv and FC FLOPs go
  * to flops_tensor in the tensor-core precisions, everything else to flops_fp32. */
 gpu_counts gpu_op_analytic(const step_driver *d, int batch, precision prec, int layer,

@@ -126,6 +126,12 @@ typedef struct {
     /* optional: the layer whose operation of the same pass also does this
      * one's work (a ReLU fused into the batch norm before it), or -1 */
     int (*fused_into)(const backend *b, int layer, pass phase);
+    /* optional: the DRAM bytes that the kernels of an operation (layer and
+     * phase as kernel_name's) read and write by their design, each tensor
+     * once a kernel, the backend's fusions included (models/cuda/cuda_traffic.h):
+     * a GPU trace's rows without counters carry them. -1 where not known:
+     * the cost model's minimal bytes of the layer's pass stand. */
+    int (*op_bytes)(const backend *b, int layer, pass phase, int64_t *read, int64_t *written);
 
     /* optional: a step timed on the device's clock. timer_start before the
      * step's first operation, timer_stop after its last, timer_read after the

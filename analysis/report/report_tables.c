@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../trace_gpu.h"
 #include "report_sections.h"
 
 /* Arrays of objects (ranks, devices) beyond this many elements are summarised. */
@@ -186,9 +187,17 @@ void report_failures(report_doc *d, const run_model *run)
     }
 }
 
-static void source_item(report_doc *d, const char *s)
+static void source_item(report_doc *d, const char *s, bool gpu)
 {
-    if (strcmp(s, "analytic") == 0)
+    if (strcmp(s, "analytic") == 0 && gpu)
+        doc_item(d, "Kernel FLOPs marked analytic come from the cost model (models/cost.c), "
+                    "their DRAM bytes from what the CUDA backend's kernels move by design "
+                    "(models/cuda/cuda_traffic.h: each tensor once a kernel, its fusions "
+                    "included, the libraries' workspaces not counted), an operation's spread "
+                    "over its kernels by duration; not counted: their roofline points show "
+                    "where the kernels would sit with no reuse between kernels and full reuse "
+                    "within one.");
+    else if (strcmp(s, "analytic") == 0)
         doc_item(d, "Kernel FLOPs and bytes marked analytic come from the cost model "
                     "(models/cost.c): the minimal traffic of each layer and pass, not "
                     "counted; their roofline points show where the kernels would sit with "
@@ -225,7 +234,7 @@ void report_sources(report_doc *d, const run_model *run)
             if (known || n_seen == MAX_SOURCES)
                 continue;
             seen[n_seen++] = s;
-            source_item(d, s);
+            source_item(d, s, run_has_gpu_trace(run));
         }
     doc_item(d, "GFLOP/s in the results table use the analytic FLOPs of the whole model "
                 "(bin/complexity), as MFU is defined.");

@@ -455,6 +455,9 @@ extern "C" backend *cuda_create(const network *net, const backend_config *cfg, c
     b->cfg = *cfg;
     b->pp = precision_plan_of(cfg->prec);
     b->current_layer = CUDA_NO_LAYER;
+    /* read through pointers: the plan is made again with the workspaces, the
+     * epilogues are known once the GEMMs are chosen */
+    b->traffic = cuda_traffic_plan{net, cfg->batch, &b->pp, NULL, &b->plan, NULL};
     int rc = cuda_profile_setup(b);
     if (rc == 0 && (unsigned)cfg->depthwise > DEPTHWISE_OWN)
         rc = cuda_fail(b, "unknown depthwise choice %d", (int)cfg->depthwise);
@@ -464,11 +467,15 @@ extern "C" backend *cuda_create(const network *net, const backend_config *cfg, c
     if (rc == 0 && memplan_make(net, cfg->batch, &rules, NULL, &b->plan))
         rc = cuda_fail(b, "out of host memory for the memory plan");
     b->fusion = (layer_fusion *)calloc((size_t)net->n_layers, sizeof *b->fusion);
+    b->fc_epilogue = (bool *)calloc((size_t)net->n_layers, sizeof *b->fc_epilogue);
     b->layers = (cuda_layer *)calloc((size_t)net->n_layers, sizeof *b->layers);
-    if (rc == 0 && (!b->fusion || !b->layers))
+    if (rc == 0 && (!b->fusion || !b->fc_epilogue || !b->layers))
         rc = cuda_fail(b, "out of host memory");
-    if (rc == 0)
+    if (rc == 0) {
         fusion_plan_make(net, &b->plan, !cfg->no_fusion, b->fusion);
+        b->traffic.fusion = b->fusion;
+        b->traffic.fc_epilogue = b->fc_epilogue;
+    }
     if (rc == 0)
         rc = check_memory(b);
     if (rc == 0)
@@ -536,6 +543,7 @@ extern "C" void cuda_destroy(backend *b)
         cudaStreamDestroy(b->stream);
     free(b->buffers);
     free(b->fusion);
+    free(b->fc_epilogue);
     memplan_free(&b->plan);
     free(b);
 }
@@ -648,6 +656,15 @@ extern "C" int cuda_fused_into(const backend *b, int i, pass phase)
     if (phase == PASS_BWD_DATA)
         return b->fusion[i].bwd_by;
     return -1;
+}
+
+extern "C" int cuda_op_bytes(const backend *b, int layer, pass phase, int64_t *read,
+                             int64_t *written)
+{
+    cuda_traffic t = cuda_op_traffic(&b->traffic, layer, phase);
+    *read = t.read;
+    *written = t.written;
+    return 0;
 }
 
 extern "C" void cuda_kernel_name(const backend *b, int i, pass phase, char *buf, size_t len)

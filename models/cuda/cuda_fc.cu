@@ -102,6 +102,7 @@ int cuda_fc_setup(backend *b, int i)
         if (rc < 0)
             return -1;
         f->epilogue = rc == 0;
+        b->fc_epilogue[i] = f->epilogue;
         f->has_algo[0] = f->epilogue;
         if (!f->epilogue) {
             cublasLtEpilogue_t none = CUBLASLT_EPILOGUE_DEFAULT;

@@ -21,6 +21,7 @@ extern "C" {
 #include "algo_cache.h"
 #include "cuda_backend.h"
 #include "cuda_plan.h"
+#include "cuda_traffic.h"
 #include "loss_scale.h"
 
 enum { CUDA_ERR_LEN = 640, CUDA_NO_LAYER = -100 };
@@ -84,6 +85,8 @@ struct backend {
     precision_plan pp;
     mem_plan plan;
     layer_fusion *fusion;
+    bool *fc_epilogue;           /* per layer: an fc's bias in cuBLASLt's epilogue (cuda_fc.cu) */
+    cuda_traffic_plan traffic;   /* what each operation's kernels move (cuda_op_bytes) */
     cuda_layer *layers;
     void **buffers;              /* the memory plan's: activations, gradients, workspaces */
     void *arena;                 /* the memory plan's arena, of arena_bytes */

@@ -21,6 +21,7 @@ const backend_ops cuda_backend_ops = {
     .sync = cuda_sync,
     .kernel_name = cuda_kernel_name,
     .fused_into = cuda_fused_into,
+    .op_bytes = cuda_op_bytes,
     .timer_start = cuda_timer_start,
     .timer_stop = cuda_timer_stop,
     .timer_read = cuda_timer_read,
