@@ -72,20 +72,23 @@ Test(cuda_traffic, resnet18_batch_norm_and_add_fused)
 {
     traffic_case c;
     open_case(&c, "resnet18", PREC_BF16, true);
-    /* bn1: 64 channels of 16 x 16, 65536 bytes; the statistics read x and the
-     * running mean and variance, write mean, rstd and both running ones;
-     * the normalisation reads x again with the four parameters, writes y */
-    int64_t x = BATCH * 64 * 16 * 16 * 2, ch = 64 * 4;
-    expect_bytes(of(&c, "bn1", PASS_FWD), x + 2 * ch + x + 4 * ch, 4 * ch + x, "bn1 fwd");
+    /* bn1: 64 channels of 16 x 16, 65536 bytes; the statistics read x, the
+     * channels' shifts (64 bf16) and the running mean and variance, write
+     * mean, rstd and both running ones; the normalisation reads x again with
+     * the four parameters, writes y */
+    int64_t x = BATCH * 64 * 16 * 16 * 2, ch = 64 * 4, shift = 64 * 2;
+    expect_bytes(of(&c, "bn1", PASS_FWD), x + shift + 2 * ch + x + 4 * ch, 4 * ch + x,
+                 "bn1 fwd");
     expect_bytes(of(&c, "relu", PASS_FWD), 0, 0, "relu fused into bn1");
     expect_bytes(of(&c, "relu", PASS_BWD_DATA), 0, 0, "relu's mask applied by bn1");
     /* its backward: dy and x with six per-channel arrays, dx written */
     expect_bytes(of(&c, "bn1", PASS_BWD_DATA), 2 * x + 6 * ch, x, "bn1 bwd_data");
-    expect_bytes(of(&c, "bn1", PASS_BWD_WEIGHTS), 2 * x + 4 * ch, 2 * ch, "bn1 bwd_weights");
+    /* the sums read x, dy and four parameters; adding them up reads rstd again */
+    expect_bytes(of(&c, "bn1", PASS_BWD_WEIGHTS), 2 * x + 5 * ch, 2 * ch, "bn1 bwd_weights");
 
     /* layer1: 64 channels of 8 x 8 after the max pool */
     int64_t t = BATCH * 64 * 8 * 8 * 2;
-    expect_bytes(of(&c, "layer1.0.bn2", PASS_FWD), t + 2 * ch, 4 * ch,
+    expect_bytes(of(&c, "layer1.0.bn2", PASS_FWD), t + shift + 2 * ch, 4 * ch,
                  "layer1.0.bn2: statistics only");
     expect_bytes(of(&c, "layer1.0.add", PASS_FWD), 2 * t + 4 * ch, t,
                  "layer1.0.add: bn2's x and parameters, the identity, y");

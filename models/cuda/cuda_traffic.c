@@ -70,7 +70,9 @@ static void gemm_like(op *o, pass phase)
     }
 }
 
-/* gamma, beta, mean and rstd: fp32 per channel */
+/* gamma, beta, mean and rstd: fp32 per channel. The vector kernels (every
+ * NHWC layer of the zoo) read all they are given; the per-element ones skip
+ * those a fused activation's mask alone needs, a few per-channel floats. */
 static int64_t bn_params(const layer *l, int how_many)
 {
     return (int64_t)how_many * l->out_shape.c * F32;
@@ -81,16 +83,17 @@ static void batch_norm(op *o, pass phase)
     const layer_fusion *f = &o->t->fusion[o->index];
     switch (phase) {
     case PASS_FWD:
-        /* the statistics: x, then mean and rstd written, the running ones updated */
-        reads(o, o->in * o->e + bn_params(o->l, 2));
+        /* the statistics: x, then (a second kernel) each channel's shift, the
+         * first element, again; mean and rstd written, the running ones updated */
+        reads(o, o->in * o->e + (int64_t)o->l->out_shape.c * o->e + bn_params(o->l, 2));
         writes(o, bn_params(o->l, 4));
         if (f->bn_applied_by < 0) { /* normalised here, else by the add */
             reads(o, o->in * o->e + bn_params(o->l, 4));
             writes(o, o->out * o->e);
         }
         return;
-    case PASS_BWD_WEIGHTS: /* the gradient sums: x and dy with the parameters */
-        reads(o, o->in * o->e + o->out * o->e + bn_params(o->l, 4));
+    case PASS_BWD_WEIGHTS: /* the gradient sums: x and dy with the parameters, then rstd */
+        reads(o, o->in * o->e + o->out * o->e + bn_params(o->l, 5));
         writes(o, bn_params(o->l, 2));
         return;
     case PASS_BWD_DATA: /* a fused activation's mask is recomputed from x */
