@@ -3,7 +3,6 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 int step_init(step_driver *d, const backend_ops *ops, backend *b, const network *net,

@@ -455,9 +455,6 @@ extern "C" backend *cuda_create(const network *net, const backend_config *cfg, c
     b->cfg = *cfg;
     b->pp = precision_plan_of(cfg->prec);
     b->current_layer = CUDA_NO_LAYER;
-    /* read through pointers: the plan is made again with the workspaces, the
-     * epilogues are known once the GEMMs are chosen */
-    b->traffic = cuda_traffic_plan{net, cfg->batch, &b->pp, NULL, &b->plan, NULL};
     int rc = cuda_profile_setup(b);
     if (rc == 0 && (unsigned)cfg->depthwise > DEPTHWISE_OWN)
         rc = cuda_fail(b, "unknown depthwise choice %d", (int)cfg->depthwise);
@@ -471,11 +468,8 @@ extern "C" backend *cuda_create(const network *net, const backend_config *cfg, c
     b->layers = (cuda_layer *)calloc((size_t)net->n_layers, sizeof *b->layers);
     if (rc == 0 && (!b->fusion || !b->fc_epilogue || !b->layers))
         rc = cuda_fail(b, "out of host memory");
-    if (rc == 0) {
+    if (rc == 0)
         fusion_plan_make(net, &b->plan, !cfg->no_fusion, b->fusion);
-        b->traffic.fusion = b->fusion;
-        b->traffic.fc_epilogue = b->fc_epilogue;
-    }
     if (rc == 0)
         rc = check_memory(b);
     if (rc == 0)
@@ -661,7 +655,8 @@ extern "C" int cuda_fused_into(const backend *b, int i, pass phase)
 extern "C" int cuda_op_bytes(const backend *b, int layer, pass phase, int64_t *read,
                              int64_t *written)
 {
-    cuda_traffic t = cuda_op_traffic(&b->traffic, layer, phase);
+    cuda_traffic_plan plan = {b->net, b->cfg.batch, &b->pp, b->fusion, &b->plan, b->fc_epilogue};
+    cuda_traffic t = cuda_op_traffic(&plan, layer, phase);
     *read = t.read;
     *written = t.written;
     return 0;
@@ -692,8 +687,7 @@ extern "C" void cuda_kernel_name(const backend *b, int i, pass phase, char *buf,
         return;
     case LAYER_FC:
         snprintf(buf, len, "cublasLt:matmul_%s%s", pass_name(phase),
-                 phase == PASS_FWD && b->layers[i].fc && b->layers[i].fc->epilogue ? "+bias_epilogue"
-                                                                                  : "");
+                 phase == PASS_FWD && b->fc_epilogue[i] ? "+bias_epilogue" : "");
         return;
     case LAYER_BN:
         snprintf(buf, len, "cuda:bn_%s%s%s", pass_name(phase),

@@ -43,7 +43,6 @@ struct cuda_fc {
     cublasLtMatmulAlgo_t algo[3];
     bool has_algo[3];                        /* else cuBLASLt chooses at each call */
     size_t workspace[3];                     /* what each GEMM is given */
-    bool epilogue;                           /* bias (and ReLU) in the forward GEMM */
     bool accumulate_desc;                    /* bwd_data's C layout also serves beta = 1 */
 };
 
@@ -85,8 +84,8 @@ struct backend {
     precision_plan pp;
     mem_plan plan;
     layer_fusion *fusion;
-    bool *fc_epilogue;           /* per layer: an fc's bias in cuBLASLt's epilogue (cuda_fc.cu) */
-    cuda_traffic_plan traffic;   /* what each operation's kernels move (cuda_op_bytes) */
+    bool *fc_epilogue;           /* per layer: an fc's bias (and ReLU) in cuBLASLt's epilogue,
+                                    chosen by cuda_fc_setup */
     cuda_layer *layers;
     void **buffers;              /* the memory plan's: activations, gradients, workspaces */
     void *arena;                 /* the memory plan's arena, of arena_bytes */
