@@ -44,7 +44,7 @@ Test(cuda_plan, permutation_round_trip_and_known_element)
 
 /* Each model's fusions, counted by kind, and the rules they follow. */
 typedef struct {
-    int act_into_bn, act_into_add, act_into_bias, bn_into_add, bwd_fused;
+    int act_into_bn, act_into_add, act_into_bias, bn_into_add, bwd_fused, bias_grads_fused;
 } fusion_counts;
 
 static fusion_counts fusions_of(const char *model, int res)
@@ -68,12 +68,20 @@ static fusion_counts fusions_of(const char *model, int res)
             n.act_into_bn += p->type == LAYER_BN;
             n.act_into_add += p->type == LAYER_ADD;
             n.act_into_bias += p->type == LAYER_CONV || p->type == LAYER_FC;
-            if (p->type == LAYER_CONV || p->type == LAYER_FC)
+            if (p->type == LAYER_CONV || p->type == LAYER_FC) {
                 cr_expect(p->has_bias && f[i].bwd_by < 0, "%s", l->name);
-            else
+                /* its own backward kernel sums the layer's bias gradient */
+                cr_expect_eq(f[i].sums_bias_of, f[i].fwd_by, "%s", l->name);
+                cr_expect_eq(f[f[i].fwd_by].bias_grad_by, i, "%s", l->name);
+            } else {
                 cr_expect_eq(f[i].bwd_by, f[i].fwd_by, "%s", l->name);
+            }
         }
+        if (f[i].sums_bias_of >= 0)
+            cr_expect_eq(f[i].fwd_by, f[i].sums_bias_of, "%s sums only what it is fused into",
+                         l->name);
         n.bwd_fused += f[i].bwd_by >= 0;
+        n.bias_grads_fused += f[i].bias_grad_by >= 0;
         if (f[i].bn_applied_by >= 0) {
             int add = f[i].bn_applied_by;
             cr_expect_eq(net.layers[add].type, LAYER_ADD);
@@ -89,7 +97,8 @@ static fusion_counts fusions_of(const char *model, int res)
     fusion_plan_make(&net, &mp, false, f);
     for (int i = 0; i < net.n_layers; i++)
         cr_expect(f[i].fwd_by < 0 && f[i].bwd_by < 0 && f[i].act == ACT_NONE &&
-                  f[i].bn_applied_by < 0 && f[i].add_bn < 0 && f[i].add_bn2 < 0);
+                  f[i].bn_applied_by < 0 && f[i].add_bn < 0 && f[i].add_bn2 < 0 &&
+                  f[i].bias_grad_by < 0 && f[i].sums_bias_of < 0);
     free(f);
     memplan_free(&mp);
     net_free(&net);
@@ -105,6 +114,7 @@ Test(cuda_plan, resnet50_fuses_bn_relu_and_the_bottleneck_tail)
     cr_expect_eq(n.bn_into_add, 20);
     cr_expect_eq(n.act_into_add, 16);
     cr_expect_eq(n.act_into_bias, 0);
+    cr_expect_eq(n.bias_grads_fused, 0);
     cr_expect_eq(n.bwd_fused, 49);
 }
 
@@ -112,6 +122,7 @@ Test(cuda_plan, vgg16_fuses_bias_and_relu)
 {
     fusion_counts n = fusions_of("vgg16", 64);
     cr_expect_eq(n.act_into_bias, 13 + 2, "13 convs and 2 hidden fc layers");
+    cr_expect_eq(n.bias_grads_fused, 13 + 2, "their ReLUs' backward sums their bias gradients");
     cr_expect_eq(n.act_into_bn + n.bn_into_add + n.act_into_add + n.bwd_fused, 0);
 }
 

@@ -134,8 +134,10 @@ Test(cuda_traffic, mobilenet_v2_residual_backward_moves_nothing)
 }
 
 /* VGG-16's first convolution adds its bias and ReLU in a pass of its own
- * over the output; its classifier's bias rides in cuBLASLt's epilogue when
- * the heuristic offered one. */
+ * over the output; the ReLU's backward sums the bias gradient as it writes
+ * the conv's output gradient (fused), else the conv's backward reads that
+ * again for its sums; the classifier's bias rides in cuBLASLt's epilogue
+ * when the heuristic offered one. */
 Test(cuda_traffic, vgg16_bias_pass_and_fc_epilogue)
 {
     traffic_case c;
@@ -144,9 +146,17 @@ Test(cuda_traffic, vgg16_bias_pass_and_fc_epilogue)
             y = BATCH * 64 * 32 * 32 * 2;
     expect_bytes(of(&c, "features.0", PASS_FWD), x + w + y + bias, 2 * y,
                  "conv, then bias and ReLU in place");
-    expect_bytes(of(&c, "features.0", PASS_BWD_WEIGHTS), x + y + y, w + bias,
-                 "filter gradient, then the bias gradient's sums of dy");
+    expect_bytes(of(&c, "features.0", PASS_BWD_WEIGHTS), x + y, w,
+                 "filter gradient; the bias gradient is the ReLU's");
+    expect_bytes(of(&c, "features.1", PASS_BWD_DATA), y + y, y + bias,
+                 "the ReLU's backward: dy and y in, dx and the conv's bias gradient out");
     expect_bytes(of(&c, "features.0", PASS_BWD_DATA), 0, 0, "the first conv has no dx");
+    traffic_case alone;
+    open_case(&alone, "vgg16", PREC_BF16, false);
+    expect_bytes(of(&alone, "features.0", PASS_BWD_WEIGHTS), x + y + y, w + bias,
+                 "unfused: filter gradient, then the bias gradient's sums of dy");
+    expect_bytes(of(&alone, "features.1", PASS_BWD_DATA), y + y, y, "unfused: the ReLU alone");
+    close_case(&alone);
 
     int fc = index_of(&c.net, "classifier.0");
     const layer *l = &c.net.layers[fc];

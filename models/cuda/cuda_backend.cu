@@ -701,7 +701,8 @@ extern "C" void cuda_kernel_name(const backend *b, int i, pass phase, char *buf,
                  acts[f->act], pass_name(phase));
         return;
     default:
-        snprintf(buf, len, "cuda:%s_%s", layer_type_name(l->type), pass_name(phase));
+        snprintf(buf, len, "cuda:%s_%s%s", layer_type_name(l->type), pass_name(phase),
+                 phase == PASS_BWD_DATA && f->sums_bias_of >= 0 ? "+bias_grad" : "");
         return;
     }
 }

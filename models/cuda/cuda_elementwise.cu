@@ -86,6 +86,9 @@ int cuda_pointwise_backward(backend *b, int i, const bool accumulate[LAYER_MAX_I
     int64_t n = cuda_elems(b, i);
     unsigned blocks = cuda_blocks(b, n, EW_THREADS);
     void *dx0 = cuda_input_grad(b, i, 0);
+    int biased = b->fusion[i].sums_bias_of;
+    if (biased >= 0 && !accumulate[0])
+        return cuda_act_backward_bias(b, i);
     with_elem(b->pp.elem, [&](auto tag) {
         using T = decltype(tag);
         switch (l->type) {
@@ -138,6 +141,10 @@ int cuda_pointwise_backward(backend *b, int i, const bool accumulate[LAYER_MAX_I
         return 0;
     });
     LAUNCH_TRY(b);
+    /* the plan never adds to a gradient it sums (the activation is the
+     * layer's only consumer); were it to, the sums follow the whole of it */
+    if (biased >= 0)
+        return cuda_bias_grad(b, biased, b->layers[biased].dbias, b->pp.elem);
     return 0;
 }
 

@@ -203,6 +203,10 @@ int cuda_pointwise_backward(backend *b, int layer, const bool accumulate[LAYER_M
 int cuda_bias_act(backend *b, int layer, act_kind act);
 /* Per-channel sum of a gradient (conv bias gradient), into fp32 or elem. */
 int cuda_bias_grad(backend *b, int layer, void *dbias, elem_type dbias_elem);
+/* The backward of ReLU/ReLU6 `layer` fused with the bias gradient of the
+ * conv or fc under it (layer_fusion.sums_bias_of), in one pass: the input
+ * gradient written (not added to) and summed per channel as it is. */
+int cuda_act_backward_bias(backend *b, int layer);
 int cuda_step_counter(backend *b);
 
 /* Batch norm (cuda_norm.cu). */

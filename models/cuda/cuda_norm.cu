@@ -52,9 +52,9 @@ static int channel_sums(backend *b, tensor_shape s, summand<T> f, float *mean, f
     if ((int64_t)chunks * v.channels * 2 > b->bn_partials_elems)
         return cuda_fail(b, "batch norm sums need more scratch than planned");
     int64_t per_chunk = (v.outer + chunks - 1) / chunks;
-    const void *pointers[] = {f.x, f.dy};
+    const void *pointers[] = {f.x, f.dy, f.out};
     if (v.layout == LAYOUT_NHWC &&
-        vec_fits_nhwc<T>(v.layout, v.channels, v.outer * v.channels, pointers, 2)) {
+        vec_fits_nhwc<T>(v.layout, v.channels, v.outer * v.channels, pointers, 3)) {
         dim3 grid((unsigned)((v.channels + TILE - 1) / TILE), (unsigned)chunks);
         dim3 block(sum_vec_shape<T>::cols, sum_vec_shape<T>::lanes);
         with_sum_mode(f.mode, [&](auto mode) {
@@ -67,7 +67,7 @@ static int channel_sums(backend *b, tensor_shape s, summand<T> f, float *mean, f
                                                             b->bn_partials);
     } else {
         const int W = vec16<T>::width;
-        bool vectors = v.inner % W == 0 && vec_fits<T>(v.outer * v.channels * v.inner, pointers, 2);
+        bool vectors = v.inner % W == 0 && vec_fits<T>(v.outer * v.channels * v.inner, pointers, 3);
         int per_step = vectors ? W : 1;
         if (per_chunk * v.inner >= ((int64_t)1 << 31))
             return cuda_fail(b, "a batch norm chunk of %lld elements a channel passes the 2^31 "
@@ -134,7 +134,8 @@ int cuda_bn_forward(backend *b, int i)
     return with_elem(b->pp.elem, [&](auto tag) {
         using T = decltype(tag);
         summand<T> s = {SUM_STATS, ACT_NONE, (const T *)cuda_input(b, i, 0), NULL,
-                        NULL,      NULL,     NULL,                           NULL};
+                        NULL,      NULL,     NULL,                           NULL,
+                        NULL};
         if (channel_sums<T>(b, b->net->layers[i].in_shape, s, cl->mean, cl->rstd, cl->run_mean,
                             cl->run_var, NULL, NULL, NULL))
             return -1;
@@ -164,7 +165,7 @@ int cuda_bn_backward_weights(backend *b, int i)
     return with_elem(b->pp.elem, [&](auto tag) {
         using T = decltype(tag);
         summand<T> s = {SUM_GRAD, b->fusion[i].act, (const T *)cuda_input(b, i, 0),
-                        (const T *)cl->grad, cl->mean, cl->rstd, cl->w, cl->bias};
+                        (const T *)cl->grad, cl->mean, cl->rstd, cl->w, cl->bias, NULL};
         return channel_sums<T>(b, b->net->layers[i].out_shape, s, NULL, cl->rstd, NULL, NULL,
                                (float *)cl->dbias, (float *)cl->dw, NULL);
     });
@@ -213,8 +214,25 @@ int cuda_bias_grad(backend *b, int i, void *dbias, elem_type dbias_elem)
     return with_elem(b->pp.elem, [&](auto tag) {
         using T = decltype(tag);
         summand<T> s = {SUM_PLAIN, ACT_NONE, (const T *)cl->grad, (const T *)cl->grad,
-                        NULL,      NULL,     NULL,                NULL};
+                        NULL,      NULL,     NULL,                NULL,
+                        NULL};
         return channel_sums<T>(b, b->net->layers[i].out_shape, s, NULL, NULL, NULL, NULL, NULL,
                                NULL, dbias);
+    });
+}
+
+int cuda_act_backward_bias(backend *b, int i)
+{
+    int biased = b->fusion[i].sums_bias_of;
+    const layer *l = &b->net->layers[i];
+    cuda_layer *cl = &b->layers[i];
+    int act = l->type == LAYER_RELU6 ? ACT_RELU6 : ACT_RELU;
+    return with_elem(b->pp.elem, [&](auto tag) {
+        using T = decltype(tag);
+        summand<T> s = {SUM_PLAIN, act, (const T *)cl->out, (const T *)cl->grad,
+                        NULL,      NULL, NULL,               NULL,
+                        (T *)cuda_input_grad(b, i, 0)};
+        return channel_sums<T>(b, l->out_shape, s, NULL, NULL, NULL, NULL, NULL, NULL,
+                               b->layers[biased].dbias);
     });
 }

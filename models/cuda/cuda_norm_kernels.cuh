@@ -17,7 +17,8 @@ static const float bn_eps = 1e-5f, bn_momentum = 0.1f;
 
 /* What a channel sum adds: x - shift and its square (the statistics); the
  * gradient, masked by the fused activation, and its product with x - mean
- * (d-beta and d-gamma); the gradient alone (a conv or fc bias). */
+ * (d-beta and d-gamma); the gradient alone (a conv or fc bias), masked
+ * where the bias layer's ReLU/ReLU6 runs its backward in the same pass. */
 enum { SUM_STATS, SUM_GRAD, SUM_PLAIN };
 enum { TILE = 32, ROWS = 8, NCHW_THREADS = 256, APPLY_THREADS = 256 };
 
@@ -103,11 +104,17 @@ template <int S, int N> struct channel_cache {
 
 enum { P_GAMMA, P_BETA, P_MEAN, P_RSTD, P_DBETA, P_DGAMMA };
 
-/* What one element adds to the two sums of its channel c. */
+/* What one element adds to the two sums of its channel c. SUM_PLAIN with
+ * an activation is a ReLU/ReLU6's backward fused with the bias gradient of
+ * the conv or fc under it (cuda_plan.h, bias_grad_by): x is the
+ * activation's output, whose mask gates dy, and the gated gradient is
+ * stored to out (which may be dy itself) as it is summed, so the bias
+ * gradient does not read the tensor again. */
 template <typename T> struct summand {
-    int mode, act; /* act: the fused activation whose mask SUM_GRAD applies */
+    int mode, act; /* act: the activation whose mask SUM_GRAD (or SUM_PLAIN) applies */
     const T *x, *dy;
     const float *mean, *rstd, *gamma, *beta;
+    T *out; /* SUM_PLAIN: where the gated gradient goes, or NULL */
 
     __device__ __forceinline__ void add(int64_t at, int c, float shift, float &s1,
                                         float &s2) const
@@ -122,6 +129,10 @@ template <typename T> struct summand {
         if (mode == SUM_GRAD && act != ACT_NONE &&
             !passes(normalised(to_float(x[at]), c, gamma, beta, mean, rstd), act))
             g = 0.0f;
+        if (mode == SUM_PLAIN && act != ACT_NONE && !passes(to_float(x[at]), act))
+            g = 0.0f;
+        if (mode == SUM_PLAIN && out)
+            out[at] = from_float<T>(g);
         s1 += g;
         if (mode == SUM_GRAD)
             s2 += g * (to_float(x[at]) - mean[c]);
@@ -162,7 +173,8 @@ template <typename T> struct summand {
             return;
         }
         vec16<T> gv = load_vec(dy, v), xv = gv;
-        if (sum_mode == SUM_GRAD)
+        bool gate = sum_mode == SUM_PLAIN && act != ACT_NONE;
+        if (sum_mode == SUM_GRAD || gate)
             xv = load_vec(x, v);
 #pragma unroll
         for (int k = 0; k < W; k++) {
@@ -172,10 +184,16 @@ template <typename T> struct summand {
                                       p.at(P_RSTD, k)),
                         act))
                 g = 0.0f;
+            if (gate && !passes(xk, act)) {
+                g = 0.0f;
+                gv.v[k] = from_float<T>(0.0f);
+            }
             s1[k % S] += g;
             if (sum_mode == SUM_GRAD)
                 s2[k % S] += g * (xk - p.at(P_MEAN, k));
         }
+        if (sum_mode == SUM_PLAIN && out)
+            store_vec(out, v, gv);
     }
 };
 

@@ -55,7 +55,8 @@ void fusion_plan_make(const network *net, const mem_plan *mp, bool enable, layer
     int n = net->n_layers;
     for (int i = 0; i < n; i++)
         fusion[i] = (layer_fusion){.fwd_by = -1, .bwd_by = -1, .act = ACT_NONE,
-                                   .bn_applied_by = -1, .add_bn = -1, .add_bn2 = -1};
+                                   .bn_applied_by = -1, .add_bn = -1, .add_bn2 = -1,
+                                   .bias_grad_by = -1, .sums_bias_of = -1};
     if (!enable)
         return;
     for (int i = 0; i < n; i++) {
@@ -90,9 +91,16 @@ void fusion_plan_make(const network *net, const mem_plan *mp, bool enable, layer
         fusion[in].act = l->type == LAYER_RELU ? ACT_RELU : ACT_RELU6;
         fusion[i].fwd_by = in;
         /* the mask is applied on the fly by batch norm's and the add's
-         * backward; after a conv or fc it runs as its own kernel */
-        if (by_kernel)
+         * backward; after a conv or fc it runs as its own kernel, which
+         * sums the layer's bias gradient too: in place, the activation is
+         * the layer's only consumer, so what it writes is the whole
+         * gradient of the layer's output */
+        if (by_kernel) {
             fusion[i].bwd_by = in;
+        } else {
+            fusion[i].sums_bias_of = in;
+            fusion[in].bias_grad_by = i;
+        }
     }
 }
 

@@ -49,7 +49,9 @@ typedef enum { ACT_NONE, ACT_RELU, ACT_RELU6 } act_kind;
  * place over it computes its statistics in its own forward and leaves the
  * normalisation to the add's kernel: y = act(bn(x) + other), or where the
  * other input is a batch norm too (a ResNet downsample), y = act(bn(x) +
- * bn2(x2)), bn2's output never stored. */
+ * bn2(x2)), bn2's output never stored. A ReLU/ReLU6 fused into a conv or fc
+ * with bias runs its backward as its own kernel, which also sums the layer's
+ * bias gradient from the gradient it writes (one read of it fewer). */
 typedef struct {
     int fwd_by;          /* the layer whose forward does this one's, or -1 */
     int bwd_by;          /* the layer whose backward_data does this one's, or -1 */
@@ -57,6 +59,9 @@ typedef struct {
     int bn_applied_by;   /* batch norm: the add that normalises it, or -1 */
     int add_bn;          /* add: the batch norm it normalises (an input), or -1 */
     int add_bn2;         /* add: a second one, never stored (memplan's add_normalises_both) */
+    int bias_grad_by;    /* conv/fc with bias: the activation whose backward sums its bias
+                            gradient, or -1 */
+    int sums_bias_of;    /* ReLU/ReLU6: the conv/fc whose bias gradient it sums, or -1 */
 } layer_fusion;
 
 /* Fills fusion[n_layers]; with enable false every layer runs alone. The plan

@@ -61,7 +61,9 @@ static void gemm_like(op *o, pass phase)
     case PASS_BWD_WEIGHTS:
         reads(o, o->in * o->e + o->out * o->e);
         writes(o, w);
-        if (has_bias) { /* the channel sums of dy, kept in the compute type */
+        /* the channel sums of dy, kept in the compute type, unless the
+         * activation's backward summed them as it wrote dy */
+        if (has_bias && o->t->fusion[o->index].bias_grad_by < 0) {
             reads(o, o->out * o->e);
             writes(o, bias);
         }
@@ -164,6 +166,8 @@ static void pointwise(op *o, pass phase, int64_t mask_elems, bool reads_y)
     } else if (phase == PASS_BWD_DATA && f->bwd_by < 0) {
         reads(o, o->out * o->e * (reads_y ? 2 : 1) + mask_elems * MASK);
         input_grad(o, 0);
+        if (f->sums_bias_of >= 0) /* the conv/fc bias gradient, summed on the way */
+            writes(o, (int64_t)o->l->out_shape.c * o->e);
     }
 }
 

@@ -138,7 +138,8 @@ template <typename T> struct bn_run {
     {
         size_t c = (size_t)cs.c;
         bn_stats s = {std::vector<float>(c, NAN), std::vector<float>(c, NAN), run_mean0, run_var0};
-        summand<T> f = {SUM_STATS, ACT_NONE, x.data(), nullptr, nullptr, nullptr, nullptr, nullptr};
+        summand<T> f = {SUM_STATS, ACT_NONE, x.data(), nullptr, nullptr,
+                        nullptr,   nullptr,  nullptr,  nullptr};
         channel_sums(f, s.mean.data(), s.rstd.data(), s.run_mean.data(), s.run_var.data(), nullptr,
                      nullptr, nullptr);
         return s;
@@ -220,7 +221,8 @@ template <typename T> struct bn_run {
         size_t c = (size_t)cs.c;
         bn_grads g = {std::vector<float>(c, NAN), std::vector<float>(c, NAN)};
         summand<T> f = {SUM_GRAD,      act,           x.data(),     dy.data(),
-                        s.mean.data(), s.rstd.data(), gamma.data(), beta.data()};
+                        s.mean.data(), s.rstd.data(), gamma.data(), beta.data(),
+                        nullptr};
         /* finish_sums only reads rstd for gradients */
         channel_sums(f, nullptr, (float *)s.rstd.data(), nullptr, nullptr, g.dbeta.data(),
                      g.dgamma.data(), nullptr);
@@ -307,8 +309,24 @@ template <typename T> struct bn_run {
     {
         std::vector<T> db((size_t)cs.c, host_elem<T>(NAN));
         summand<T> f = {SUM_PLAIN, ACT_NONE, dy.data(), dy.data(),
-                        nullptr,   nullptr,  nullptr,   nullptr};
+                        nullptr,   nullptr,  nullptr,   nullptr,
+                        nullptr};
         channel_sums(f, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, db.data());
+        return db;
+    }
+    /* A ReLU/ReLU6's backward fused with the bias gradient of the layer
+     * under it: dx = dy where y, the activation's output, passes, summed per
+     * channel as it is written; in place, into dy's own buffer. Returns the
+     * bias gradient followed by dx. */
+    std::vector<T> act_bias_grad(int act, const std::vector<T> &y, bool in_place) const
+    {
+        std::vector<T> db((size_t)cs.c, host_elem<T>(NAN)), g = dy,
+                                         dx(elems(), host_elem<T>(NAN));
+        T *out = in_place ? g.data() : dx.data();
+        summand<T> f = {SUM_PLAIN, act,     y.data(), g.data(), nullptr,
+                        nullptr,   nullptr, nullptr,  out};
+        channel_sums(f, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, db.data());
+        db.insert(db.end(), out, out + elems());
         return db;
     }
     std::vector<double> bias_grad_ref() const
@@ -438,11 +456,44 @@ void check_backward(checker &ck, const bn_run<T> &run, const bn_stats &s, const 
     }
 }
 
+/* The bias gradient alone, then with the backward of a ReLU/ReLU6 over the
+ * layer's output (out of place and in place): dx is dy or exactly zero, the
+ * sums are of dx. The activation's outputs are taken from [-2, 8], so that
+ * both of ReLU6's edges (0 and 6) mask some elements. */
 template <typename T> void check_bias_grad(checker &ck, const bn_run<T> &run, const char *what)
 {
     std::vector<T> db = under_every_schedule(ck, what, [&] { return run.bias_grad(); });
     double e = relative_error(db, run.bias_grad_ref()), tol = elem_tolerance<T>();
     ck.expect(e <= tol, "%s bias gradient: relative error %.3g > %.3g", what, e, tol);
+    std::vector<T> pre = random_values<T>(run.elems(), 14, -2.0f, 8.0f);
+    for (int act = ACT_RELU; act <= ACT_RELU6; act++) {
+        std::vector<T> y(run.elems()), dx_ref(run.elems());
+        std::vector<double> db_ref((size_t)run.cs.c, 0.0);
+        int masked = 0;
+        run.each_elem([&](size_t c, size_t j) {
+            float v = host_float(pre[j]), out = v > 0.0f ? v : 0.0f;
+            if (act == ACT_RELU6 && out > 6.0f)
+                out = 6.0f;
+            y[j] = host_elem<T>(out);
+            bool passes = out > 0.0f && (act == ACT_RELU || out < 6.0f);
+            masked += !passes;
+            dx_ref[j] = passes ? run.dy[j] : host_elem<T>(0.0f);
+            db_ref[c] += passes ? host_float(run.dy[j]) : 0.0;
+        });
+        for (int in_place = 0; in_place < 2; in_place++) {
+            char label[240];
+            snprintf(label, sizeof label, "%s%s backward with the bias gradient%s", what,
+                     act_names[act], in_place ? ", in place" : "");
+            std::vector<T> got = under_every_schedule(
+                ck, label, [&] { return run.act_bias_grad(act, y, in_place); });
+            std::vector<T> got_db(got.begin(), got.begin() + run.cs.c),
+                got_dx(got.begin() + run.cs.c, got.end());
+            e = relative_error(got_db, db_ref);
+            ck.expect(e <= tol, "%s: bias gradient relative error %.3g > %.3g", label, e, tol);
+            ck.expect(same_bits(got_dx, dx_ref), "%s: dx is not dy masked by y (%d of %zu masked)",
+                      label, masked, run.elems());
+        }
+    }
 }
 
 template <typename T> void check_case(checker &ck, const bn_case &c, int sm_count)

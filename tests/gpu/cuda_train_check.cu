@@ -4,7 +4,8 @@
  *   where the network is not chaotic at that batch (steps_reproducible)
  *   (tests/gpu/cpu_losses.csv, written on a CPU machine by
  *   tests/gpu/make_cpu_losses.sh: the GPU node has no oneDNN);
- * - fused and unfused kernels give the same losses (1e-4);
+ * - fused and unfused kernels give the same losses (1e-4), and VGG's bias
+ *   gradients (summed by the ReLUs' backward when fused) agree after a step;
  * - fp16 and bf16 train: the loss falls on a fixed batch;
  * - fp16's loss scale reacts to an overflow forced by a huge initial scale:
  *   the step is skipped (weights unchanged), the scale halves, and once it
@@ -319,6 +320,64 @@ static void check_fusion(void)
     }
 }
 
+/* VGG-16's conv and fc biases (ImageNet's VGG-16: no batch norm, so its
+ * ReLUs are fused into the layers with bias): fused, a ReLU's backward sums the bias gradient
+ * of the layer under it as it writes that layer's output gradient; unfused,
+ * the layer sums it from that gradient after its own backward. After one
+ * step the two give every bias gradient alike (the same values summed by the
+ * same kernels; the tolerance is check_fusion's, for libraries whose
+ * backward may differ between runs). */
+static void check_fused_bias_grads(precision prec, double tolerance)
+{
+    const char *model = "vgg16";
+    check_size z = size_of(model);
+    float lr = zoo_default_lr(zoo_find(model), z.batch), loss[2];
+    trainer t[2] = {};
+    bool ok = true;
+    for (int k = 0; k < 2 && ok; k++)
+        ok = trainer_open(&t[k], model, z.res, z.batch, prec, lr, k == 0, 0.0f) &&
+             trainer_steps(&t[k], 1, &loss[k]);
+    int compared = 0;
+    double worst = 0.0;
+    const char *worst_layer = "-";
+    for (int i = 0; ok && i < t[0].net.n_layers; i++) {
+        const layer *l = &t[0].net.layers[i];
+        if (!l->has_bias)
+            continue;
+        size_t n = (size_t)l->out_channels;
+        float *g[2] = {(float *)malloc(n * sizeof(float)), (float *)malloc(n * sizeof(float))};
+        if (!g[0] || !g[1]) {
+            fprintf(stderr, "cuda_train_check: out of host memory\n");
+            exit(1);
+        }
+        for (int k = 0; k < 2 && ok; k++)
+            if (t[k].ops->read(t[k].b, i, BUF_BIAS_GRAD, g[k])) {
+                expectf(false, "%s: read %s's bias gradient: %s", model, l->name,
+                        t[k].ops->error(t[k].b));
+                ok = false;
+            }
+        double diff = 0.0, scale = 1e-30;
+        for (size_t c = 0; ok && c < n; c++) {
+            diff = fmax(diff, fabs((double)g[0][c] - g[1][c]));
+            scale = fmax(scale, fabs((double)g[1][c]));
+        }
+        if (ok && diff / scale >= worst) {
+            worst = diff / scale;
+            worst_layer = l->name;
+        }
+        compared += ok;
+        free(g[0]);
+        free(g[1]);
+    }
+    if (ok)
+        expectf(compared == 16 && worst <= tolerance,
+                "%s %s: %d bias gradients, summed by the ReLUs' backward (fused) and by their "
+                "layers (unfused), within %.0e (worst %.2e, %s)",
+                model, precision_name(prec), compared, tolerance, worst, worst_layer);
+    trainer_close(&t[0]);
+    trainer_close(&t[1]);
+}
+
 /* ---- depthwise convolutions: own kernels against cuDNN's ---------------------- */
 
 /* Whole MobileNetV2 steps with every depthwise pass on the own kernels and
@@ -518,6 +577,9 @@ int main(void)
         printf("emulated: the CUDA backend on tests/emu's host emulator, at small sizes\n");
     check_against_cpu();
     check_fusion();
+    check_fused_bias_grads(PREC_FP32, 1e-4);
+    if (ampere)
+        check_fused_bias_grads(PREC_BF16, 2e-2);
     check_depthwise_sides(PREC_FP32, 1e-4);
     if (ampere && !emulated)
         check_depthwise_sides(PREC_BF16, 2e-2);
