@@ -258,7 +258,7 @@ EMU_TRANSLATE := $(EMU_HOST_DIR)/translate_cu
 EMU_HOST_CHECKS := cuda_layers_check cuda_train_check
 EMU_HOST_GEN := $(patsubst %.cu,$(EMU_HOST_DIR)/gen/%.cpp,$(wildcard models/cuda/*.cu) \
                   $(EMU_HOST_CHECKS:%=tests/gpu/%.cu))
-EMU_FAKE_OBJS := $(patsubst %,$(EMU_HOST_DIR)/fake_%.o,cuda cudnn cublaslt)
+EMU_FAKE_OBJS := $(patsubst %,$(EMU_HOST_DIR)/fake_%.o,cuda footprint cudnn cublaslt)
 EMU_HOST_BACKEND := $(patsubst $(EMU_HOST_DIR)/gen/%.cpp,$(EMU_HOST_DIR)/gen/%.o,$(filter \
                       $(EMU_HOST_DIR)/gen/models/%,$(EMU_HOST_GEN)))
 EMU_HOST_PROGS := $(EMU_HOST_CHECKS:%=$(EMU_HOST_DIR)/%)
@@ -307,7 +307,8 @@ $(EMU_HOST_DIR)/cuda_train_check: $(EMU_HOST_FAST)/tests/gpu/cuda_train_check.o 
 .SECONDARY: $(EMU_HOST_GEN)
 # the stand-in runtime's capture rules, checked on their own
 EMU_FAKE_CUDA_CHECK := $(EMU_HOST_DIR)/fake_cuda_check
-$(EMU_FAKE_CUDA_CHECK): $(EMU_HOST_DIR)/fake_cuda_check.o $(EMU_HOST_DIR)/fake_cuda.o
+$(EMU_FAKE_CUDA_CHECK): $(EMU_HOST_DIR)/fake_cuda_check.o $(EMU_HOST_DIR)/fake_cuda.o \
+        $(EMU_HOST_DIR)/fake_footprint.o
 	$(CXX) $(EMU_HOST_CXXFLAGS) $^ -o $@ -pthread
 
 # bin/train on the host emulator ($(EMU_HOST_DIR)/bin/train): the programs'

@@ -267,6 +267,80 @@ Test(cuda_train_emu, counted_tf32_step_books_tensor_flops_on_each_layer, .timeou
     expect_counted_step("tf32", true);
 }
 
+#if defined(__x86_64__) && defined(__linux__)
+/* The bytes the backend says each operation moves (models/cuda/cuda_traffic.c:
+ * the analytic DRAM bytes of every GPU row without counters) against what the
+ * emulated kernels touch: tests/emu/host/footprint.h's meter stands in for
+ * the metric pass's DRAM counters (each page a kernel reads, or writes,
+ * counted once; the libraries' workspaces left out). Per operation and
+ * direction within 5% and 24 KiB: what the design leaves out (the partial
+ * sums of batch norm and bias gradients, a few KiB at these sizes) and the
+ * pages that tensors of a few KiB round up to. Operations moving less than
+ * 128 KiB are not compared. bf16 (NHWC): fp32's NCHW statistics read each
+ * channel's first element a plane apart, a page each on the meter where a
+ * GPU reads a 32-byte sector. */
+static void expect_footprint_matches_design(const char *args)
+{
+    char *dir = temp_dir(), metered[1100], analytic[1100], run_args[512];
+    format_or_fail(metered, sizeof metered, "%s/metered", dir);
+    format_or_fail(analytic, sizeof analytic, "%s/analytic", dir);
+    cr_assert_eq(sh("mkdir -p '%s' '%s'", metered, analytic), 0);
+    format_or_fail(run_args, sizeof run_args,
+                   "%s --warmup 0 --iters 1 --trace kernels.csv --counters cupti", args);
+    cr_assert_eq(emulated_train(metered, "FAKE_CUPTI_PROFILER_ERROR=0 ROOFLINE_EMU_FOOTPRINT=1",
+                                "run", run_args),
+                 0, "%s", read_text(metered, "run.err"));
+    format_or_fail(run_args, sizeof run_args,
+                   "%s --warmup 0 --iters 1 --trace kernels.csv --counters analytic", args);
+    cr_assert_eq(emulated_train(analytic, "", "run", run_args), 0, "%s",
+                 read_text(analytic, "run.err"));
+    run_model mm, am;
+    const run_trace *m = load_the_trace(metered, &mm), *a = load_the_trace(analytic, &am);
+    cr_assert_eq(m->n, a->n, "%d metered kernels, %d analytic", m->n, a->n);
+    int compared = 0;
+    double got[2] = {0, 0}, want[2] = {0, 0};
+    for (int i = 0; i < m->n; i++) {
+        const run_kernel *k = &m->rows[i], *ka = &a->rows[i];
+        cr_assert(strcmp(k->kernel, ka->kernel) == 0 && strcmp(k->layer, ka->layer) == 0 &&
+                      strcmp(k->phase, ka->phase) == 0,
+                  "row %d: %s %s %s metered, %s %s %s analytic", i + 2, k->kernel, k->layer,
+                  k->phase, ka->kernel, ka->layer, ka->phase);
+        cr_expect_str_eq(k->source, "cupti", "row %d", i + 2);
+        got[0] += k->dram_read_bytes, got[1] += k->dram_write_bytes;
+        want[0] += ka->dram_read_bytes, want[1] += ka->dram_write_bytes;
+        const run_kernel *next = i + 1 < m->n ? &m->rows[i + 1] : NULL;
+        if (next && strcmp(next->layer, k->layer) == 0 && strcmp(next->phase, k->phase) == 0)
+            continue; /* the operation goes on */
+        if (want[0] + want[1] >= 128 * 1024) {
+            compared++;
+            const char *dir_name[2] = {"read", "written"};
+            for (int d = 0; d < 2; d++)
+                cr_expect(fabs(got[d] - want[d]) <= 0.05 * want[d] + 24 * 1024,
+                          "%s %s: %.0f bytes %s by the kernels, %.0f by design", k->layer,
+                          k->phase, got[d], dir_name[d], want[d]);
+        }
+        got[0] = got[1] = want[0] = want[1] = 0;
+    }
+    cr_expect_gt(compared, 40, "%d operations compared", compared);
+    run_free(&mm);
+    run_free(&am);
+    remove_temp_dir(dir);
+}
+
+/* batch norm + ReLU, + add + ReLU, + a second batch norm; the loss; the update */
+Test(cuda_train_emu, design_bytes_are_the_kernels_footprint_resnet18, .timeout = 600)
+{
+    expect_footprint_matches_design(SMALL);
+}
+
+/* depthwise on the own kernels, ReLU6, the adds passing gradients on in place */
+Test(cuda_train_emu, design_bytes_are_the_kernels_footprint_mobilenet_v2, .timeout = 600)
+{
+    expect_footprint_matches_design("--model mobilenet_v2-cifar --res 16 --batch 4 "
+                                    "--precision bf16");
+}
+#endif
+
 /* A launch that the metric pass's callback does not see (FAKE_CUPTI_HIDE_LAUNCH:
  * the ranges outnumber the names) is an error, never a shifted join: one
  * line, no kernels.csv, and the steps measured before the trace kept. */

@@ -26,6 +26,7 @@
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 
+#include "footprint.h"
 #include "host_launch.h"
 
 struct CUstream_st {
@@ -112,7 +113,14 @@ cudaError_t take(void **p, size_t bytes)
     size_t rounded = (bytes + 255) / 256 * 256;
     if (allocated().in_use + bytes > device_bytes_now())
         return *p = nullptr, cudaErrorMemoryAllocation;
-    if (bytes > poison_limit) {
+    if (emu_host::footprint_on()) {
+        /* pages of its own, which the meter closes around each kernel */
+        *p = emu_host::footprint_map(bytes);
+        if (!*p)
+            return cudaErrorMemoryAllocation;
+        if (bytes <= poison_limit)
+            memset(*p, 0xff, bytes);
+    } else if (bytes > poison_limit) {
         /* the cuDNN workspace (1 GiB at plan time), which the fakes never
          * touch: pages mapped lazily, and no AddressSanitizer shadow to
          * write for it at every backend's creation */
@@ -138,7 +146,9 @@ cudaError_t give_back(void *p)
     auto it = allocated().sizes.find(p);
     if (it == allocated().sizes.end())
         return cudaErrorInvalidValue;
-    if (it->second > poison_limit)
+    if (emu_host::footprint_on())
+        emu_host::footprint_unmap(p, it->second);
+    else if (it->second > poison_limit)
         munmap(p, (it->second + 255) / 256 * 256);
     else
         free(p);
@@ -252,11 +262,16 @@ void emu_host::run_kernel(cudaStream_t stream, const char *name, dim3 grid, dim3
     uint32_t stream_id = stream ? stream->id : 7;
     run_on(stream, [=]() {
         uint64_t fmas_before = fmas_counted;
+        kernel_work done = work;
+        bool metered = emu_host::footprint_on();
+        if (metered)
+            emu_host::footprint_begin(allocated().sizes);
         uint64_t start = now_ns();
         f();
         /* a GPU kernel takes at least a microsecond; a record of 0 ns reads as untimed */
         uint64_t end = std::max(now_ns(), start + 1000);
-        kernel_work done = work;
+        if (metered) /* what the kernel touched, not what a stand-in says it moves */
+            emu_host::footprint_end(&done.bytes_read, &done.bytes_written);
         done.ffma += (double)(fmas_counted - fmas_before);
         /* the observer of the launch: records stop when tracing stops */
         if (const kernel_observer *now = observer().load())

@@ -9,6 +9,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "footprint.h"
+
 namespace emu_host {
 
 /* A library's algorithm uses the workspace it needs as scratch: a NaN left
@@ -17,6 +19,7 @@ namespace emu_host {
  * still to be read show in the results, where a real GPU would. */
 inline void leave_nans(void *workspace, size_t bytes)
 {
+    footprint_exclude(workspace, bytes);
     for (size_t at = 0; workspace && at + 4 <= bytes; at += 512)
         for (size_t k = 0; k < 4; k++)
             ((unsigned char *)workspace)[at + k] = 0xff;

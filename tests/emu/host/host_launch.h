@@ -28,7 +28,8 @@ void run_on(cudaStream_t stream, std::function<void()> f);
  * cores of one source type, and the operands' bytes, each read once and
  * written once); the backend's own kernels run on the emulator's fibers,
  * whose instructions nobody counts but the calls of counted_fmaf, and state
- * none. */
+ * none. Under ROOFLINE_EMU_FOOTPRINT=1 every kernel's bytes are the device
+ * memory it touched instead (footprint.h). */
 struct kernel_work {
     double ffma = 0;            /* fp32 fused multiply-adds (thread instructions) */
     double tensor_ops = 0;      /* tensor-core math ops, a multiply-add counted as 2 */
