@@ -147,7 +147,7 @@ int cuda_conv_backward_weights(backend *b, int i)
     cuda_layer *cl = &b->layers[i];
     if (cuda_conv_run_pass(b, i, 2, cl->conv->choice[2].own, false))
         return -1;
-    if (b->net->layers[i].has_bias && b->fusion[i].bias_grad_by < 0)
+    if (fusion_own_bias_grad(&b->net->layers[i], &b->fusion[i]))
         return cuda_bias_grad(b, i, cl->dbias, b->pp.elem);
     return 0;
 }
@@ -192,8 +192,10 @@ void cuda_conv_name(const backend *b, int i, pass phase, char *buf, size_t len)
                        : phase == PASS_BWD_DATA ? bwd_data_name(bwd_data_algo(c))
                                                 : bwd_filter_name(bwd_filter_algo(c));
     int p = phase == PASS_FWD ? 0 : phase == PASS_BWD_DATA ? 1 : 2;
-    bool bias = b->net->layers[i].has_bias &&
-                (phase == PASS_FWD || (phase == PASS_BWD_WEIGHTS && b->fusion[i].bias_grad_by < 0));
+    const layer *l = &b->net->layers[i];
+    bool bias = phase == PASS_FWD           ? l->has_bias
+                : phase == PASS_BWD_WEIGHTS ? fusion_own_bias_grad(l, &b->fusion[i])
+                                            : false;
     if (c->choice[p].own) {
         snprintf(buf, len, "cuda:dwconv_%s%s", pass_name(phase), bias ? "+cuda:bias" : "");
         return;

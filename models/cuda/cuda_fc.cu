@@ -173,7 +173,7 @@ int cuda_fc_backward_weights(backend *b, int i)
     cuda_layer *cl = &b->layers[i];
     if (gemm(b, i, 2, cuda_input(b, i, 0), cl->grad, cl->dw, false))
         return -1;
-    if (b->net->layers[i].has_bias && b->fusion[i].bias_grad_by < 0)
+    if (fusion_own_bias_grad(&b->net->layers[i], &b->fusion[i]))
         return cuda_bias_grad(b, i, cl->dbias, b->pp.elem);
     return 0;
 }

@@ -104,6 +104,11 @@ void fusion_plan_make(const network *net, const mem_plan *mp, bool enable, layer
     }
 }
 
+bool fusion_own_bias_grad(const layer *l, const layer_fusion *f)
+{
+    return l->has_bias && f->bias_grad_by < 0;
+}
+
 void permute_nchw_nhwc(const float *src, float *dst, int64_t n, int c, int h, int w,
                        bool to_nhwc)
 {

@@ -64,6 +64,11 @@ typedef struct {
     int sums_bias_of;    /* ReLU/ReLU6: the conv/fc whose bias gradient it sums, or -1 */
 } layer_fusion;
 
+/* Whether layer l (a conv or fc with bias) sums its own bias gradient after
+ * its filter gradient, f being its fusion: not where the ReLU fused into it
+ * sums it in its backward (bias_grad_by). */
+bool fusion_own_bias_grad(const layer *l, const layer_fusion *f);
+
 /* Fills fusion[n_layers]; with enable false every layer runs alone. The plan
  * must be the memory plan the backend allocates by (fusion needs in place). */
 void fusion_plan_make(const network *net, const mem_plan *mp, bool enable, layer_fusion *fusion);

@@ -63,7 +63,7 @@ static void gemm_like(op *o, pass phase)
         writes(o, w);
         /* the channel sums of dy, kept in the compute type, unless the
          * activation's backward summed them as it wrote dy */
-        if (has_bias && o->t->fusion[o->index].bias_grad_by < 0) {
+        if (fusion_own_bias_grad(o->l, &o->t->fusion[o->index])) {
             reads(o, o->out * o->e);
             writes(o, bias);
         }
