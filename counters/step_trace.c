@@ -97,7 +97,21 @@ static FILE *open_kernels_csv(const char *path, char *err, size_t err_len)
     return f;
 }
 
-/* One kernels.csv row; FLOPs and bytes of the analytic model unless counted. */
+static int bias_grad_by(const step_driver *d, int layer)
+{
+    return d->ops->bias_grad_by ? d->ops->bias_grad_by(d->b, layer) : -1;
+}
+
+/* The bias adds of a conv or fc's pass: its FLOPs beyond the GEMM's 2 per MAC. */
+static int64_t bias_flops(const layer_cost *lc, pass phase)
+{
+    return lc->flops[phase] > 0 ? lc->flops[phase] - 2 * lc->macs : 0;
+}
+
+/* One kernels.csv row; FLOPs and bytes of the analytic model unless counted.
+ * A conv or fc's GEMM FLOPs (tensor cores in the tensor precisions) are apart
+ * from its bias adds, which CUDA cores do, in the backward-data row of the
+ * layer that sums the bias gradient where the backend moved them there. */
 op_cost trace_op_cost(const step_driver *d, int layer, pass phase, int batch, precision prec)
 {
     const network *net = d->net;
@@ -116,13 +130,23 @@ op_cost trace_op_cost(const step_driver *d, int layer, pass phase, int batch, pr
             continue;
         layer_cost lc = cost_layer(net, i, batch, prec);
         layer_type t = net->layers[i].type;
-        if (phase != PASS_UPDATE && (t == LAYER_CONV || t == LAYER_FC))
-            c.gemm_flops += lc.flops[phase];
-        else
+        if (phase != PASS_UPDATE && (t == LAYER_CONV || t == LAYER_FC)) {
+            int64_t bias = bias_flops(&lc, phase);
+            c.gemm_flops += lc.flops[phase] - bias;
+            if (phase != PASS_BWD_WEIGHTS || layer == STEP_ALL_LAYERS || bias_grad_by(d, i) < 0)
+                c.other_flops += bias;
+        } else {
             c.other_flops += lc.flops[phase];
+        }
         c.bytes += lc.bytes[phase];
         c.written += lc.written[phase];
     }
+    if (phase == PASS_BWD_DATA && layer >= 0)
+        for (int i = 0; i < net->n_layers; i++)
+            if (bias_grad_by(d, i) == layer) {
+                layer_cost lc = cost_layer(net, i, batch, prec);
+                c.other_flops += bias_flops(&lc, PASS_BWD_WEIGHTS);
+            }
     return c;
 }
 

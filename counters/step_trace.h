@@ -32,8 +32,10 @@ typedef struct {
 
 /* The analytic cost of one operation of a step (layer STEP_LOSS: the loss;
  * STEP_ALL_LAYERS: every layer's pass): its own and that of the operations
- * the backend fused into it (backend_ops.fused_into). FLOPs of conv and fc
- * in gemm_flops, the rest in other_flops. */
+ * the backend fused into it (backend_ops.fused_into). The GEMM FLOPs of conv
+ * and fc (2 a MAC) in gemm_flops, the rest in other_flops, a conv or fc's bias
+ * gradient's adds in the backward-data of the layer that sums them where the
+ * backend moved them (backend_ops.bias_grad_by). */
 typedef struct {
     int64_t gemm_flops, other_flops, bytes, written;
 } op_cost;

@@ -126,6 +126,10 @@ typedef struct {
     /* optional: the layer whose operation of the same pass also does this
      * one's work (a ReLU fused into the batch norm before it), or -1 */
     int (*fused_into)(const backend *b, int layer, pass phase);
+    /* optional: the layer whose backward-data kernel also sums this conv or
+     * fc's bias gradient (a ReLU in place over it), or -1: the sums' FLOPs are
+     * booked on that row instead of the layer's bwd_weights */
+    int (*bias_grad_by)(const backend *b, int layer);
     /* optional: the DRAM bytes that the kernels of an operation (layer and
      * phase as kernel_name's) read and write by their design, each tensor
      * once a kernel, the backend's fusions included (models/cuda/cuda_traffic.h):

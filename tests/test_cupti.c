@@ -1016,6 +1016,56 @@ Test(gpu_trace, tensor_precisions_book_conv_and_fc_on_tensor_cores, .timeout = 3
     fake_run_free(&r);
 }
 
+/* VGG's pattern: a conv with bias under a ReLU whose backward sums the bias
+ * gradient (the CUDA backend's bias_grad_by). */
+static int relu_sums_conv_bias(const backend *b, int layer)
+{
+    (void)b;
+    return layer == 0 ? 1 : -1;
+}
+
+Test(gpu_trace, bias_adds_are_cuda_core_flops_booked_where_they_run, .timeout = 30)
+{
+    network net;
+    net_init(&net, "biased", 2, 10, (tensor_shape){3, 8, 8});
+    int x = net_conv(&net, "conv", GRAPH_INPUT, 4, 3, 1, 1, 1, true);
+    x = net_relu(&net, "relu", x);
+    x = net_avgpool(&net, "avgpool", x, 1);
+    net_fc(&net, "fc", x, 10);
+    cr_assert_eq(net.status, NET_OK, "%s", net.err);
+    backend_ops ops = fake_ops;
+    step_driver d = {.ops = &ops, .net = &net};
+    layer_cost conv = cost_layer(&net, 0, 4, PREC_BF16), relu = cost_layer(&net, 1, 4, PREC_BF16);
+    layer_cost fc = cost_layer(&net, 3, 4, PREC_BF16);
+    int64_t conv_bias = 4 * 4 * 8 * 8, fc_bias = 4 * 10;
+
+    /* the GEMM on tensor cores, its bias adds on CUDA cores */
+    gpu_counts fwd = gpu_op_analytic(&d, 4, PREC_BF16, 0, GPU_PHASE_FWD);
+    cr_expect_eq(fwd.flops_tensor, (double)(2 * conv.macs));
+    cr_expect_eq(fwd.flops_fp32, (double)conv_bias);
+    gpu_counts fc_fwd = gpu_op_analytic(&d, 4, PREC_BF16, 3, GPU_PHASE_FWD);
+    cr_expect_eq(fc_fwd.flops_tensor, (double)(2 * fc.macs));
+    cr_expect_eq(fc_fwd.flops_fp32, (double)fc_bias);
+    gpu_counts wgrad = gpu_op_analytic(&d, 4, PREC_BF16, 0, GPU_PHASE_BWD_WEIGHTS);
+    cr_expect_eq(wgrad.flops_tensor + wgrad.flops_fp32, (double)conv.flops[PASS_BWD_WEIGHTS]);
+    cr_expect_eq(wgrad.flops_fp32, (double)conv_bias);
+    gpu_counts relu_bwd = gpu_op_analytic(&d, 4, PREC_BF16, 1, GPU_PHASE_BWD_DATA);
+    cr_expect_eq(relu_bwd.flops_fp32, (double)relu.flops[PASS_BWD_DATA]);
+
+    /* the ReLU's backward sums the conv's bias gradient: its adds move there */
+    ops.bias_grad_by = relu_sums_conv_bias;
+    wgrad = gpu_op_analytic(&d, 4, PREC_BF16, 0, GPU_PHASE_BWD_WEIGHTS);
+    cr_expect_eq(wgrad.flops_tensor, (double)(2 * conv.macs));
+    cr_expect_eq(wgrad.flops_fp32, 0);
+    relu_bwd = gpu_op_analytic(&d, 4, PREC_BF16, 1, GPU_PHASE_BWD_DATA);
+    cr_expect_eq(relu_bwd.flops_fp32, (double)(relu.flops[PASS_BWD_DATA] + conv_bias));
+    /* nothing is lost or counted twice over the step */
+    op_cost all = trace_op_cost(&d, STEP_ALL_LAYERS, PASS_BWD_WEIGHTS, 4, PREC_BF16);
+    cr_expect_eq(all.gemm_flops + all.other_flops,
+                 conv.flops[PASS_BWD_WEIGHTS] + fc.flops[PASS_BWD_WEIGHTS]);
+    net_free(&net);
+}
+
 Test(gpu_trace, a_mismatch_between_the_passes_is_an_error_and_writes_nothing, .timeout = 30)
 {
     fake_run r;

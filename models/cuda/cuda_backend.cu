@@ -652,6 +652,11 @@ extern "C" int cuda_fused_into(const backend *b, int i, pass phase)
     return -1;
 }
 
+extern "C" int cuda_bias_grad_by(const backend *b, int i)
+{
+    return i >= 0 && i < b->net->n_layers ? b->fusion[i].bias_grad_by : -1;
+}
+
 extern "C" int cuda_op_bytes(const backend *b, int layer, pass phase, int64_t *read,
                              int64_t *written)
 {

@@ -35,6 +35,7 @@ int cuda_update_all(backend *b, const sgd_params *sgd);
 int cuda_sync(backend *b);
 void cuda_kernel_name(const backend *b, int layer, pass phase, char *buf, size_t len);
 int cuda_fused_into(const backend *b, int layer, pass phase);
+int cuda_bias_grad_by(const backend *b, int layer);
 int cuda_op_bytes(const backend *b, int layer, pass phase, int64_t *read, int64_t *written);
 int cuda_timer_start(backend *b);
 int cuda_timer_stop(backend *b);

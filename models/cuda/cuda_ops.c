@@ -21,6 +21,7 @@ const backend_ops cuda_backend_ops = {
     .sync = cuda_sync,
     .kernel_name = cuda_kernel_name,
     .fused_into = cuda_fused_into,
+    .bias_grad_by = cuda_bias_grad_by,
     .op_bytes = cuda_op_bytes,
     .timer_start = cuda_timer_start,
     .timer_stop = cuda_timer_stop,
