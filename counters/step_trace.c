@@ -140,13 +140,13 @@ op_cost trace_op_cost(const step_driver *d, int layer, pass phase, int batch, pr
         }
         c.bytes += lc.bytes[phase];
         c.written += lc.written[phase];
+        if (phase == PASS_BWD_DATA && layer != STEP_ALL_LAYERS)
+            for (int j = 0; j < net->n_layers; j++)
+                if (bias_grad_by(d, j) == i) {
+                    layer_cost summed = cost_layer(net, j, batch, prec);
+                    c.other_flops += bias_flops(&summed, PASS_BWD_WEIGHTS);
+                }
     }
-    if (phase == PASS_BWD_DATA && layer >= 0)
-        for (int i = 0; i < net->n_layers; i++)
-            if (bias_grad_by(d, i) == layer) {
-                layer_cost lc = cost_layer(net, i, batch, prec);
-                c.other_flops += bias_flops(&lc, PASS_BWD_WEIGHTS);
-            }
     return c;
 }
 
