@@ -226,7 +226,8 @@ int cuda_act_backward_bias(backend *b, int i)
     int biased = b->fusion[i].sums_bias_of;
     const layer *l = &b->net->layers[i];
     cuda_layer *cl = &b->layers[i];
-    int act = l->type == LAYER_RELU6 ? ACT_RELU6 : ACT_RELU;
+    /* the activation the plan fused into the biased layer: this one */
+    int act = b->fusion[biased].act;
     return with_elem(b->pp.elem, [&](auto tag) {
         using T = decltype(tag);
         summand<T> s = {SUM_PLAIN, act, (const T *)cl->out, (const T *)cl->grad,
