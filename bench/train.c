@@ -27,7 +27,7 @@ static const char *const prog = "train";
 typedef struct {
     train_options run;
     const char *backend;        /* cpu, cuda, auto */
-    bool counters_given, threads_given, device_given, depthwise_given;
+    bool counters_given, threads_given, device_given, depthwise_given, conv_bias_given;
     const char *ddp_only;       /* an option given that needs --ddp, or NULL */
 } options;
 
@@ -37,7 +37,8 @@ static void print_help(void)
            "             [--warmup W] [--iters I] [--threads T] [--seed S] [--lr X]\n"
            "             [--data synthetic|cifar10:DIR] [--repeat K] [--env NAME] [--out steps.csv]\n"
            "             [--backend cpu|cuda|auto] [--device D] [--graph] [--workspace-mb MB]\n"
-           "             [--no-fusion] [--depthwise auto|cudnn|own] [--algo-cache FILE]\n"
+           "             [--no-fusion] [--depthwise auto|cudnn|own] [--conv-bias auto|cudnn|own]\n"
+           "             [--algo-cache FILE]\n"
            "             [--trace kernels.csv]\n"
            "             [--counters perf|analytic|cupti]\n"
            "             [--dropout P] [--shards N] [--save-weights PREFIX]\n"
@@ -58,7 +59,11 @@ static void print_help(void)
            "layer as its own kernels (to measure what fusion gains); --depthwise runs\n"
            "depthwise convolutions on cuDNN, on the suite's own kernels, or (auto, the\n"
            "default) per pass on whichever was faster at plan time once its result\n"
-           "matched cuDNN's (the choice is printed after the summary); --algo-cache FILE\n"
+           "matched cuDNN's (the choice is printed after the summary); --conv-bias adds a\n"
+           "convolution's bias and the ReLU fused into it (VGG-16) in cuDNN's call\n"
+           "(cudnn: its fused convolution+bias+ReLU), in the suite's own kernel after\n"
+           "cuDNN's convolution (own), or (auto, the default) per shape by whichever was\n"
+           "faster at plan time once the two results agreed; --algo-cache FILE\n"
            "reuses the convolution algorithms that earlier runs chose for the same device,\n"
            "cuDNN version, precision, workspace and shape, and adds those it searches\n"
            "(delete FILE to search again).\n"
@@ -187,6 +192,7 @@ static options parse_options(int argc, char **argv)
         {"no-fusion", no_argument, 0, 'F'},     {"help", no_argument, 0, 'h'},
         {"depthwise", required_argument, 0, 1011},
         {"algo-cache", required_argument, 0, 1012},
+        {"conv-bias", required_argument, 0, 1013},
         {"ddp", no_argument, 0, 1000},          {"bucket-mb", required_argument, 0, 1001},
         {"comm-precision", required_argument, 0, 1002},
         {"ddp-timeout", required_argument, 0, 1003},
@@ -200,7 +206,7 @@ static options parse_options(int argc, char **argv)
     };
     const char *accepted = "--model, --res, --classes, --batch, --precision, --warmup, --iters, "
                            "--threads, --seed, --lr, --data, --repeat, --env, --out, --backend, "
-                           "--device, --graph, --workspace-mb, --no-fusion, --depthwise, "
+                           "--device, --graph, --workspace-mb, --no-fusion, --depthwise, --conv-bias, "
                            "--algo-cache, --trace, "
                            "--counters, "
                            "--dropout, --shards, --save-weights, --ddp, --bucket-mb, "
@@ -277,6 +283,18 @@ static options parse_options(int argc, char **argv)
                 cli_usage_error(prog, "--depthwise: unknown '%s' (accepted: auto, cudnn, own)",
                                 optarg);
             o.depthwise_given = true;
+            break;
+        case 1013:
+            if (!strcmp(optarg, "auto"))
+                r->conv_bias = CONV_BIAS_AUTO;
+            else if (!strcmp(optarg, "cudnn"))
+                r->conv_bias = CONV_BIAS_CUDNN;
+            else if (!strcmp(optarg, "own"))
+                r->conv_bias = CONV_BIAS_OWN;
+            else
+                cli_usage_error(prog, "--conv-bias: unknown '%s' (accepted: auto, cudnn, own)",
+                                optarg);
+            o.conv_bias_given = true;
             break;
         case 1012: r->algo_cache = output_file("--algo-cache", optarg); break;
         case 1000: r->ddp = true; break;
@@ -382,11 +400,13 @@ static const backend_ops *choose_backend(options *o, const ddp_world *w)
         cli_usage_error(prog, "--precision: %s needs a GPU (the cpu backend runs fp32)",
                         precision_name(r->prec));
     if (cpu &&
-        (r->graph || r->no_fusion || r->workspace_limit || o->depthwise_given || r->algo_cache))
+        (r->graph || r->no_fusion || r->workspace_limit || o->depthwise_given ||
+         o->conv_bias_given || r->algo_cache))
         cli_usage_error(prog, "%s: only for the cuda backend",
                         r->graph             ? "--graph"
                         : r->no_fusion       ? "--no-fusion"
                         : o->depthwise_given ? "--depthwise"
+                        : o->conv_bias_given ? "--conv-bias"
                         : r->algo_cache      ? "--algo-cache"
                                              : "--workspace-mb");
     if (cpu && r->counters == COUNTERS_CUPTI)

@@ -6,6 +6,12 @@ const char *depthwise_choice_name(depthwise_choice d)
     return (unsigned)d <= DEPTHWISE_OWN ? names[d] : "?";
 }
 
+const char *conv_bias_choice_name(conv_bias_choice c)
+{
+    static const char *const names[] = {"auto", "cudnn", "own"};
+    return (unsigned)c <= CONV_BIAS_OWN ? names[c] : "?";
+}
+
 int64_t backend_buffer_elems(const network *net, int index, int batch, buffer_kind kind)
 {
     const layer *l = &net->layers[index];

@@ -42,6 +42,15 @@ typedef enum { DEPTHWISE_AUTO, DEPTHWISE_CUDNN, DEPTHWISE_OWN } depthwise_choice
 /* "auto", "cudnn", "own" (bin/train's --depthwise words) */
 const char *depthwise_choice_name(depthwise_choice d);
 
+/* cuda: who adds a convolution's bias and applies the ReLU fused into it in
+ * the forward: cuDNN, in the convolution's own call (its fused
+ * conv+bias+ReLU), the backend's own kernel after cuDNN's convolution, or
+ * (auto) per shape whichever was faster at plan time once their results
+ * agreed. */
+typedef enum { CONV_BIAS_AUTO, CONV_BIAS_CUDNN, CONV_BIAS_OWN } conv_bias_choice;
+/* "auto", "cudnn", "own" (bin/train's --conv-bias words) */
+const char *conv_bias_choice_name(conv_bias_choice c);
+
 typedef struct {
     int batch;
     int threads;
@@ -55,6 +64,7 @@ typedef struct {
     bool no_fusion;
     float initial_loss_scale;   /* fp16 (cuda; 0: 65536, as PyTorch's GradScaler) */
     depthwise_choice depthwise; /* cuda: who runs depthwise convolutions */
+    conv_bias_choice conv_bias; /* cuda: who adds a conv's bias (and ReLU) in the forward */
     /* cuda: a file of convolution algorithms chosen by earlier processes, reused
      * where its key matches and extended with what this one searches
      * (models/cuda/algo_cache.h); NULL: search every shape */
@@ -69,8 +79,9 @@ typedef struct {
     int64_t largest_workspace_bytes; /* the largest one operation's workspace */
     int64_t skipped_steps;      /* fp16: steps skipped for a non-finite gradient */
     float loss_scale;           /* fp16: the current dynamic loss scale (else 1) */
-    char choices[640];          /* what the backend chose at plan time, worth a line
-                                   ("" if nothing): cuda, the depthwise kernels */
+    char choices[1024];         /* what the backend chose at plan time, worth a line
+                                   ("" if nothing): cuda, the depthwise kernels,
+                                   the conv-bias forwards, the algorithm cache */
 } backend_stats;
 
 /* Where a layer's gradient lives, for data-parallel training (models/ddp):

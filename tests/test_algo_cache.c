@@ -41,8 +41,8 @@ Test(algo_cache, the_key_names_everything_the_choice_depends_on)
     cr_expect(strstr(base, "NVIDIA_H100_80GB_HBM3;cc90;sm132;cudnn91400;bf16") == base, "%s",
               base);
 
-    algo_context x[8];
-    for (int i = 0; i < 8; i++)
+    algo_context x[9];
+    for (int i = 0; i < 9; i++)
         x[i] = context;
     x[0].device = "NVIDIA H200";
     x[1].cc = 100;
@@ -52,7 +52,8 @@ Test(algo_cache, the_key_names_everything_the_choice_depends_on)
     x[5].no_fusion = true;
     x[6].sm_count = 114;
     x[7].own_depthwise = 0x5eed1235u; /* own kernels built from other source */
-    for (int i = 0; i < 8; i++) {
+    x[8].conv_bias = CONV_BIAS_OWN;
+    for (int i = 0; i < 9; i++) {
         key_of(&x[i], &s, other);
         cr_expect_str_neq(other, base, "context change %d", i);
     }
@@ -75,6 +76,10 @@ Test(algo_cache, the_key_names_everything_the_choice_depends_on)
     s.prec = PREC_FP16;
     key_of(&context, &s, other);
     cr_expect_str_neq(other, base);
+    s = shape();
+    s.bias_relu = true;
+    key_of(&context, &s, other);
+    cr_expect_str_neq(other, base, "a forward with bias under ReLU is another choice");
 
     char small[16];
     cr_expect_eq(algo_cache_key(&context, &s, small, sizeof small), -1, "a key cut short");
@@ -87,7 +92,11 @@ static algo_choice row(const char *key, int pass, int algo)
                                 .workspace_bytes = 12345678, .find_ms = 0.25f,
                                 .trial = {.cudnn_ms = -1.0f, .own_ms = 0.125f, .verified = true,
                                           .matched = pass != 2},
-                                .own_difference = 3.5e-4}};
+                                .own_difference = 3.5e-4,
+                                .fused = pass == 0,
+                                .bias_trial = {.own_ms = 0.5f, .fused_ms = pass == 0 ? 0.375f : -1.0f,
+                                               .verified = pass == 0, .matched = pass == 0,
+                                               .difference = pass == 0 ? 1.5e-3 : 0.0}}};
     snprintf(r.key, sizeof r.key, "%s", key);
     return r;
 }
@@ -132,6 +141,11 @@ Test(algo_cache, rows_come_back_as_appended_under_one_header)
                       g->trial.matched == w->trial.matched &&
                       g->own_difference == w->own_difference,
                   "pass %d", p);
+        const conv_bias_trial *gb = &g->bias_trial, *wb = &w->bias_trial;
+        cr_expect(g->fused == w->fused && gb->own_ms == wb->own_ms &&
+                      gb->fused_ms == wb->fused_ms && gb->verified == wb->verified &&
+                      gb->matched == wb->matched && gb->difference == wb->difference,
+                  "pass %d: the conv-bias trial", p);
     }
     cr_expect_null(algo_cache_find(&c, "another key", 0));
     algo_cache_free(&c);
@@ -147,7 +161,7 @@ Test(algo_cache, a_row_cut_short_is_neither_read_nor_kept)
     char *dir = temp_dir(), path[1024], err[400] = "";
     format_or_fail(path, sizeof path, "%s/algos.csv", dir);
     write_text(dir, "algos.csv",
-               ALGO_CACHE_HEADER "\nk,0,0,6,1,0,0.1,-1,-1,0,0,4.9e-324\n\n" ALGO_CACHE_HEADER
+               ALGO_CACHE_HEADER "\nk,0,0,6,1,0,0.1,-1,-1,0,0,4.9e-324,0,-1,-1,0,0,0\n\n" ALGO_CACHE_HEADER
                                  "\nk,1,0,3,1,0,0.1");
     algo_cache c;
     cr_assert_eq(algo_cache_read(path, &c, err, sizeof err), 0, "%s", err);
@@ -213,12 +227,17 @@ static void expect_refused(const char *text, const char *message)
 Test(algo_cache, a_file_that_is_not_one_is_one_line)
 {
     expect_refused("env,model\nx,y\n", "is not an algorithm cache");
-    expect_refused(ALGO_CACHE_HEADER "\nk,0,0,6,1,0,0.1,-1,-1,0,0,0\nk,1,0,x,1,0,0.1,-1,-1,0,0,0\n",
+    expect_refused(ALGO_CACHE_HEADER "\nk,0,0,6,1,0,0.1,-1,-1,0,0,0,0,-1,-1,0,0,0\n"
+                                     "k,1,0,x,1,0,0.1,-1,-1,0,0,0,0,-1,-1,0,0,0\n",
                    "line 3: bad algo");
-    expect_refused(ALGO_CACHE_HEADER "\nk,3,0,6,1,0,0.1,-1,-1,0,0,0\n", "line 2: bad pass");
-    expect_refused(ALGO_CACHE_HEADER "\nk,0,0,6,1,0,0.1,-1,-1,0,0\n",
+    expect_refused(ALGO_CACHE_HEADER "\nk,3,0,6,1,0,0.1,-1,-1,0,0,0,0,-1,-1,0,0,0\n", "line 2: bad pass");
+    expect_refused(ALGO_CACHE_HEADER "\nk,0,0,6,1,0,0.1,-1,-1,0,0,0,0,-1,-1,0,0\n",
                    "line 2: the wrong number of fields");
-    expect_refused(ALGO_CACHE_HEADER "\nk,0,0,6,1,0,0.1,-1,-1,0,0,0,9\n",
+    expect_refused(ALGO_CACHE_HEADER "\nk,0,0,6,1,0,0.1,-1,-1,0,0,0,0,-1,-1,0,0,0,9\n",
                    "line 2: the wrong number of fields");
-    expect_refused(ALGO_CACHE_HEADER "\nk,0,2,6,1,0,0.1,-1,-1,0,0,0\n", "line 2: bad own");
+    expect_refused(ALGO_CACHE_HEADER "\nk,0,2,6,1,0,0.1,-1,-1,0,0,0,0,-1,-1,0,0,0\n", "line 2: bad own");
+    expect_refused(ALGO_CACHE_HEADER "\nk,0,0,6,1,0,0.1,-1,-1,0,0,0,2,-1,-1,0,0,0\n",
+                   "line 2: bad fused");
+    expect_refused(ALGO_CACHE_HEADER "\nk,2,0,6,1,0,0.1,-1,-1,0,0,0,1,-1,-1,0,0,0\n",
+                   "line 2: fused outside a cuDNN forward");
 }

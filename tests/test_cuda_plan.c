@@ -140,7 +140,7 @@ Test(cuda_plan, conv_shapes_searched_once)
     network net = build_or_fail("resnet50", 224, 1000);
     int *first = malloc((size_t)net.n_layers * sizeof *first);
     cr_assert_not_null(first);
-    int distinct = conv_shape_groups(&net, 256, PREC_BF16, first);
+    int distinct = conv_shape_groups(&net, NULL, 256, PREC_BF16, first);
     int convs = net_count_layers(&net, LAYER_CONV);
     cr_expect(distinct > 10 && distinct < convs, "%d distinct of %d", distinct, convs);
     for (int i = 0; i < net.n_layers; i++) {
@@ -149,11 +149,49 @@ Test(cuda_plan, conv_shapes_searched_once)
             continue;
         }
         cr_expect(first[i] >= 0 && first[i] <= i && first[first[i]] == first[i]);
-        conv_shape a = conv_shape_of(&net.layers[i], 256, PREC_BF16);
-        conv_shape b = conv_shape_of(&net.layers[first[i]], 256, PREC_BF16);
+        conv_shape a = conv_shape_of(&net.layers[i], NULL, 256, PREC_BF16);
+        conv_shape b = conv_shape_of(&net.layers[first[i]], NULL, 256, PREC_BF16);
         cr_expect(conv_shape_equal(&a, &b), "%s", net.layers[i].name);
     }
     free(first);
+    net_free(&net);
+}
+
+/* VGG-16's 13 convolutions all add a bias under a fused ReLU: cuDNN's fused
+ * conv+bias+ReLU may run their forwards, so their shapes say so, and a conv
+ * of the same geometry without (fusion off) is another shape. */
+Test(cuda_plan, vgg16_conv_shapes_carry_bias_relu)
+{
+    network net = build_or_fail("vgg16", 224, 1000);
+    mem_plan mp;
+    memplan_rules rules = cuda_memplan_rules(true);
+    cr_assert_eq(memplan_make(&net, 2, &rules, NULL, &mp), 0);
+    layer_fusion *f = calloc((size_t)net.n_layers, sizeof *f);
+    int *first = malloc((size_t)net.n_layers * sizeof *first);
+    cr_assert(f && first);
+    fusion_plan_make(&net, &mp, true, f);
+    int distinct = conv_shape_groups(&net, f, 64, PREC_BF16, first), with = 0;
+    for (int i = 0; i < net.n_layers; i++) {
+        if (net.layers[i].type != LAYER_CONV)
+            continue;
+        conv_shape fused = conv_shape_of(&net.layers[i], &f[i], 64, PREC_BF16);
+        conv_shape alone = conv_shape_of(&net.layers[i], NULL, 64, PREC_BF16);
+        with += fused.bias_relu;
+        cr_expect(!alone.bias_relu, "%s", net.layers[i].name);
+        cr_expect(!conv_shape_equal(&fused, &alone), "%s", net.layers[i].name);
+    }
+    cr_expect_eq(with, 13);
+    cr_expect_eq(distinct, conv_shape_groups(&net, NULL, 64, PREC_BF16, first),
+                 "the same groups, all of them bias_relu");
+    fusion_plan_make(&net, &mp, false, f);
+    int conv0 = 0;
+    while (net.layers[conv0].type != LAYER_CONV)
+        conv0++;
+    cr_expect(!conv_shape_of(&net.layers[conv0], &f[conv0], 64, PREC_BF16).bias_relu,
+              "--no-fusion: the ReLU is its own layer");
+    free(first);
+    free(f);
+    memplan_free(&mp);
     net_free(&net);
 }
 
@@ -166,7 +204,7 @@ Test(cuda_plan, depthwise_layers_of_mobilenet_v2_fit_the_own_kernels)
     for (int i = 0; i < net.n_layers; i++) {
         if (net.layers[i].type != LAYER_CONV)
             continue;
-        conv_shape s = conv_shape_of(&net.layers[i], 256, PREC_BF16);
+        conv_shape s = conv_shape_of(&net.layers[i], NULL, 256, PREC_BF16);
         depthwise += conv_is_depthwise(&s);
         fits += depthwise_own_fits(&s);
         cr_expect(!depthwise_own_fits(&s) || conv_is_depthwise(&s), "%s", net.layers[i].name);
@@ -177,7 +215,7 @@ Test(cuda_plan, depthwise_layers_of_mobilenet_v2_fit_the_own_kernels)
     net = build_or_fail("resnet50", 224, 1000);
     for (int i = 0; i < net.n_layers; i++)
         if (net.layers[i].type == LAYER_CONV) {
-            conv_shape s = conv_shape_of(&net.layers[i], 256, PREC_BF16);
+            conv_shape s = conv_shape_of(&net.layers[i], NULL, 256, PREC_BF16);
             cr_expect(!conv_is_depthwise(&s), "%s", net.layers[i].name);
         }
     net_free(&net);
@@ -241,6 +279,29 @@ Test(cuda_plan, depthwise_choice)
     cr_expect(depthwise_match_tolerance(&fp16) < depthwise_match_tolerance(&bf16));
     cr_expect(depthwise_match_tolerance(&tf32) > depthwise_match_tolerance(&fp32));
     cr_expect(depthwise_match_tolerance(&bf16) < 0.1, "an indexing error moves results by more");
+}
+
+/* cuDNN's fused conv+bias+ReLU: under auto only where it agreed and was
+ * faster; under cudnn wherever cuDNN takes it; never under own. */
+Test(cuda_plan, conv_bias_choice)
+{
+    conv_bias_trial t = {.own_ms = 2.0f, .fused_ms = 1.0f, .verified = true, .matched = true};
+    cr_expect(conv_bias_choose_fused(CONV_BIAS_AUTO, &t));
+    cr_expect(!conv_bias_choose_fused(CONV_BIAS_OWN, &t));
+    t.fused_ms = 3.0f;
+    cr_expect(!conv_bias_choose_fused(CONV_BIAS_AUTO, &t), "slower");
+    cr_expect(conv_bias_choose_fused(CONV_BIAS_CUDNN, &t), "slower, but asked for");
+    t.fused_ms = 1.0f, t.matched = false;
+    cr_expect(!conv_bias_choose_fused(CONV_BIAS_AUTO, &t), "faster but wrong");
+    t.matched = true, t.verified = false;
+    cr_expect(!conv_bias_choose_fused(CONV_BIAS_AUTO, &t), "faster but not compared");
+    t.verified = true, t.own_ms = -1.0f;
+    cr_expect(!conv_bias_choose_fused(CONV_BIAS_AUTO, &t), "the own way not timed");
+    t.own_ms = 2.0f, t.fused_ms = -1.0f;
+    cr_expect(!conv_bias_choose_fused(CONV_BIAS_AUTO, &t), "cuDNN refused it");
+    cr_expect(!conv_bias_choose_fused(CONV_BIAS_CUDNN, &t), "refused: the caller's error");
+    cr_expect_str_eq(conv_bias_choice_name(CONV_BIAS_CUDNN), "cudnn");
+    cr_expect_str_eq(conv_bias_choice_name((conv_bias_choice)7), "?");
 }
 
 /* cuDNN's results in its order (fastest first, failures last): the least

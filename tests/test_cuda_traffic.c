@@ -19,7 +19,7 @@ typedef struct {
     precision_plan pp;
     mem_plan mp;
     layer_fusion *fusion;
-    bool *fc_epilogue;
+    bool *bias_in_call;
     cuda_traffic_plan t;
 } traffic_case;
 
@@ -30,16 +30,16 @@ static void open_case(traffic_case *c, const char *model, precision prec, bool f
     memplan_rules rules = cuda_memplan_rules(fusion);
     cr_assert_eq(memplan_make(&c->net, BATCH, &rules, NULL, &c->mp), 0);
     c->fusion = calloc((size_t)c->net.n_layers, sizeof *c->fusion);
-    c->fc_epilogue = calloc((size_t)c->net.n_layers, sizeof *c->fc_epilogue);
-    cr_assert(c->fusion && c->fc_epilogue);
+    c->bias_in_call = calloc((size_t)c->net.n_layers, sizeof *c->bias_in_call);
+    cr_assert(c->fusion && c->bias_in_call);
     fusion_plan_make(&c->net, &c->mp, fusion, c->fusion);
-    c->t = (cuda_traffic_plan){&c->net, BATCH, &c->pp, c->fusion, &c->mp, c->fc_epilogue};
+    c->t = (cuda_traffic_plan){&c->net, BATCH, &c->pp, c->fusion, &c->mp, c->bias_in_call};
 }
 
 static void close_case(traffic_case *c)
 {
     free(c->fusion);
-    free(c->fc_epilogue);
+    free(c->bias_in_call);
     memplan_free(&c->mp);
     net_free(&c->net);
 }
@@ -138,7 +138,7 @@ Test(cuda_traffic, mobilenet_v2_residual_backward_moves_nothing)
  * the conv's output gradient (fused), else the conv's backward reads that
  * again for its sums; the classifier's bias rides in cuBLASLt's epilogue
  * when the heuristic offered one. */
-Test(cuda_traffic, vgg16_bias_pass_and_fc_epilogue)
+Test(cuda_traffic, vgg16_bias_pass_and_bias_in_call)
 {
     traffic_case c;
     open_case(&c, "vgg16", PREC_BF16, true);
@@ -151,6 +151,12 @@ Test(cuda_traffic, vgg16_bias_pass_and_fc_epilogue)
     expect_bytes(of(&c, "features.1", PASS_BWD_DATA), y + y, y + bias,
                  "the ReLU's backward: dy and y in, dx and the conv's bias gradient out");
     expect_bytes(of(&c, "features.0", PASS_BWD_DATA), 0, 0, "the first conv has no dx");
+    c.bias_in_call[index_of(&c.net, "features.0")] = true;
+    expect_bytes(of(&c, "features.0", PASS_FWD), x + w + bias, y,
+                 "cuDNN's fused conv+bias+ReLU: no pass over the output of its own");
+    expect_bytes(of(&c, "features.0", PASS_BWD_WEIGHTS), x + y, w,
+                 "fused forward or not, the same filter gradient");
+    c.bias_in_call[index_of(&c.net, "features.0")] = false;
     traffic_case alone;
     open_case(&alone, "vgg16", PREC_BF16, false);
     expect_bytes(of(&alone, "features.0", PASS_BWD_WEIGHTS), x + y + y, w + bias,
@@ -164,7 +170,7 @@ Test(cuda_traffic, vgg16_bias_pass_and_fc_epilogue)
             weights = (l->params - l->out_channels) * 2, fc_bias = l->out_channels * 2;
     expect_bytes(cuda_op_traffic(&c.t, fc, PASS_FWD), in + weights + out + fc_bias, 2 * out,
                  "fc without its epilogue");
-    c.fc_epilogue[fc] = true;
+    c.bias_in_call[fc] = true;
     expect_bytes(cuda_op_traffic(&c.t, fc, PASS_FWD), in + weights + fc_bias, out,
                  "fc with the bias and ReLU epilogue");
     close_case(&c);

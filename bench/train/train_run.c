@@ -305,6 +305,7 @@ int train_run(const train_options *o, const backend_ops *ops, ddp_world *world)
                           .seed = train_shard_seed(o->seed, rank), .prec = o->prec,
                           .device = o->device, .workspace_limit = o->workspace_limit,
                           .no_fusion = o->no_fusion, .depthwise = o->depthwise,
+                          .conv_bias = o->conv_bias,
                           .algo_cache = o->algo_cache};
     /* the backend first: a batch too large is reported before the host
      * allocates and fills it */

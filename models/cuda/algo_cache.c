@@ -22,17 +22,19 @@ int algo_cache_key(const algo_context *x, const conv_shape *s, char *key, size_t
     device[d] = '\0';
     int w = snprintf(key, len,
                      "%s;cc%d;sm%d;cudnn%d;%s;ws%lld;dw-%s-%08" PRIx32
-                     ";%s;n%dc%dh%dw%d-k%dr%ds%d-p%du%dg%d-%s",
+                     ";%s;bias-%s;n%dc%dh%dw%d-k%dr%ds%d-p%du%dg%d-%s%s",
                      device, x->cc, x->sm_count, x->cudnn_version, precision_name(s->prec),
                      (long long)x->workspace_limit, depthwise_choice_name(x->depthwise),
-                     x->own_depthwise, x->no_fusion ? "unfused" : "fused", s->n, s->c, s->h, s->w, s->k, s->r,
-                     s->s, s->pad, s->stride, s->groups, s->input_grad ? "dgrad" : "nodgrad");
+                     x->own_depthwise, x->no_fusion ? "unfused" : "fused",
+                     conv_bias_choice_name(x->conv_bias), s->n, s->c, s->h, s->w, s->k, s->r,
+                     s->s, s->pad, s->stride, s->groups, s->input_grad ? "dgrad" : "nodgrad",
+                     s->bias_relu ? "-biasrelu" : "");
     return w < 0 || (size_t)w >= len ? -1 : 0;
 }
 
 /* ---- the rows ------------------------------------------------------------ */
 
-enum { N_FIELDS = 12, LINE_MAX_LEN = 1024 };
+enum { N_FIELDS = 18, LINE_MAX_LEN = 1024 };
 
 static bool parse_int(const char *s, long long lo, long long hi, long long *out)
 {
@@ -89,7 +91,8 @@ static const char *parse_row(char *line, algo_choice *c)
     snprintf(c->key, sizeof c->key, "%s", f[0]);
     conv_pass_choice *ch = &c->choice;
     long long pass, algo, math, ws;
-    double find, cudnn, own, diff;
+    double find, cudnn, own, diff, own_bias, fused_bias, fused_diff;
+    conv_bias_trial *bt = &ch->bias_trial;
     if (!parse_int(f[1], 0, ALGO_PASSES - 1, &pass))
         return "bad pass";
     if (!parse_bool(f[2], &ch->own))
@@ -112,12 +115,27 @@ static const char *parse_row(char *line, algo_choice *c)
         return "bad matched";
     if (!parse_float(f[11], &diff))
         return "bad own_difference";
+    if (!parse_bool(f[12], &ch->fused))
+        return "bad fused";
+    if (!parse_float(f[13], &own_bias))
+        return "bad bias_own_ms";
+    if (!parse_float(f[14], &fused_bias))
+        return "bad bias_fused_ms";
+    if (!parse_bool(f[15], &bt->verified))
+        return "bad bias_verified";
+    if (!parse_bool(f[16], &bt->matched))
+        return "bad bias_matched";
+    if (!parse_float(f[17], &fused_diff))
+        return "bad bias_difference";
+    if (ch->fused && (pass != 0 || ch->own))
+        return "fused outside a cuDNN forward";
     c->pass = (int)pass;
     ch->algo = (int)algo;
     ch->math = (int)math;
     ch->workspace_bytes = ws;
     ch->find_ms = (float)find, ch->trial.cudnn_ms = (float)cudnn, ch->trial.own_ms = (float)own;
     ch->own_difference = diff;
+    bt->own_ms = (float)own_bias, bt->fused_ms = (float)fused_bias, bt->difference = fused_diff;
     return NULL;
 }
 
@@ -215,10 +233,14 @@ const algo_choice *algo_cache_find(const algo_cache *c, const char *key, int pas
 static int format_row(const algo_choice *r, char *line, size_t len)
 {
     const conv_pass_choice *ch = &r->choice;
-    int w = snprintf(line, len, "%s,%d,%d,%d,%d,%lld,%.9g,%.9g,%.9g,%d,%d,%.17g\n", r->key,
-                     r->pass, ch->own, ch->algo, ch->math, (long long)ch->workspace_bytes,
+    const conv_bias_trial *bt = &ch->bias_trial;
+    int w = snprintf(line, len,
+                     "%s,%d,%d,%d,%d,%lld,%.9g,%.9g,%.9g,%d,%d,%.17g,%d,%.9g,%.9g,%d,%d,%.17g\n",
+                     r->key, r->pass, ch->own, ch->algo, ch->math, (long long)ch->workspace_bytes,
                      (double)ch->find_ms, (double)ch->trial.cudnn_ms, (double)ch->trial.own_ms,
-                     ch->trial.verified, ch->trial.matched, ch->own_difference);
+                     ch->trial.verified, ch->trial.matched, ch->own_difference, ch->fused,
+                     (double)bt->own_ms, (double)bt->fused_ms, bt->verified, bt->matched,
+                     bt->difference);
     return w < 0 || (size_t)w >= len ? -1 : w;
 }
 

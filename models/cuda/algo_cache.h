@@ -8,7 +8,7 @@
  * names everything the choice depends on (the device, its compute capability
  * and SMs, the cuDNN version, the precision, the workspace limit, the
  * depthwise mode with the checksum of the own depthwise kernels' source,
- * fusion and the shape: algo_cache_key), then what was chosen and what the
+ * fusion, the --conv-bias mode and the shape: algo_cache_key), then what was chosen and what the
  * search measured. A reused row skips the own kernels' check against cuDNN,
  * so rows of other own kernels are not reused. Plain C: parsed once into
  * algo_choice rows, the rest uses their fields. Rows are appended, under an
@@ -34,7 +34,7 @@ extern "C" {
 
 #define ALGO_CACHE_HEADER                                                                     \
     "key,pass,own,algo,math,workspace_bytes,find_ms,cudnn_ms,own_ms,verified,matched,"        \
-    "own_difference"
+    "own_difference,fused,bias_own_ms,bias_fused_ms,bias_verified,bias_matched,bias_difference"
 
 enum { ALGO_KEY_LEN = 256, ALGO_PASSES = 3 };
 
@@ -65,6 +65,7 @@ typedef struct {
      * a row chose between them and cuDNN, and checked them, as they were */
     uint32_t own_depthwise;
     bool no_fusion;
+    conv_bias_choice conv_bias;
 } algo_context;
 
 /* The key of shape s in context x: the device's name with commas, spaces

@@ -382,7 +382,7 @@ static int choose_algorithms(backend *b)
     int *first = (int *)malloc((size_t)net->n_layers * sizeof *first);
     if (!first)
         return cuda_fail(b, "out of host memory");
-    conv_shape_groups(net, b->cfg.batch, b->pp.prec, first);
+    conv_shape_groups(net, b->fusion, b->cfg.batch, b->pp.prec, first);
     const size_t asked = b->cfg.workspace_limit > 0 ? (size_t)b->cfg.workspace_limit
                                                     : (size_t)1 << 30; /* 1 GiB */
     size_t limit = asked, free_bytes = 0, total = 0;
@@ -405,6 +405,7 @@ static int choose_algorithms(backend *b)
         b->algo_ctx.depthwise = b->cfg.depthwise;
         b->algo_ctx.own_depthwise = cuda_depthwise_source_id();
         b->algo_ctx.no_fusion = b->cfg.no_fusion;
+        b->algo_ctx.conv_bias = b->cfg.conv_bias;
         char why[CUDA_ERR_LEN];
         if (algo_cache_read(b->cfg.algo_cache, &b->algos, why, sizeof why))
             rc = cuda_fail(b, "--algo-cache: %s", why);
@@ -458,15 +459,17 @@ extern "C" backend *cuda_create(const network *net, const backend_config *cfg, c
     int rc = cuda_profile_setup(b);
     if (rc == 0 && (unsigned)cfg->depthwise > DEPTHWISE_OWN)
         rc = cuda_fail(b, "unknown depthwise choice %d", (int)cfg->depthwise);
+    if (rc == 0 && (unsigned)cfg->conv_bias > CONV_BIAS_OWN)
+        rc = cuda_fail(b, "unknown conv-bias choice %d", (int)cfg->conv_bias);
     if (rc == 0)
         rc = check_device(b);
     memplan_rules rules = cuda_memplan_rules(!cfg->no_fusion);
     if (rc == 0 && memplan_make(net, cfg->batch, &rules, NULL, &b->plan))
         rc = cuda_fail(b, "out of host memory for the memory plan");
     b->fusion = (layer_fusion *)calloc((size_t)net->n_layers, sizeof *b->fusion);
-    b->fc_epilogue = (bool *)calloc((size_t)net->n_layers, sizeof *b->fc_epilogue);
+    b->bias_in_call = (bool *)calloc((size_t)net->n_layers, sizeof *b->bias_in_call);
     b->layers = (cuda_layer *)calloc((size_t)net->n_layers, sizeof *b->layers);
-    if (rc == 0 && (!b->fusion || !b->fc_epilogue || !b->layers))
+    if (rc == 0 && (!b->fusion || !b->bias_in_call || !b->layers))
         rc = cuda_fail(b, "out of host memory");
     if (rc == 0)
         fusion_plan_make(net, &b->plan, !cfg->no_fusion, b->fusion);
@@ -537,7 +540,7 @@ extern "C" void cuda_destroy(backend *b)
         cudaStreamDestroy(b->stream);
     free(b->buffers);
     free(b->fusion);
-    free(b->fc_epilogue);
+    free(b->bias_in_call);
     memplan_free(&b->plan);
     free(b);
 }
@@ -660,7 +663,7 @@ extern "C" int cuda_bias_grad_by(const backend *b, int i)
 extern "C" int cuda_op_bytes(const backend *b, int layer, pass phase, int64_t *read,
                              int64_t *written)
 {
-    cuda_traffic_plan plan = {b->net, b->cfg.batch, &b->pp, b->fusion, &b->plan, b->fc_epilogue};
+    cuda_traffic_plan plan = {b->net, b->cfg.batch, &b->pp, b->fusion, &b->plan, b->bias_in_call};
     cuda_traffic t = cuda_op_traffic(&plan, layer, phase);
     *read = t.read;
     *written = t.written;
@@ -692,7 +695,7 @@ extern "C" void cuda_kernel_name(const backend *b, int i, pass phase, char *buf,
         return;
     case LAYER_FC:
         snprintf(buf, len, "cublasLt:matmul_%s%s", pass_name(phase),
-                 phase == PASS_FWD && b->fc_epilogue[i] ? "+bias_epilogue" : "");
+                 phase == PASS_FWD && b->bias_in_call[i] ? "+bias_epilogue" : "");
         return;
     case LAYER_BN:
         snprintf(buf, len, "cuda:bn_%s%s%s", pass_name(phase),

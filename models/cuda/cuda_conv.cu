@@ -3,7 +3,9 @@
  * own kernels (cuda_depthwise.cu). The algorithms are chosen once per
  * distinct shape and precision by cuda_conv_choose.cu and then pinned: the
  * timed steps never search. fp32 runs without tensor cores: FMA math on the
- * descriptors. */
+ * descriptors. A forward with bias under a fused ReLU adds the bias with the
+ * own kernel after the convolution, or where that was chosen in cuDNN's
+ * fused conv+bias+ReLU call (no pass over the output of its own). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -62,6 +64,15 @@ int cuda_conv_setup(backend *b, int i)
         c->choice[p].math = math;
         c->choice[p].trial.cudnn_ms = c->choice[p].trial.own_ms = -1.0f;
     }
+    if (conv_shape_of(l, &b->fusion[i], n, b->pp.prec).bias_relu) {
+        /* cuDNN's fused call takes the bias in the output's type; its ReLU
+         * maps NaN to 0, as the own kernel does */
+        CUDNN_TRY(b, cudnnCreateTensorDescriptor(&c->bias));
+        CUDNN_TRY(b, cudnnSetTensor4dDescriptor(c->bias, fmt, dt, 1, l->out_channels, 1, 1));
+        CUDNN_TRY(b, cudnnCreateActivationDescriptor(&c->relu));
+        CUDNN_TRY(b, cudnnSetActivationDescriptor(c->relu, CUDNN_ACTIVATION_RELU,
+                                                  CUDNN_NOT_PROPAGATE_NAN, 0.0));
+    }
     /* the graph's shapes and cuDNN's must agree */
     int on, oc, oh, ow;
     CUDNN_TRY(b, cudnnGetConvolution2dForwardOutputDim(c->conv[0], c->x, c->w, &on, &oc, &oh, &ow));
@@ -82,6 +93,10 @@ void cuda_conv_destroy(cuda_conv *c)
     for (int p = 0; p < 3; p++)
         if (c->conv[p])
             cudnnDestroyConvolutionDescriptor(c->conv[p]);
+    if (c->bias)
+        cudnnDestroyTensorDescriptor(c->bias);
+    if (c->relu)
+        cudnnDestroyActivationDescriptor(c->relu);
 }
 
 static const float one = 1.0f, zero = 0.0f;
@@ -100,6 +115,17 @@ static cudnnConvolutionBwdDataAlgo_t bwd_data_algo(const cuda_conv *c)
 static cudnnConvolutionBwdFilterAlgo_t bwd_filter_algo(const cuda_conv *c)
 {
     return (cudnnConvolutionBwdFilterAlgo_t)c->choice[2].algo;
+}
+
+cudnnStatus_t cuda_conv_fused_forward(backend *b, int i, int algo, void *ws, size_t bytes)
+{
+    cuda_layer *cl = &b->layers[i];
+    cuda_conv *c = cl->conv;
+    /* alpha2 = 0: z (the output itself) is not added */
+    return cudnnConvolutionBiasActivationForward(
+        b->dnn, &one, c->x, cuda_input(b, i, 0), c->w, cl->w_copy, c->conv[0],
+        (cudnnConvolutionFwdAlgo_t)algo, ws, bytes, &zero, c->y, cl->out, c->bias,
+        cl->bias_copy, c->relu, c->y, cl->out);
 }
 
 int cuda_conv_run_pass(backend *b, int i, int p, bool own, bool accumulate)
@@ -130,7 +156,16 @@ int cuda_conv_run_pass(backend *b, int i, int p, bool own, bool accumulate)
 
 int cuda_conv_forward(backend *b, int i)
 {
-    if (cuda_conv_run_pass(b, i, 0, b->layers[i].conv->choice[0].own, false))
+    const conv_pass_choice *ch = &b->layers[i].conv->choice[0];
+    if (ch->fused) {
+        cuda_workspace ws = cuda_workspace_of(b, i, false);
+        cudnnStatus_t st = cuda_conv_fused_forward(b, i, ch->algo, ws.ptr, ws.bytes);
+        if (st != CUDNN_STATUS_SUCCESS)
+            return cudnn_fail_call(b, __FILE__, __LINE__, "cudnnConvolutionBiasActivationForward",
+                                   st);
+        return 0;
+    }
+    if (cuda_conv_run_pass(b, i, 0, ch->own, false))
         return -1;
     if (b->net->layers[i].has_bias)
         return cuda_bias_act(b, i, b->fusion[i].act);
@@ -198,6 +233,11 @@ void cuda_conv_name(const backend *b, int i, pass phase, char *buf, size_t len)
                                             : false;
     if (c->choice[p].own) {
         snprintf(buf, len, "cuda:dwconv_%s%s", pass_name(phase), bias ? "+cuda:bias" : "");
+        return;
+    }
+    if (c->choice[p].fused) {
+        snprintf(buf, len, "cudnn:conv_bias_relu_%s[%s %s]", pass_name(phase), algo,
+                 math_name((cudnnMathType_t)c->choice[p].math));
         return;
     }
     snprintf(buf, len, "cudnn:conv_%s[%s %s]%s", pass_name(phase), algo,

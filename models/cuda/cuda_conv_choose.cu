@@ -8,9 +8,12 @@
  * default math type would allow TF32 on Ampere and newer). Depthwise layers
  * under --depthwise auto also try the own kernels (cuda_depthwise.cu) on the
  * same inputs and keep, per pass, whichever was faster once its result
- * matched cuDNN's. */
+ * matched cuDNN's. The forward of a conv with bias under ReLU tries cuDNN's
+ * fused conv+bias+ReLU call against the convolution followed by the own
+ * bias+ReLU kernel the same way (--conv-bias). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cuda_internal.h"
 
@@ -115,14 +118,14 @@ static int find_pass(backend *b, int i, cuda_conv *c, int p, bool quiet)
                      pass_labels[p], b->search_workspace_bytes / 1048576.0, count);
 }
 
-/* The pass's time on the GPU: the best of 3 runs after one to warm up. */
-static int time_pass(backend *b, int i, int p, bool own, float *ms)
+/* run()'s time on the GPU: the best of 3 runs after one to warm up. */
+template <typename Run>
+static int time_best(backend *b, Run run, float *ms)
 {
     float best = -1.0f;
     for (int t = 0; t < 4; t++) {
         CUDA_TRY(b, cudaEventRecord(b->timer[0], b->stream));
-        /* without a conv bias (the same on both sides), the input gradient overwritten */
-        if (cuda_conv_run_pass(b, i, p, own, false))
+        if (run())
             return -1;
         CUDA_TRY(b, cudaEventRecord(b->timer[1], b->stream));
         CUDA_TRY(b, cudaEventSynchronize(b->timer[1]));
@@ -133,6 +136,13 @@ static int time_pass(backend *b, int i, int p, bool own, float *ms)
     }
     *ms = best;
     return 0;
+}
+
+/* One pass alone: without a conv bias (the same on both sides), the input
+ * gradient overwritten. */
+static int time_pass(backend *b, int i, int p, bool own, float *ms)
+{
+    return time_best(b, [&] { return cuda_conv_run_pass(b, i, p, own, false); }, ms);
 }
 
 static size_t align_up(size_t v)
@@ -221,6 +231,105 @@ static int try_both(backend *b, int i, cuda_conv *c, int p, bool have_cudnn)
     return 0;
 }
 
+/* cuDNN's fused forward with `algo` in the workspace's first `room` bytes:
+ * *ran true, or false with why (cuDNN's refusal, kept as the trial's answer;
+ * a broken stream fails the run). *bytes: what the algorithm needs. */
+static int try_fused_call(backend *b, int i, cuda_conv *c, int algo, size_t room,
+                          size_t *bytes, bool *ran, char *why, size_t why_len)
+{
+    cudnnStatus_t st = cudnnGetConvolutionForwardWorkspaceSize(
+        b->dnn, c->x, c->w, c->conv[0], c->y, (cudnnConvolutionFwdAlgo_t)algo, bytes);
+    *ran = false;
+    if (st == CUDNN_STATUS_SUCCESS && *bytes > room) {
+        snprintf(why, why_len, "algorithm %d needs %.0f MiB of workspace, %.0f MiB left", algo,
+                 *bytes / 1048576.0, room / 1048576.0);
+        return 0;
+    }
+    if (st == CUDNN_STATUS_SUCCESS)
+        st = cuda_conv_fused_forward(b, i, algo, b->search_workspace, room);
+    if (st == CUDNN_STATUS_SUCCESS) {
+        *ran = true;
+        return 0;
+    }
+    snprintf(why, why_len, "algorithm %d: %s", algo, cudnnGetErrorString(st));
+    CUDA_TRY(b, cudaStreamSynchronize(b->stream));
+    return 0;
+}
+
+/* --conv-bias auto or cudnn, the forward of a bias_relu shape: the own way
+ * (cuDNN's convolution, then the own bias+ReLU kernel) and cuDNN's fused
+ * call on the same inputs (values in [-1, 1]; nothing is live at plan time,
+ * and the parameters are written after create), the first's output kept at
+ * the end of the search workspace and compared with the second's. The fused
+ * call runs the searched algorithm or, where cuDNN refuses it, the implicit
+ * precomputed GEMM, the algorithm cuDNN documents for every activation the
+ * call takes. */
+static int try_fused(backend *b, int i, cuda_conv *c, conv_bias_choice mode)
+{
+    const layer *l = &b->net->layers[i];
+    cuda_layer *cl = &b->layers[i];
+    conv_pass_choice *ch = &c->choice[0];
+    conv_bias_trial *t = &ch->bias_trial;
+    *t = conv_bias_trial{-1.0f, -1.0f, false, false, 0.0};
+    pass_tensors io = tensors_of(b, i, 0);
+    for (int k = 0; k < 2; k++)
+        if (cuda_dw_fill_random(b, io.in[k], io.in_elems[k], 0x85ebca6bu * (uint32_t)(k + 1)))
+            return -1;
+    if (cuda_dw_fill_random(b, cl->bias_copy, l->out_channels, 0xc2b2ae35u))
+        return -1;
+    size_t out_bytes = (size_t)io.out_elems * b->pp.elem_bytes;
+    size_t keep = align_up(out_bytes) + 256; /* the own output, then the maxima */
+    ch->fused = false;
+    if (time_best(b, [&] { return cuda_conv_forward(b, i); }, &t->own_ms))
+        return -1;
+    char why[96] = "no room to compare in the search workspace";
+    size_t room = 0, bytes = 0;
+    int algo = -1;
+    if (keep <= b->search_workspace_bytes) {
+        room = (b->search_workspace_bytes - keep) & ~(size_t)255;
+        char *copy = (char *)b->search_workspace + room;
+        CUDA_TRY(b, cudaMemcpyAsync(copy, cl->out, out_bytes, cudaMemcpyDeviceToDevice,
+                                    b->stream));
+        const int precomp = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+        int algos[2] = {ch->algo, precomp};
+        for (int k = 0; k < (ch->algo == precomp ? 1 : 2) && algo < 0; k++) {
+            bool ran = false;
+            if (try_fused_call(b, i, c, algos[k], room, &bytes, &ran, why, sizeof why))
+                return -1;
+            if (ran)
+                algo = algos[k];
+        }
+        if (algo >= 0) {
+            auto fused = [&] {
+                cudnnStatus_t s = cuda_conv_fused_forward(b, i, algo, b->search_workspace, room);
+                return s == CUDNN_STATUS_SUCCESS
+                           ? 0
+                           : cudnn_fail_call(b, __FILE__, __LINE__,
+                                             "cudnnConvolutionBiasActivationForward", s);
+            };
+            if (time_best(b, fused, &t->fused_ms))
+                return -1;
+            if (cuda_dw_compare(b, cl->out, copy, io.out_elems,
+                                (unsigned *)(copy + align_up(out_bytes)), &t->difference))
+                return -1;
+            t->verified = true;
+            t->matched = t->difference <= depthwise_match_tolerance(&b->pp);
+        }
+    }
+    if (algo < 0 && !b->fused_refusals++)
+        snprintf(b->fused_refusal, sizeof b->fused_refusal, "%s, %s", l->name, why);
+    ch->fused = conv_bias_choose_fused(mode, t);
+    if (mode == CONV_BIAS_CUDNN && !ch->fused)
+        return cuda_fail(b, "--conv-bias cudnn: cuDNN does not run its fused convolution+bias+"
+                            "ReLU here (%s); use --conv-bias auto or own",
+                         b->fused_refusal);
+    if (ch->fused) {
+        ch->algo = algo;
+        ch->workspace_bytes = (int64_t)bytes;
+    }
+    return 0;
+}
+
 static int choose_pass(backend *b, int i, cuda_conv *c, int p, depthwise_choice mode)
 {
     if (mode == DEPTHWISE_OWN) {
@@ -285,6 +394,8 @@ static int search_shape(backend *b, int i, cuda_conv *c, const conv_shape *shape
         if (choose_pass(b, i, c, p, mode))
             return -1;
     }
+    if (shape->bias_relu && !c->choice[0].own && b->cfg.conv_bias != CONV_BIAS_OWN)
+        return try_fused(b, i, c, b->cfg.conv_bias);
     return 0;
 }
 
@@ -324,7 +435,7 @@ int cuda_conv_choose(backend *b, int i, int same_as)
         for (int p = 0; p < CONV_PASSES; p++)
             c->choice[p] = b->layers[same_as].conv->choice[p];
     } else {
-        conv_shape shape = conv_shape_of(l, b->cfg.batch, b->pp.prec);
+        conv_shape shape = conv_shape_of(l, &b->fusion[i], b->cfg.batch, b->pp.prec);
         char key[ALGO_KEY_LEN] = "";
         if (b->cfg.algo_cache && algo_cache_key(&b->algo_ctx, &shape, key, sizeof key))
             return cuda_fail(b, "--algo-cache: the key of this shape is too long");
@@ -338,6 +449,7 @@ int cuda_conv_choose(backend *b, int i, int same_as)
             b->shapes_searched++;
         }
     }
+    b->bias_in_call[i] = c->choice[0].fused;
     for (int p = 0; p < CONV_PASSES; p++) {
         CUDNN_TRY(b, cudnnSetConvolutionMathType(c->conv[p], (cudnnMathType_t)c->choice[p].math));
         if ((p != 1 || l->computes_input_grad) && query_workspace(b, c, p))
@@ -346,7 +458,7 @@ int cuda_conv_choose(backend *b, int i, int same_as)
     return 0;
 }
 
-void cuda_conv_describe_choices(const backend *b, char *buf, size_t len)
+static void describe_depthwise(const backend *b, char *buf, size_t len)
 {
     int layers = 0, own[CONV_PASSES] = {0, 0, 0}, passes[CONV_PASSES] = {0, 0, 0};
     int mismatched = 0, compared = 0, total = 0;
@@ -404,4 +516,75 @@ void cuda_conv_describe_choices(const backend *b, char *buf, size_t len)
         snprintf(buf + n, len - (size_t)n,
                  "; OWN KERNEL FAILED in %d passes (cuDNN used), the first: %s",
                  b->own_failures, b->own_failure);
+}
+
+/* The forwards with bias under ReLU: who adds the bias, and what the trial
+ * measured ("" where no layer has one). */
+static void describe_conv_bias(const backend *b, char *buf, size_t len)
+{
+    int layers = 0, fused = 0, compared = 0, mismatched = 0, refused = 0;
+    double own_ms = 0.0, fused_ms = 0.0, chosen_ms = 0.0, worst = 0.0;
+    bool timed = true;
+    buf[0] = '\0';
+    for (int i = 0; i < b->net->n_layers; i++) {
+        const layer *l = &b->net->layers[i];
+        const cuda_conv *c = b->layers[i].conv;
+        if (!c || !conv_shape_of(l, &b->fusion[i], b->cfg.batch, b->pp.prec).bias_relu ||
+            c->choice[0].own)
+            continue;
+        const conv_pass_choice *ch = &c->choice[0];
+        const conv_bias_trial *t = &ch->bias_trial;
+        layers++;
+        fused += ch->fused;
+        refused += t->fused_ms < 0.0f;
+        compared += t->verified;
+        if (t->verified && !t->matched) {
+            mismatched++;
+            worst = t->difference > worst ? t->difference : worst;
+        }
+        if (t->own_ms >= 0.0f && t->fused_ms >= 0.0f) {
+            own_ms += t->own_ms;
+            fused_ms += t->fused_ms;
+            chosen_ms += ch->fused ? t->fused_ms : t->own_ms;
+        } else {
+            timed = false;
+        }
+    }
+    if (!layers || (unsigned)b->cfg.conv_bias > CONV_BIAS_OWN)
+        return;
+    int n = snprintf(buf, len,
+                     "convolutions with bias under ReLU (--conv-bias %s, %d layers): cuDNN's "
+                     "fused conv+bias+ReLU in %d, cuDNN's convolution + the own bias+ReLU "
+                     "kernel in %d",
+                     conv_bias_choice_name(b->cfg.conv_bias), layers, fused, layers - fused);
+    if (b->cfg.conv_bias == CONV_BIAS_OWN)
+        return;
+    if (n > 0 && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, "; fused results compared in %d/%d", compared,
+                      layers);
+    if (n > 0 && (size_t)n < len && timed)
+        n += snprintf(buf + n, len - (size_t)n,
+                      "; timed at plan time, per step: own %.2f ms, fused %.2f ms, chosen "
+                      "%.2f ms",
+                      own_ms, fused_ms, chosen_ms);
+    if (n > 0 && (size_t)n < len && refused)
+        n += snprintf(buf + n, len - (size_t)n, "; cuDNN refused the fused call in %d%s%s",
+                      refused, b->fused_refusals ? ", the first: " : "", b->fused_refusal);
+    if (n > 0 && (size_t)n < len && mismatched)
+        snprintf(buf + n, len - (size_t)n,
+                 "; FUSED RESULT DISAGREED in %d (worst relative difference %.3g): %s, a "
+                 "defect to report",
+                 mismatched, worst,
+                 b->cfg.conv_bias == CONV_BIAS_AUTO ? "not used there" : "used as asked");
+}
+
+void cuda_conv_describe_choices(const backend *b, char *buf, size_t len)
+{
+    describe_depthwise(b, buf, len);
+    size_t n = strlen(buf);
+    if (n + 2 >= len)
+        return;
+    describe_conv_bias(b, buf + n + (n ? 2 : 0), len - n - (n ? 2 : 0));
+    if (n && buf[n + 2])
+        memcpy(buf + n, "; ", 2);
 }

@@ -109,7 +109,7 @@ int cuda_dw_backward_data(backend *b, int i, bool accumulate)
 
 size_t cuda_dw_filter_workspace(const backend *b, int i)
 {
-    conv_shape s = conv_shape_of(&b->net->layers[i], b->cfg.batch, b->pp.prec);
+    conv_shape s = conv_shape_of(&b->net->layers[i], &b->fusion[i], b->cfg.batch, b->pp.prec);
     depthwise_filter_plan p =
         depthwise_filter_plan_of(&s, b->pp.layout == LAYOUT_NHWC, b->sm_count);
     return (size_t)p.partial_bytes;
@@ -120,7 +120,7 @@ int cuda_dw_backward_weights(backend *b, int i)
     const layer *l = &b->net->layers[i];
     cuda_layer *cl = &b->layers[i];
     dw_geom g = geom_of(b, i);
-    conv_shape s = conv_shape_of(l, b->cfg.batch, b->pp.prec);
+    conv_shape s = conv_shape_of(l, &b->fusion[i], b->cfg.batch, b->pp.prec);
     depthwise_filter_plan plan = depthwise_filter_plan_of(&s, g.nhwc, b->sm_count);
     cuda_workspace ws = cuda_workspace_of(b, i, true);
     if ((size_t)plan.partial_bytes > ws.bytes)

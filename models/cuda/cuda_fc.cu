@@ -101,16 +101,16 @@ int cuda_fc_setup(backend *b, int i)
         int rc = choose(b, f, 0, &f->algo[0]);
         if (rc < 0)
             return -1;
-        b->fc_epilogue[i] = rc == 0;
-        f->has_algo[0] = b->fc_epilogue[i];
-        if (!b->fc_epilogue[i]) {
+        b->bias_in_call[i] = rc == 0;
+        f->has_algo[0] = b->bias_in_call[i];
+        if (!b->bias_in_call[i]) {
             cublasLtEpilogue_t none = CUBLASLT_EPILOGUE_DEFAULT;
             CUBLAS_TRY(b, cublasLtMatmulDescSetAttribute(f->desc[0], CUBLASLT_MATMUL_DESC_EPILOGUE,
                                                          &none, sizeof none));
         }
     }
     for (int p = 0; p < 3; p++) {
-        if (p == 0 && b->fc_epilogue[i])
+        if (p == 0 && b->bias_in_call[i])
             continue;
         if (p == 1 && !l->computes_input_grad)
             continue;
@@ -157,7 +157,7 @@ int cuda_fc_forward(backend *b, int i)
     cuda_layer *cl = &b->layers[i];
     if (gemm(b, i, 0, cl->w_copy, cuda_input(b, i, 0), cl->out, false))
         return -1;
-    if (b->net->layers[i].has_bias && !b->fc_epilogue[i])
+    if (b->net->layers[i].has_bias && !b->bias_in_call[i])
         return cuda_bias_act(b, i, b->fusion[i].act);
     return 0;
 }

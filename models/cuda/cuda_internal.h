@@ -28,12 +28,17 @@ enum { CUDA_ERR_LEN = 640, CUDA_NO_LAYER = -100 };
 
 /* A convolution's cuDNN state: descriptors and, per pass, what was chosen
  * once for its shape (cuda_conv_choose.cu): a cuDNN algorithm or, for
- * depthwise layers, the own kernels (cuda_depthwise.cu). */
+ * depthwise layers, the own kernels (cuda_depthwise.cu); for a forward with
+ * bias under ReLU, maybe cuDNN's fused conv+bias+ReLU. */
 struct cuda_conv {
     cudnnTensorDescriptor_t x, y;
     cudnnFilterDescriptor_t w;
     cudnnConvolutionDescriptor_t conv[3];   /* fwd, bwd_data, bwd_weights: own math type */
     conv_pass_choice choice[3];
+    /* conv_shape.bias_relu only (else NULL): the bias (1, K, 1, 1) and the
+     * ReLU of cuDNN's fused call */
+    cudnnTensorDescriptor_t bias;
+    cudnnActivationDescriptor_t relu;
 };
 
 /* A fully connected layer's cuBLASLt state (models/cuda/cuda_fc.cu). */
@@ -84,8 +89,10 @@ struct backend {
     precision_plan pp;
     mem_plan plan;
     layer_fusion *fusion;
-    bool *fc_epilogue;           /* per layer: an fc's bias (and ReLU) in cuBLASLt's epilogue,
-                                    chosen by cuda_fc_setup */
+    bool *bias_in_call;          /* per layer: a conv's or fc's bias (and ReLU) added in the
+                                    library's call: an fc's in cuBLASLt's epilogue (chosen
+                                    by cuda_fc_setup), a conv's in cuDNN's fused
+                                    conv+bias+ReLU (by cuda_conv_choose) */
     cuda_layer *layers;
     void **buffers;              /* the memory plan's: activations, gradients, workspaces */
     void *arena;                 /* the memory plan's arena, of arena_bytes */
@@ -130,7 +137,7 @@ struct backend {
     int current_layer;           /* for error messages: a layer, STEP_LOSS, STEP_ALL_LAYERS
                                     or CUDA_NO_LAYER */
     pass current_pass;
-    char choices[640];           /* backend_stats.choices: the depthwise kernels */
+    char choices[1024];         /* backend_stats.choices: depthwise, conv-bias, algorithms */
     /* cfg.algo_cache, at plan time: its rows and what keys them here */
     algo_cache algos;
     algo_context algo_ctx;
@@ -139,6 +146,8 @@ struct backend {
     char algo_cache_unsaved[CUDA_ERR_LEN]; /* why the searched choices were not written */
     int own_failures;            /* own depthwise launches that failed at plan time */
     char own_failure[CUDA_ERR_LEN]; /* the first one's error */
+    int fused_refusals;          /* bias_relu shapes whose fused forward cuDNN refused */
+    char fused_refusal[160];     /* the first one's layer and cuDNN's status */
     char err[CUDA_ERR_LEN];
 };
 
@@ -223,7 +232,8 @@ int cuda_pool_backward(backend *b, int layer, bool accumulate);
 /* Convolutions (cuda_conv.cu). */
 int cuda_conv_setup(backend *b, int layer);
 int cuda_conv_choose(backend *b, int layer, int same_as);
-/* The line of backend_stats.choices on the depthwise layers ("" if none). */
+/* backend_stats.choices on the depthwise layers and the forwards with bias
+ * under ReLU ("" if none). */
 void cuda_conv_describe_choices(const backend *b, char *buf, size_t len);
 void cuda_conv_destroy(cuda_conv *c);
 int cuda_conv_forward(backend *b, int layer);
@@ -233,7 +243,10 @@ int cuda_conv_backward_weights(backend *b, int layer);
  * the own depthwise kernels or on cuDNN's chosen algorithm; bwd_data adds to
  * the input gradient where `accumulate`, the others overwrite. */
 int cuda_conv_run_pass(backend *b, int layer, int p, bool own, bool accumulate);
-void cuda_conv_name(const backend *b, int layer, pass phase, char *buf, size_t len);
+/* cuDNN's fused conv+bias+ReLU forward of a bias_relu layer with `algo` and
+ * the workspace at ws: cuDNN's status (the plan-time trial takes a refusal
+ * as an answer; the step fails on it). */
+cudnnStatus_t cuda_conv_fused_forward(backend *b, int layer, int algo, void *ws, size_t bytes);void cuda_conv_name(const backend *b, int layer, pass phase, char *buf, size_t len);
 
 /* Depthwise convolution on own kernels (cuda_depthwise.cu), for layers that
  * depthwise_own_fits: the passes of cuda_conv_*, with cuDNN's tensors; the

@@ -124,13 +124,13 @@ void permute_nchw_nhwc(const float *src, float *dst, int64_t n, int c, int h, in
             }
 }
 
-conv_shape conv_shape_of(const layer *l, int batch, precision prec)
+conv_shape conv_shape_of(const layer *l, const layer_fusion *f, int batch, precision prec)
 {
     return (conv_shape){.n = batch, .c = l->in_shape.c, .h = l->in_shape.h, .w = l->in_shape.w,
                         .k = l->out_channels, .r = l->kernel, .s = l->kernel, .pad = l->pad,
                         .stride = l->stride, .groups = l->groups, .out_h = l->out_shape.h,
                         .out_w = l->out_shape.w, .input_grad = l->computes_input_grad,
-                        .prec = prec};
+                        .bias_relu = l->has_bias && f && f->act == ACT_RELU, .prec = prec};
 }
 
 bool conv_shape_equal(const conv_shape *a, const conv_shape *b)
@@ -138,21 +138,22 @@ bool conv_shape_equal(const conv_shape *a, const conv_shape *b)
     return a->n == b->n && a->c == b->c && a->h == b->h && a->w == b->w && a->k == b->k &&
            a->r == b->r && a->s == b->s && a->pad == b->pad && a->stride == b->stride &&
            a->groups == b->groups && a->out_h == b->out_h && a->out_w == b->out_w &&
-           a->input_grad == b->input_grad && a->prec == b->prec;
+           a->input_grad == b->input_grad && a->bias_relu == b->bias_relu && a->prec == b->prec;
 }
 
-int conv_shape_groups(const network *net, int batch, precision prec, int *first_of_shape)
+int conv_shape_groups(const network *net, const layer_fusion *fusion, int batch, precision prec,
+                      int *first_of_shape)
 {
     int distinct = 0;
     for (int i = 0; i < net->n_layers; i++) {
         first_of_shape[i] = -1;
         if (net->layers[i].type != LAYER_CONV)
             continue;
-        conv_shape s = conv_shape_of(&net->layers[i], batch, prec);
+        conv_shape s = conv_shape_of(&net->layers[i], fusion ? &fusion[i] : NULL, batch, prec);
         for (int j = 0; j < i && first_of_shape[i] < 0; j++) {
             if (first_of_shape[j] != j)
                 continue;
-            conv_shape t = conv_shape_of(&net->layers[j], batch, prec);
+            conv_shape t = conv_shape_of(&net->layers[j], fusion ? &fusion[j] : NULL, batch, prec);
             if (conv_shape_equal(&s, &t))
                 first_of_shape[i] = j;
         }
@@ -266,6 +267,17 @@ depthwise_pick depthwise_choose(const depthwise_trial *t)
     if (!t->verified || !t->matched)
         return DW_PICK_CUDNN;
     return t->own_ms < t->cudnn_ms ? DW_PICK_OWN : DW_PICK_CUDNN;
+}
+
+bool conv_bias_choose_fused(conv_bias_choice mode, const conv_bias_trial *t)
+{
+    if (mode == CONV_BIAS_OWN || t->fused_ms < 0.0f)
+        return false;
+    if (mode == CONV_BIAS_CUDNN)
+        return true;
+    if (!t->verified || !t->matched || t->own_ms < 0.0f)
+        return false;
+    return t->fused_ms < t->own_ms;
 }
 
 double depthwise_match_tolerance(const precision_plan *pp)

@@ -14,6 +14,7 @@
 extern "C" {
 #endif
 
+#include "../backend.h"
 #include "../graph.h"
 #include "../memplan.h"
 #include "../precision.h"
@@ -83,16 +84,21 @@ void permute_nchw_nhwc(const float *src, float *dst, int64_t n, int c, int h, in
 typedef struct {
     int n, c, h, w, k, r, s, pad, stride, groups, out_h, out_w;
     bool input_grad;    /* backward-data is searched too */
+    bool bias_relu;     /* its forward adds a bias and applies a fused ReLU: cuDNN's
+                           conv+bias+ReLU call may run it (--conv-bias) */
     precision prec;
 } conv_shape;
 
-conv_shape conv_shape_of(const layer *l, int batch, precision prec);
+/* Layer l's shape; f its fusion (NULL: none, as --no-fusion). */
+conv_shape conv_shape_of(const layer *l, const layer_fusion *f, int batch, precision prec);
 bool conv_shape_equal(const conv_shape *a, const conv_shape *b);
 
 /* For each conv layer the first conv layer of the same shape (itself when
  * it is the first), -1 for other layers: algorithms are searched once per
- * distinct shape. Returns the number of distinct shapes. */
-int conv_shape_groups(const network *net, int batch, precision prec, int *first_of_shape);
+ * distinct shape. fusion: per layer, or NULL. Returns the number of
+ * distinct shapes. */
+int conv_shape_groups(const network *net, const layer_fusion *fusion, int batch, precision prec,
+                      int *first_of_shape);
 
 /* One result of cuDNN's algorithm search, as the choice sees it. */
 typedef struct {
@@ -148,6 +154,22 @@ typedef struct {
 
 depthwise_pick depthwise_choose(const depthwise_trial *t);
 
+/* The forward of a conv with bias under ReLU (conv_shape.bias_relu), both
+ * ways on the same inputs at plan time: cuDNN's convolution then the own
+ * bias+ReLU kernel, and cuDNN's fused conv+bias+ReLU call. */
+typedef struct {
+    float own_ms;         /* cuDNN's convolution + the own kernel; < 0: not timed */
+    float fused_ms;       /* cuDNN's fused call; < 0: cuDNN refused it (or not tried) */
+    bool verified;        /* the fused result was compared with the other */
+    bool matched;         /* ... and agreed within the precision's tolerance */
+    double difference;    /* max |fused - own| / max |own| where compared */
+} conv_bias_trial;
+
+/* Whether the forward runs cuDNN's fused call: under --conv-bias cudnn
+ * whenever cuDNN takes it, under auto only where its result matched and it
+ * was faster, never under own. */
+bool conv_bias_choose_fused(conv_bias_choice mode, const conv_bias_trial *t);
+
 /* What one pass (forward, backward data, backward filter) of a convolution
  * shape runs, and what the choice was made on: cuda_conv keeps one per pass
  * (cuda_internal.h), the algorithm cache one per row (algo_cache.h), so a
@@ -160,6 +182,10 @@ typedef struct {
     float find_ms;            /* the chosen algorithm's time in cuDNN's search */
     depthwise_trial trial;    /* --depthwise auto: both timed (< 0: not) and compared */
     double own_difference;    /* max |own - cuDNN| / max |cuDNN| where compared */
+    /* forward of a bias_relu shape: cuDNN's fused conv+bias+ReLU runs it (algo
+     * is then the fused call's), not cuDNN's convolution and the own kernel */
+    bool fused;
+    conv_bias_trial bias_trial; /* how that was chosen (--conv-bias auto, cudnn) */
 } conv_pass_choice;
 
 /* The largest |own - cuDNN| allowed, relative to the largest |cuDNN|: both sum

@@ -46,8 +46,7 @@ static void gemm_like(op *o, pass phase)
     case PASS_FWD:
         reads(o, o->in * o->e + w);
         writes(o, o->out * o->e);
-        if (has_bias && o->l->type == LAYER_FC && o->t->fc_epilogue &&
-            o->t->fc_epilogue[o->index]) {
+        if (has_bias && o->t->bias_in_call && o->t->bias_in_call[o->index]) {
             reads(o, bias);
         } else if (has_bias) { /* bias (and activation) over the output, in place */
             reads(o, o->out * o->e + bias);

@@ -39,8 +39,9 @@ typedef struct {
     const precision_plan *pp;
     const layer_fusion *fusion;   /* fusion_plan_make's, per layer */
     const mem_plan *plan;         /* which input gradients are the output gradient itself */
-    const bool *fc_epilogue;      /* per layer: an fc's bias (and ReLU) applied by cuBLASLt's
-                                     epilogue; NULL: by a kernel of its own */
+    const bool *bias_in_call;     /* per layer: a conv's or fc's bias (and ReLU) applied in
+                                     the library's call (cuBLASLt's epilogue, cuDNN's fused
+                                     conv+bias+ReLU); NULL: by a kernel of its own */
 } cuda_traffic_plan;
 
 typedef struct {

@@ -140,8 +140,8 @@ template <typename T, int K> struct dw_run {
      * The partial sums start as NaN so that a slot no block writes shows. */
     std::vector<T> backward_filter(int sm_count, int *slices, bool vec = false) const
     {
-        conv_shape s = {cs.n, cs.c, cs.h, cs.w, cs.c, K, K, pad, cs.stride, cs.c, oh, ow, true,
-                        PREC_FP32};
+        conv_shape s = {cs.n, cs.c, cs.h, cs.w, cs.c, K, K, pad, cs.stride, cs.c,
+                        oh, ow, true, false, PREC_FP32};
         depthwise_filter_plan plan = depthwise_filter_plan_of(&s, cs.nhwc, sm_count);
         uint32_t positions = (uint32_t)cs.n * oh * ow;
         uint32_t per_slice = (positions + plan.slices - 1) / plan.slices;

@@ -37,6 +37,11 @@ struct cudnnConvolutionStruct {
     int pad_h = 0, pad_w = 0, u = 1, v = 1, dil_h = 1, dil_w = 1, groups = 1;
     cudnnMathType_t math = CUDNN_DEFAULT_MATH;
 };
+struct cudnnActivationStruct {
+    cudnnActivationMode_t mode = CUDNN_ACTIVATION_RELU;
+    cudnnNanPropagation_t nan = CUDNN_NOT_PROPAGATE_NAN;
+    double coef = 0.0;
+};
 
 namespace {
 
@@ -332,9 +337,88 @@ cudnnStatus_t run_pass(const offered (&offered_list)[N], int algo, void *scratch
     return CUDNN_STATUS_SUCCESS;
 }
 
+/* The fused conv+bias+ReLU forward, y = act(alpha1 conv(x) + alpha2 z +
+ * bias), as the backend calls it: ReLU or identity (identity only with
+ * IMPLICIT_PRECOMP_GEMM, as cuDNN documents), the bias (1, K, 1, 1) in the
+ * output's type, z read only where alpha2 is not 0. It takes the call with
+ * IMPLICIT_PRECOMP_GEMM alone (CUDNN_STATUS_NOT_SUPPORTED for the others), so
+ * that the backend's fallback from the searched algorithm is what the
+ * emulated steps run. */
+cudnnStatus_t fused_forward(cudnnHandle_t h, const void *alpha1, const cudnnTensorStruct &xs,
+                            const void *x, const cudnnFilterStruct &ws, const void *w,
+                            const cudnnConvolutionStruct &cv, int algo, void *scratch,
+                            size_t workspace, const void *alpha2, const cudnnTensorStruct &zs,
+                            const void *z, const cudnnTensorStruct &bs, const void *bias,
+                            const cudnnActivationStruct &act, const cudnnTensorStruct &ys,
+                            void *y)
+{
+    if (algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)
+        return CUDNN_STATUS_NOT_SUPPORTED;
+    if (act.mode != CUDNN_ACTIVATION_RELU && act.mode != CUDNN_ACTIVATION_IDENTITY)
+        return CUDNN_STATUS_NOT_SUPPORTED;
+    size_t scratch_bytes = 0;
+    if (cudnnStatus_t st = runnable(FWD_OFFERED, algo, workspace, &scratch_bytes))
+        return st;
+    if (!shapes_agree(xs, ws, cv, ys) || bs.n != 1 || bs.c != ys.c || bs.h != 1 || bs.w != 1 ||
+        bs.type != ys.type || zs.n != ys.n || zs.c != ys.c || zs.h != ys.h || zs.w != ys.w ||
+        zs.type != ys.type || zs.format != ys.format)
+        return CUDNN_STATUS_BAD_PARAM;
+    float a1 = *(const float *)alpha1, a2 = *(const float *)alpha2;
+    bool relu = act.mode == CUDNN_ACTIVATION_RELU;
+    emu_host::kernel_work work = work_of<FORWARD>(xs, ws, cv, ys, 0.0f);
+    work.bytes_read += emu_host::element_bytes(element_of(bs.type)) * bs.c +
+                       (a2 != 0.0f ? emu_host::element_bytes(element_of(zs.type)) *
+                                         tensor_elems(zs)
+                                   : 0.0);
+    emu_host::run_kernel(h->stream, "fake_cudnn_fprop_bias_relu", dim3(1), dim3(1), [=]() {
+        emu_host::leave_nans(scratch, scratch_bytes);
+        std::vector<double> X = tensor_in(xs, x), W = filter_in(ws, w);
+        std::vector<double> Y(tensor_elems(ys), 0.0);
+        convolve<FORWARD>(xs, ws, cv, ys, X.data(), W.data(), Y.data());
+        std::vector<double> B = tensor_in(bs, bias);
+        std::vector<double> Z = a2 != 0.0f ? tensor_in(zs, z) : std::vector<double>();
+        size_t plane = (size_t)ys.h * ys.w;
+        for (size_t i = 0; i < Y.size(); i++) {
+            double v = a1 * Y[i] + (a2 != 0.0f ? a2 * Z[i] : 0.0) + B[i / plane % ys.c];
+            Y[i] = relu && !(v > 0.0) ? 0.0 : v; /* NaN to 0: CUDNN_NOT_PROPAGATE_NAN */
+        }
+        blend(ys.type, y, Y, 1.0f, 0.0f, [&](size_t i) { return tensor_index_of(ys, i); });
+    }, work);
+    return CUDNN_STATUS_SUCCESS;
+}
+
 } // namespace
 
 extern "C" {
+
+cudnnStatus_t cudnnCreateActivationDescriptor(cudnnActivationDescriptor_t *d)
+{
+    *d = new cudnnActivationStruct;
+    return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnDestroyActivationDescriptor(cudnnActivationDescriptor_t d)
+{
+    delete d;
+    return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnSetActivationDescriptor(cudnnActivationDescriptor_t d,
+                                           cudnnActivationMode_t mode,
+                                           cudnnNanPropagation_t nan, double coef)
+{
+    d->mode = mode, d->nan = nan, d->coef = coef;
+    return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnConvolutionBiasActivationForward(
+    cudnnHandle_t h, const void *alpha1, const cudnnTensorDescriptor_t xd, const void *x,
+    const cudnnFilterDescriptor_t wd, const void *w, const cudnnConvolutionDescriptor_t cvd,
+    cudnnConvolutionFwdAlgo_t algo, void *scratch, size_t workspace, const void *alpha2,
+    const cudnnTensorDescriptor_t zd, const void *z, const cudnnTensorDescriptor_t bd,
+    const void *bias, const cudnnActivationDescriptor_t ad, const cudnnTensorDescriptor_t yd,
+    void *y)
+{
+    return fused_forward(h, alpha1, *xd, x, *wd, w, *cvd, algo, scratch, workspace, alpha2, *zd,
+                         z, *bd, bias, *ad, *yd, y);
+}
 
 const char *cudnnGetErrorString(cudnnStatus_t status)
 {
