@@ -217,9 +217,10 @@ stage_train() {
     failed=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "status") s = i } NR > 1 && $s != "ok"' "$run/configs.csv" 2>/dev/null | wc -l)
     result "run folder $run: $ok processes ok, $failed not (bench.sh exit $rc); report: $([[ -f $run/report.html ]] && echo "$run/report.html" || echo none)"
     grep -E 'failed|FAILED' "$dir/bench.log" | head -n 8 | sed 's/^/  /' >>"$dir/result.txt"
-    # what --depthwise auto chose for MobileNetV2, and what both sides cost
-    grep -H '^depthwise convolutions' "$run"/logs/*.log 2>/dev/null | sed "s|^$run/logs/|  |" |
-        head -n 4 >>"$dir/result.txt"
+    # what --depthwise auto chose for MobileNetV2 and --conv-bias auto for
+    # VGG-16, and what both sides cost
+    grep -EH '^(depthwise convolutions|convolutions with bias under ReLU)' "$run"/logs/*.log \
+        2>/dev/null | sed "s|^$run/logs/|  |" | head -n 6 >>"$dir/result.txt"
     time_shares "$run/kernels.csv" >>"$dir/result.txt"
     return $rc
 }
