@@ -11,6 +11,7 @@
  * matched cuDNN's. The forward of a conv with bias under ReLU tries cuDNN's
  * fused conv+bias+ReLU call against the convolution followed by the own
  * bias+ReLU kernel the same way (--conv-bias). */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -458,12 +459,50 @@ int cuda_conv_choose(backend *b, int i, int same_as)
     return 0;
 }
 
+/* What the plan-time trials of one kind found, each of two ways run on the
+ * same inputs (a reference, and an alternative compared with it), summed
+ * over the passes that had one. */
+struct trial_sums {
+    int compared = 0, mismatched = 0;
+    double reference_ms = 0.0, alternative_ms = 0.0, chosen_ms = 0.0, worst = 0.0;
+    bool timed = true; /* both ways timed in every pass */
+
+    void add(bool verified, bool matched, double difference, float reference,
+             float alternative, bool took_alternative)
+    {
+        compared += verified;
+        if (verified && !matched) {
+            mismatched++;
+            worst = difference > worst ? difference : worst;
+        }
+        if (reference >= 0.0f && alternative >= 0.0f) {
+            reference_ms += reference;
+            alternative_ms += alternative;
+            chosen_ms += took_alternative ? alternative : reference;
+        } else {
+            timed = false;
+        }
+    }
+};
+
+/* printf onto the end of buf's string, cut to len. */
+static void appendf(char *buf, size_t len, const char *format, ...)
+    __attribute__((format(printf, 3, 4)));
+static void appendf(char *buf, size_t len, const char *format, ...)
+{
+    size_t n = strlen(buf);
+    if (n + 1 >= len)
+        return;
+    va_list args;
+    va_start(args, format);
+    vsnprintf(buf + n, len - n, format, args);
+    va_end(args);
+}
+
 static void describe_depthwise(const backend *b, char *buf, size_t len)
 {
-    int layers = 0, own[CONV_PASSES] = {0, 0, 0}, passes[CONV_PASSES] = {0, 0, 0};
-    int mismatched = 0, compared = 0, total = 0;
-    double cudnn_ms = 0.0, own_ms = 0.0, chosen_ms = 0.0, worst = 0.0;
-    bool timed = true;
+    int layers = 0, own[CONV_PASSES] = {0, 0, 0}, passes[CONV_PASSES] = {0, 0, 0}, total = 0;
+    trial_sums sums; /* reference cuDNN, alternative the own kernel */
     buf[0] = '\0';
     for (int i = 0; i < b->net->n_layers; i++) {
         const layer *l = &b->net->layers[i];
@@ -479,52 +518,39 @@ static void describe_depthwise(const backend *b, char *buf, size_t len)
             passes[p]++;
             total++;
             own[p] += ch->own;
-            compared += t->verified;
-            if (t->verified && !t->matched) {
-                mismatched++;
-                worst = ch->own_difference > worst ? ch->own_difference : worst;
-            }
-            if (t->cudnn_ms >= 0.0f && t->own_ms >= 0.0f) {
-                cudnn_ms += t->cudnn_ms;
-                own_ms += t->own_ms;
-                chosen_ms += ch->own ? t->own_ms : t->cudnn_ms;
-            } else {
-                timed = false;
-            }
+            sums.add(t->verified, t->matched, ch->own_difference, t->cudnn_ms, t->own_ms,
+                     ch->own);
         }
     }
     if (!layers || (unsigned)b->cfg.depthwise > DEPTHWISE_OWN)
         return;
-    int n = snprintf(buf, len,
-                     "depthwise convolutions (--depthwise %s, %d layers): own kernels in fwd "
-                     "%d/%d, bwd_data %d/%d, bwd_filter %d/%d passes, cuDNN in the rest",
-                     depthwise_choice_name(b->cfg.depthwise), layers, own[0], passes[0], own[1],
-                     passes[1], own[2], passes[2]);
-    if (n > 0 && (size_t)n < len && b->cfg.depthwise == DEPTHWISE_AUTO)
-        n += snprintf(buf + n, len - (size_t)n, "; own results compared with cuDNN's in %d/%d",
-                      compared, total);
-    if (n > 0 && (size_t)n < len && b->cfg.depthwise == DEPTHWISE_AUTO && timed)
-        n += snprintf(buf + n, len - (size_t)n,
-                      "; timed at plan time, per step: cuDNN %.2f ms, own %.2f ms, chosen %.2f ms",
-                      cudnn_ms, own_ms, chosen_ms);
-    if (n > 0 && (size_t)n < len && mismatched)
-        n += snprintf(buf + n, len - (size_t)n,
-                      "; OWN KERNEL DISAGREED WITH cuDNN in %d passes (worst relative "
-                      "difference %.3g): not used there, a defect to report",
-                      mismatched, worst);
-    if (n > 0 && (size_t)n < len && b->own_failures)
-        snprintf(buf + n, len - (size_t)n,
-                 "; OWN KERNEL FAILED in %d passes (cuDNN used), the first: %s",
-                 b->own_failures, b->own_failure);
+    appendf(buf, len,
+            "depthwise convolutions (--depthwise %s, %d layers): own kernels in fwd %d/%d, "
+            "bwd_data %d/%d, bwd_filter %d/%d passes, cuDNN in the rest",
+            depthwise_choice_name(b->cfg.depthwise), layers, own[0], passes[0], own[1],
+            passes[1], own[2], passes[2]);
+    if (b->cfg.depthwise == DEPTHWISE_AUTO)
+        appendf(buf, len, "; own results compared with cuDNN's in %d/%d", sums.compared, total);
+    if (b->cfg.depthwise == DEPTHWISE_AUTO && sums.timed)
+        appendf(buf, len, "; timed at plan time, per step: cuDNN %.2f ms, own %.2f ms, chosen "
+                          "%.2f ms",
+                sums.reference_ms, sums.alternative_ms, sums.chosen_ms);
+    if (sums.mismatched)
+        appendf(buf, len,
+                "; OWN KERNEL DISAGREED WITH cuDNN in %d passes (worst relative difference "
+                "%.3g): not used there, a defect to report",
+                sums.mismatched, sums.worst);
+    if (b->own_failures)
+        appendf(buf, len, "; OWN KERNEL FAILED in %d passes (cuDNN used), the first: %s",
+                b->own_failures, b->own_failure);
 }
 
 /* The forwards with bias under ReLU: who adds the bias, and what the trial
  * measured ("" where no layer has one). */
 static void describe_conv_bias(const backend *b, char *buf, size_t len)
 {
-    int layers = 0, fused = 0, compared = 0, mismatched = 0, refused = 0;
-    double own_ms = 0.0, fused_ms = 0.0, chosen_ms = 0.0, worst = 0.0;
-    bool timed = true;
+    int layers = 0, fused = 0, refused = 0;
+    trial_sums sums; /* reference the own bias kernel, alternative cuDNN's fused call */
     buf[0] = '\0';
     for (int i = 0; i < b->net->n_layers; i++) {
         const layer *l = &b->net->layers[i];
@@ -537,54 +563,37 @@ static void describe_conv_bias(const backend *b, char *buf, size_t len)
         layers++;
         fused += ch->fused;
         refused += t->fused_ms < 0.0f;
-        compared += t->verified;
-        if (t->verified && !t->matched) {
-            mismatched++;
-            worst = t->difference > worst ? t->difference : worst;
-        }
-        if (t->own_ms >= 0.0f && t->fused_ms >= 0.0f) {
-            own_ms += t->own_ms;
-            fused_ms += t->fused_ms;
-            chosen_ms += ch->fused ? t->fused_ms : t->own_ms;
-        } else {
-            timed = false;
-        }
+        sums.add(t->verified, t->matched, t->difference, t->own_ms, t->fused_ms, ch->fused);
     }
     if (!layers || (unsigned)b->cfg.conv_bias > CONV_BIAS_OWN)
         return;
-    int n = snprintf(buf, len,
-                     "convolutions with bias under ReLU (--conv-bias %s, %d layers): cuDNN's "
-                     "fused conv+bias+ReLU in %d, cuDNN's convolution + the own bias+ReLU "
-                     "kernel in %d",
-                     conv_bias_choice_name(b->cfg.conv_bias), layers, fused, layers - fused);
+    appendf(buf, len,
+            "convolutions with bias under ReLU (--conv-bias %s, %d layers): cuDNN's fused "
+            "conv+bias+ReLU in %d, cuDNN's convolution + the own bias+ReLU kernel in %d",
+            conv_bias_choice_name(b->cfg.conv_bias), layers, fused, layers - fused);
     if (b->cfg.conv_bias == CONV_BIAS_OWN)
         return;
-    if (n > 0 && (size_t)n < len)
-        n += snprintf(buf + n, len - (size_t)n, "; fused results compared in %d/%d", compared,
-                      layers);
-    if (n > 0 && (size_t)n < len && timed)
-        n += snprintf(buf + n, len - (size_t)n,
-                      "; timed at plan time, per step: own %.2f ms, fused %.2f ms, chosen "
-                      "%.2f ms",
-                      own_ms, fused_ms, chosen_ms);
-    if (n > 0 && (size_t)n < len && refused)
-        n += snprintf(buf + n, len - (size_t)n, "; cuDNN refused the fused call in %d%s%s",
-                      refused, b->fused_refusals ? ", the first: " : "", b->fused_refusal);
-    if (n > 0 && (size_t)n < len && mismatched)
-        snprintf(buf + n, len - (size_t)n,
-                 "; FUSED RESULT DISAGREED in %d (worst relative difference %.3g): %s, a "
-                 "defect to report",
-                 mismatched, worst,
-                 b->cfg.conv_bias == CONV_BIAS_AUTO ? "not used there" : "used as asked");
+    appendf(buf, len, "; fused results compared in %d/%d", sums.compared, layers);
+    if (sums.timed)
+        appendf(buf, len, "; timed at plan time, per step: own %.2f ms, fused %.2f ms, chosen "
+                          "%.2f ms",
+                sums.reference_ms, sums.alternative_ms, sums.chosen_ms);
+    if (refused)
+        appendf(buf, len, "; cuDNN refused the fused call in %d%s%s", refused,
+                b->fused_refusals ? ", the first: " : "", b->fused_refusal);
+    if (sums.mismatched)
+        appendf(buf, len,
+                "; FUSED RESULT DISAGREED in %d (worst relative difference %.3g): %s, a "
+                "defect to report",
+                sums.mismatched, sums.worst,
+                b->cfg.conv_bias == CONV_BIAS_AUTO ? "not used there" : "used as asked");
 }
 
 void cuda_conv_describe_choices(const backend *b, char *buf, size_t len)
 {
+    char conv_bias[512];
     describe_depthwise(b, buf, len);
-    size_t n = strlen(buf);
-    if (n + 2 >= len)
-        return;
-    describe_conv_bias(b, buf + n + (n ? 2 : 0), len - n - (n ? 2 : 0));
-    if (n && buf[n + 2])
-        memcpy(buf + n, "; ", 2);
+    describe_conv_bias(b, conv_bias, sizeof conv_bias);
+    if (conv_bias[0])
+        appendf(buf, len, "%s%s", buf[0] ? "; " : "", conv_bias);
 }
