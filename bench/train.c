@@ -163,6 +163,20 @@ static void check_ddp_options(const options *o)
  * a new file a probe, created and removed, where access() cannot tell (root
  * is granted W_OK on /proc, where nothing can be created). Another rank
  * probing the same name at once finds it there (EEXIST): no false error. */
+/* --depthwise and --conv-bias: auto, cudnn or own, as 0, 1, 2 (the order of
+ * depthwise_choice and conv_bias_choice alike). */
+static int parse_who_runs(const char *option, const char *text)
+{
+    static const char *const words[] = {"auto", "cudnn", "own"};
+    _Static_assert(DEPTHWISE_CUDNN == 1 && DEPTHWISE_OWN == 2 && CONV_BIAS_CUDNN == 1 &&
+                       CONV_BIAS_OWN == 2,
+                   "the words' order is the enums'");
+    for (int k = 0; k < 3; k++)
+        if (!strcmp(text, words[k]))
+            return k;
+    cli_usage_error(prog, "%s: unknown '%s' (accepted: auto, cudnn, own)", option, text);
+}
+
 static const char *output_file(const char *option, const char *text)
 {
     cli_output_file(prog, option, text);
@@ -273,27 +287,11 @@ static options parse_options(int argc, char **argv)
             break;
         case 'F': r->no_fusion = true; break;
         case 1011:
-            if (!strcmp(optarg, "auto"))
-                r->depthwise = DEPTHWISE_AUTO;
-            else if (!strcmp(optarg, "cudnn"))
-                r->depthwise = DEPTHWISE_CUDNN;
-            else if (!strcmp(optarg, "own"))
-                r->depthwise = DEPTHWISE_OWN;
-            else
-                cli_usage_error(prog, "--depthwise: unknown '%s' (accepted: auto, cudnn, own)",
-                                optarg);
+            r->depthwise = (depthwise_choice)parse_who_runs("--depthwise", optarg);
             o.depthwise_given = true;
             break;
         case 1013:
-            if (!strcmp(optarg, "auto"))
-                r->conv_bias = CONV_BIAS_AUTO;
-            else if (!strcmp(optarg, "cudnn"))
-                r->conv_bias = CONV_BIAS_CUDNN;
-            else if (!strcmp(optarg, "own"))
-                r->conv_bias = CONV_BIAS_OWN;
-            else
-                cli_usage_error(prog, "--conv-bias: unknown '%s' (accepted: auto, cudnn, own)",
-                                optarg);
+            r->conv_bias = (conv_bias_choice)parse_who_runs("--conv-bias", optarg);
             o.conv_bias_given = true;
             break;
         case 1012: r->algo_cache = output_file("--algo-cache", optarg); break;

@@ -272,6 +272,8 @@ static const bad_case train_cases[] = {
     {M "--algo-cache ''", "--algo-cache: '' is not a file name"},
     {M "--algo-cache emptydir", "--algo-cache: 'emptydir' is a folder"},
     {M "--depthwise gpu", "--depthwise: unknown 'gpu' (accepted: auto, cudnn, own)"},
+    {M "--conv-bias fused", "--conv-bias: unknown 'fused' (accepted: auto, cudnn, own)"},
+    {M "--backend cpu --conv-bias own", "--conv-bias: only for the cuda backend"},
     {M "--graph", "--graph: only for the cuda backend"},
     {M "--device 64", "--device: '64' is not an integer in 0..63"},
     {M "--device -1", "--device: '-1' is not an integer in 0..63"},
