@@ -275,10 +275,10 @@ Test(cuda_plan, depthwise_choice)
     cr_expect_eq(depthwise_choose(&t), DW_PICK_CUDNN, "neither: cuDNN's error is reported");
     precision_plan fp32 = precision_plan_of(PREC_FP32), tf32 = precision_plan_of(PREC_TF32);
     precision_plan fp16 = precision_plan_of(PREC_FP16), bf16 = precision_plan_of(PREC_BF16);
-    cr_expect(depthwise_match_tolerance(&fp32) < depthwise_match_tolerance(&fp16));
-    cr_expect(depthwise_match_tolerance(&fp16) < depthwise_match_tolerance(&bf16));
-    cr_expect(depthwise_match_tolerance(&tf32) > depthwise_match_tolerance(&fp32));
-    cr_expect(depthwise_match_tolerance(&bf16) < 0.1, "an indexing error moves results by more");
+    cr_expect(trial_match_tolerance(&fp32) < trial_match_tolerance(&fp16));
+    cr_expect(trial_match_tolerance(&fp16) < trial_match_tolerance(&bf16));
+    cr_expect(trial_match_tolerance(&tf32) > trial_match_tolerance(&fp32));
+    cr_expect(trial_match_tolerance(&bf16) < 0.1, "an indexing error moves results by more");
 }
 
 /* cuDNN's fused conv+bias+ReLU: under auto only where it agreed and was

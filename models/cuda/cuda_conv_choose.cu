@@ -189,7 +189,8 @@ static int try_both(backend *b, int i, cuda_conv *c, int p, bool have_cudnn)
     bool compare_room = have_cudnn && maxima_at + 2 * sizeof(unsigned) <= b->search_workspace_bytes;
     char *ws = (char *)b->search_workspace;
     for (int k = 0; k < 2; k++)
-        if (cuda_dw_fill_random(b, io.in[k], io.in_elems[k], 0x9e3779b9u * (uint32_t)(p * 2 + k + 1)))
+        if (cuda_trial_fill_random(b, io.in[k], io.in_elems[k],
+                                   0x9e3779b9u * (uint32_t)(p * 2 + k + 1)))
             return -1;
     if (have_cudnn && time_pass(b, i, p, false, &t->cudnn_ms))
         return -1;
@@ -213,11 +214,11 @@ static int try_both(backend *b, int i, cuda_conv *c, int p, bool have_cudnn)
         }
         if (compare_room) {
             double rel = 0.0;
-            if (cuda_dw_compare(b, io.out, ws + copy_at, io.out_elems,
-                                (unsigned *)(ws + maxima_at), &rel))
+            if (cuda_trial_compare(b, io.out, ws + copy_at, io.out_elems,
+                                   (unsigned *)(ws + maxima_at), &rel))
                 return -1;
             t->verified = true;
-            t->matched = rel <= depthwise_match_tolerance(&b->pp);
+            t->matched = rel <= trial_match_tolerance(&b->pp);
             ch->own_difference = rel;
         }
     }
@@ -274,9 +275,9 @@ static int try_fused(backend *b, int i, cuda_conv *c, conv_bias_choice mode)
     *t = conv_bias_trial{-1.0f, -1.0f, false, false, 0.0};
     pass_tensors io = tensors_of(b, i, 0);
     for (int k = 0; k < 2; k++)
-        if (cuda_dw_fill_random(b, io.in[k], io.in_elems[k], 0x85ebca6bu * (uint32_t)(k + 1)))
+        if (cuda_trial_fill_random(b, io.in[k], io.in_elems[k], 0x85ebca6bu * (uint32_t)(k + 1)))
             return -1;
-    if (cuda_dw_fill_random(b, cl->bias_copy, l->out_channels, 0xc2b2ae35u))
+    if (cuda_trial_fill_random(b, cl->bias_copy, l->out_channels, 0xc2b2ae35u))
         return -1;
     size_t out_bytes = (size_t)io.out_elems * b->pp.elem_bytes;
     size_t keep = align_up(out_bytes) + 256; /* the own output, then the maxima */
@@ -310,11 +311,11 @@ static int try_fused(backend *b, int i, cuda_conv *c, conv_bias_choice mode)
             };
             if (time_best(b, fused, &t->fused_ms))
                 return -1;
-            if (cuda_dw_compare(b, cl->out, copy, io.out_elems,
-                                (unsigned *)(copy + align_up(out_bytes)), &t->difference))
+            if (cuda_trial_compare(b, cl->out, copy, io.out_elems,
+                                   (unsigned *)(copy + align_up(out_bytes)), &t->difference))
                 return -1;
             t->verified = true;
-            t->matched = t->difference <= depthwise_match_tolerance(&b->pp);
+            t->matched = t->difference <= trial_match_tolerance(&b->pp);
         }
     }
     if (algo < 0 && !b->fused_refusals++)

@@ -162,7 +162,7 @@ int cuda_dw_backward_weights(backend *b, int i)
 
 /* ---- plan time: inputs to try both implementations on, and their agreement ---- */
 
-int cuda_dw_fill_random(backend *b, void *p, int64_t n, uint32_t seed)
+int cuda_trial_fill_random(backend *b, void *p, int64_t n, uint32_t seed)
 {
     if (n <= 0 || n >= ((int64_t)1 << 31))
         return cuda_fail(b, "cannot fill %lld elements", (long long)n);
@@ -176,8 +176,8 @@ int cuda_dw_fill_random(backend *b, void *p, int64_t n, uint32_t seed)
     return 0;
 }
 
-int cuda_dw_compare(backend *b, const void *got, const void *want, int64_t n, unsigned *maxima,
-                    double *relative)
+int cuda_trial_compare(backend *b, const void *got, const void *want, int64_t n,
+                       unsigned *maxima, double *relative)
 {
     if (n <= 0 || n >= ((int64_t)1 << 31))
         return cuda_fail(b, "cannot compare %lld elements", (long long)n);

@@ -246,20 +246,25 @@ int cuda_conv_run_pass(backend *b, int layer, int p, bool own, bool accumulate);
 /* cuDNN's fused conv+bias+ReLU forward of a bias_relu layer with `algo` and
  * the workspace at ws: cuDNN's status (the plan-time trial takes a refusal
  * as an answer; the step fails on it). */
-cudnnStatus_t cuda_conv_fused_forward(backend *b, int layer, int algo, void *ws, size_t bytes);void cuda_conv_name(const backend *b, int layer, pass phase, char *buf, size_t len);
+cudnnStatus_t cuda_conv_fused_forward(backend *b, int layer, int algo, void *ws, size_t bytes);
+void cuda_conv_name(const backend *b, int layer, pass phase, char *buf, size_t len);
 
 /* Depthwise convolution on own kernels (cuda_depthwise.cu), for layers that
  * depthwise_own_fits: the passes of cuda_conv_*, with cuDNN's tensors; the
  * filter gradient's partial sums take cuda_dw_filter_workspace bytes of the
- * backward's workspace. The plan-time trial fills inputs with values in [-1, 1] and
- * compares two results (maxima: 2 device words of scratch). */
+ * backward's workspace. */
 int cuda_dw_forward(backend *b, int layer);
 int cuda_dw_backward_data(backend *b, int layer, bool accumulate);
 int cuda_dw_backward_weights(backend *b, int layer); /* no conv bias: the caller's */
 size_t cuda_dw_filter_workspace(const backend *b, int layer);
-int cuda_dw_fill_random(backend *b, void *p, int64_t n, uint32_t seed);
-int cuda_dw_compare(backend *b, const void *got, const void *want, int64_t n, unsigned *maxima,
-                    double *relative);
+/* The plan-time trials of cuda_conv_choose.cu (the own depthwise kernels,
+ * cuDNN's fused conv+bias+ReLU, each against cuDNN's way): n elements filled
+ * with values in [-1, 1], and two results compared, max |got - want| / max
+ * |want| (maxima: 2 device words of scratch). In cuda_depthwise.cu, beside
+ * their kernels. */
+int cuda_trial_fill_random(backend *b, void *p, int64_t n, uint32_t seed);
+int cuda_trial_compare(backend *b, const void *got, const void *want, int64_t n,
+                       unsigned *maxima, double *relative);
 /* The checksum of the own kernels' source as this program was built with
  * them (the Makefile's OWN_DEPTHWISE_SRCS): part of an algorithm cache key. */
 uint32_t cuda_depthwise_source_id(void);

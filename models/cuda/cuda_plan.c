@@ -280,7 +280,7 @@ bool conv_bias_choose_fused(conv_bias_choice mode, const conv_bias_trial *t)
     return t->fused_ms < t->own_ms;
 }
 
-double depthwise_match_tolerance(const precision_plan *pp)
+double trial_match_tolerance(const precision_plan *pp)
 {
     switch (pp->elem) {
     case ELEM_F16: return 1e-2;

@@ -188,10 +188,13 @@ typedef struct {
     conv_bias_trial bias_trial; /* how that was chosen (--conv-bias auto, cudnn) */
 } conv_pass_choice;
 
-/* The largest |own - cuDNN| allowed, relative to the largest |cuDNN|: both sum
- * in fp32; the outputs are rounded to the element type (and tf32 rounds
- * cuDNN's inputs). An indexing error moves results by far more. */
-double depthwise_match_tolerance(const precision_plan *pp);
+/* The largest difference a plan-time trial allows between the way it tries
+ * and cuDNN's (own depthwise kernel against cuDNN's convolution, cuDNN's fused
+ * conv+bias+ReLU against its convolution and the own bias kernel), relative to
+ * the largest |cuDNN|: both sum in fp32; the outputs are rounded to the
+ * element type (and tf32 rounds cuDNN's inputs). An indexing error moves
+ * results by far more. */
+double trial_match_tolerance(const precision_plan *pp);
 
 /* Blocks of `threads` for a grid-stride loop over n elements on sm_count
  * SMs: enough for n, at most 32 a SM (the loop does the rest). */
