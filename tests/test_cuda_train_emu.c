@@ -448,6 +448,25 @@ Test(cuda_train_emu, the_algorithm_cache_serves_the_next_process, .timeout = 600
     remove_temp_dir(dir);
 }
 
+/* cuBLASLt's heuristic offering no algorithm for a fully connected layer
+ * fails the setup with one line naming the layer and the GEMM (before, the
+ * step passed cublasLtMatmul no algorithm, which asks the same heuristic
+ * with no workspace, and failed at its first call). */
+Test(cuda_train_emu, no_gemm_algorithm_is_one_line_at_setup, .timeout = 600)
+{
+    char *dir = temp_dir();
+    int status = emulated_train(dir, "FAKE_CUBLASLT_OFFER_NONE=1", "none",
+                                SMALL " --warmup 0 --iters 1 --out steps.csv");
+    char *err = read_text(dir, "none.err");
+    cr_expect_neq(status, 0, "exit 0 without a GEMM algorithm");
+    cr_expect_eq(count_lines(err), 1, "%s", err);
+    cr_expect(strstr(err, "layer fc (fc ") &&
+                  strstr(err, "cuBLASLt's heuristic offers no algorithm for its forward GEMM"),
+              "%s", err);
+    cr_expect_neq(sh("test -e '%s/steps.csv'", dir), 0, "a steps.csv without a step");
+    remove_temp_dir(dir);
+}
+
 Test(cuda_train_emu, out_of_device_memory_is_one_line_and_no_rows, .timeout = 600)
 {
     char *dir = temp_dir();

@@ -30,16 +30,14 @@ static int make_desc(backend *b, cublasLtMatmulDesc_t *desc, cublasOperation_t t
 }
 
 /* The heuristic's first algorithm for GEMM p within the search workspace
- * (at most CUDA_FC_WORKSPACE), and the workspace to give it: what it needs,
- * or all that was allowed where the heuristic offers none (cuBLASLt then
- * chooses within it at each call); 1 when it offers none. */
+ * (at most CUDA_FC_WORKSPACE), and the workspace to give it, what it needs;
+ * 1 when it offers none. */
 static int choose(backend *b, cuda_fc *f, int p, cublasLtMatmulAlgo_t *algo)
 {
     cublasLtMatmulPreference_t pref;
     CUBLAS_TRY(b, cublasLtMatmulPreferenceCreate(&pref));
     size_t ws = b->search_workspace_bytes < (size_t)CUDA_FC_WORKSPACE ? b->search_workspace_bytes
                                                                      : (size_t)CUDA_FC_WORKSPACE;
-    f->workspace[p] = ws;
     cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
         pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
     cublasLtMatmulHeuristicResult_t result;
@@ -102,13 +100,13 @@ int cuda_fc_setup(backend *b, int i)
         if (rc < 0)
             return -1;
         b->bias_in_call[i] = rc == 0;
-        f->has_algo[0] = b->bias_in_call[i];
         if (!b->bias_in_call[i]) {
             cublasLtEpilogue_t none = CUBLASLT_EPILOGUE_DEFAULT;
             CUBLAS_TRY(b, cublasLtMatmulDescSetAttribute(f->desc[0], CUBLASLT_MATMUL_DESC_EPILOGUE,
                                                          &none, sizeof none));
         }
     }
+    static const char *const gemm_names[3] = {"forward", "backward-data", "backward-weights"};
     for (int p = 0; p < 3; p++) {
         if (p == 0 && b->bias_in_call[i])
             continue;
@@ -117,9 +115,11 @@ int cuda_fc_setup(backend *b, int i)
         int rc = choose(b, f, p, &f->algo[p]);
         if (rc < 0)
             return -1;
-        /* none offered for these leading dimensions: cublasLtMatmul searches
-         * by itself when given no algorithm */
-        f->has_algo[p] = rc == 0;
+        /* cublasLtMatmul given no algorithm would ask the same heuristic,
+         * with no workspace at all: say so here, not at the first step */
+        if (rc == 1)
+            return cuda_fail(b, "cuBLASLt's heuristic offers no algorithm for its %s GEMM",
+                             gemm_names[p]);
     }
     return 0;
 }
@@ -147,7 +147,7 @@ static int gemm(backend *b, int i, int p, const void *a, const void *bm, void *c
     cuda_workspace ws = cuda_workspace_of(b, i, p != 0);
     CUBLAS_TRY(b, cublasLtMatmul(b->lt, f->desc[p], &one, a, f->a[p], bm, f->b[p],
                                  accumulate ? &one : &zero, c, f->c[p], c, f->c[p],
-                                 f->has_algo[p] ? &f->algo[p] : NULL, ws.ptr, ws.bytes,
+                                 &f->algo[p], ws.ptr, ws.bytes,
                                  b->stream));
     return 0;
 }

@@ -46,7 +46,6 @@ struct cuda_fc {
     cublasLtMatmulDesc_t desc[3];            /* fwd, bwd_data, bwd_weights */
     cublasLtMatrixLayout_t a[3], b[3], c[3];
     cublasLtMatmulAlgo_t algo[3];
-    bool has_algo[3];                        /* else cuBLASLt chooses at each call */
     size_t workspace[3];                     /* what each GEMM is given */
     bool accumulate_desc;                    /* bwd_data's C layout also serves beta = 1 */
 };
