@@ -299,7 +299,7 @@ Test(cuda_plan, conv_bias_choice)
     cr_expect(!conv_bias_choose_fused(CONV_BIAS_AUTO, &t), "the own way not timed");
     t.own_ms = 2.0f, t.fused_ms = -1.0f;
     cr_expect(!conv_bias_choose_fused(CONV_BIAS_AUTO, &t), "cuDNN refused it");
-    cr_expect(!conv_bias_choose_fused(CONV_BIAS_CUDNN, &t), "refused: the caller's error");
+    cr_expect(!conv_bias_choose_fused(CONV_BIAS_CUDNN, &t), "refused: the own kernel runs it");
     cr_expect_str_eq(conv_bias_choice_name(CONV_BIAS_CUDNN), "cudnn");
     cr_expect_str_eq(conv_bias_choice_name((conv_bias_choice)7), "?");
 }

@@ -6,6 +6,7 @@
  * descriptors. A forward with bias under a fused ReLU adds the bias with the
  * own kernel after the convolution, or where that was chosen in cuDNN's
  * fused conv+bias+ReLU call (no pass over the output of its own). */
+#include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -66,12 +67,14 @@ int cuda_conv_setup(backend *b, int i)
     }
     if (conv_shape_of(l, &b->fusion[i], n, b->pp.prec).bias_relu) {
         /* cuDNN's fused call takes the bias in the output's type; its ReLU
-         * maps NaN to 0, as the own kernel does */
+         * maps NaN to 0, as the own kernel does. cuDNN's reference calls
+         * coef ReLU's upper bound: DBL_MAX (as PyTorch passes), so that no
+         * engine that reads it clips the output to 0 */
         CUDNN_TRY(b, cudnnCreateTensorDescriptor(&c->bias));
         CUDNN_TRY(b, cudnnSetTensor4dDescriptor(c->bias, fmt, dt, 1, l->out_channels, 1, 1));
         CUDNN_TRY(b, cudnnCreateActivationDescriptor(&c->relu));
         CUDNN_TRY(b, cudnnSetActivationDescriptor(c->relu, CUDNN_ACTIVATION_RELU,
-                                                  CUDNN_NOT_PROPAGATE_NAN, 0.0));
+                                                  CUDNN_NOT_PROPAGATE_NAN, DBL_MAX));
     }
     /* the graph's shapes and cuDNN's must agree */
     int on, oc, oh, ow;

@@ -233,9 +233,11 @@ static int try_both(backend *b, int i, cuda_conv *c, int p, bool have_cudnn)
     return 0;
 }
 
-/* cuDNN's fused forward with `algo` in the workspace's first `room` bytes:
- * *ran true, or false with why (cuDNN's refusal, kept as the trial's answer;
- * a broken stream fails the run). *bytes: what the algorithm needs. */
+/* cuDNN's fused forward with `algo`, given as much of the search workspace
+ * as the step will give it (*bytes: what cuDNN says the algorithm's plain
+ * convolution needs; there is no query for the fused call), if that fits in
+ * `room`: *ran true, or false with why (cuDNN's refusal, kept as the trial's
+ * answer; a broken stream fails the run). */
 static int try_fused_call(backend *b, int i, cuda_conv *c, int algo, size_t room,
                           size_t *bytes, bool *ran, char *why, size_t why_len)
 {
@@ -248,7 +250,7 @@ static int try_fused_call(backend *b, int i, cuda_conv *c, int algo, size_t room
         return 0;
     }
     if (st == CUDNN_STATUS_SUCCESS)
-        st = cuda_conv_fused_forward(b, i, algo, b->search_workspace, room);
+        st = cuda_conv_fused_forward(b, i, algo, b->search_workspace, *bytes);
     if (st == CUDNN_STATUS_SUCCESS) {
         *ran = true;
         return 0;
@@ -287,23 +289,32 @@ static int try_fused(backend *b, int i, cuda_conv *c, conv_bias_choice mode)
     char why[96] = "no room to compare in the search workspace";
     size_t room = 0, bytes = 0;
     int algo = -1;
+    const cudnnMathType_t searched_math = (cudnnMathType_t)ch->math,
+                          base_math = b->pp.tensor_cores ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
+    cudnnMathType_t math = searched_math;
     if (keep <= b->search_workspace_bytes) {
         room = (b->search_workspace_bytes - keep) & ~(size_t)255;
         char *copy = (char *)b->search_workspace + room;
         CUDA_TRY(b, cudaMemcpyAsync(copy, cl->out, out_bytes, cudaMemcpyDeviceToDevice,
                                     b->stream));
+        /* the fallback in the precision's own math type, not the one Find
+         * reported for the searched algorithm (which may be the default) */
         const int precomp = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
         int algos[2] = {ch->algo, precomp};
+        cudnnMathType_t maths[2] = {searched_math, base_math};
         for (int k = 0; k < (ch->algo == precomp ? 1 : 2) && algo < 0; k++) {
             bool ran = false;
+            CUDNN_TRY(b, cudnnSetConvolutionMathType(c->conv[0], maths[k]));
             if (try_fused_call(b, i, c, algos[k], room, &bytes, &ran, why, sizeof why))
                 return -1;
-            if (ran)
+            if (ran) {
                 algo = algos[k];
+                math = maths[k];
+            }
         }
         if (algo >= 0) {
             auto fused = [&] {
-                cudnnStatus_t s = cuda_conv_fused_forward(b, i, algo, b->search_workspace, room);
+                cudnnStatus_t s = cuda_conv_fused_forward(b, i, algo, b->search_workspace, bytes);
                 return s == CUDNN_STATUS_SUCCESS
                            ? 0
                            : cudnn_fail_call(b, __FILE__, __LINE__,
@@ -321,13 +332,12 @@ static int try_fused(backend *b, int i, cuda_conv *c, conv_bias_choice mode)
     if (algo < 0 && !b->fused_refusals++)
         snprintf(b->fused_refusal, sizeof b->fused_refusal, "%s, %s", l->name, why);
     ch->fused = conv_bias_choose_fused(mode, t);
-    if (mode == CONV_BIAS_CUDNN && !ch->fused)
-        return cuda_fail(b, "--conv-bias cudnn: cuDNN does not run its fused convolution+bias+"
-                            "ReLU here (%s); use --conv-bias auto or own",
-                         b->fused_refusal);
     if (ch->fused) {
         ch->algo = algo;
+        ch->math = math;
         ch->workspace_bytes = (int64_t)bytes;
+    } else {
+        CUDNN_TRY(b, cudnnSetConvolutionMathType(c->conv[0], searched_math));
     }
     return 0;
 }

@@ -166,8 +166,10 @@ typedef struct {
 } conv_bias_trial;
 
 /* Whether the forward runs cuDNN's fused call: under --conv-bias cudnn
- * whenever cuDNN takes it, under auto only where its result matched and it
- * was faster, never under own. */
+ * whenever cuDNN takes it (a shape it refuses, say for its input's channels,
+ * runs the own kernel, and the choices line counts and names the refusals:
+ * the whole run is not lost for one layer), under auto only where its result
+ * matched and it was faster, never under own. */
 bool conv_bias_choose_fused(conv_bias_choice mode, const conv_bias_trial *t);
 
 /* What one pass (forward, backward data, backward filter) of a convolution

@@ -12,6 +12,7 @@
  * are not modelled. Work goes to the handle's stream (fake_cuda.cpp). */
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -343,7 +344,9 @@ cudnnStatus_t run_pass(const offered (&offered_list)[N], int algo, void *scratch
  * output's type, z read only where alpha2 is not 0. It takes the call with
  * IMPLICIT_PRECOMP_GEMM alone (CUDNN_STATUS_NOT_SUPPORTED for the others), so
  * that the backend's fallback from the searched algorithm is what the
- * emulated steps run. */
+ * emulated steps run; FAKE_CUDNN_FUSED_MIN_CHANNELS=C refuses it outright
+ * where the input has fewer than C channels (a GPU's cuDNN may refuse some
+ * shapes: the tests make VGG-16's 3-channel first layer one). */
 cudnnStatus_t fused_forward(cudnnHandle_t h, const void *alpha1, const cudnnTensorStruct &xs,
                             const void *x, const cudnnFilterStruct &ws, const void *w,
                             const cudnnConvolutionStruct &cv, int algo, void *scratch,
@@ -353,6 +356,9 @@ cudnnStatus_t fused_forward(cudnnHandle_t h, const void *alpha1, const cudnnTens
                             void *y)
 {
     if (algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)
+        return CUDNN_STATUS_NOT_SUPPORTED;
+    const char *min_channels = getenv("FAKE_CUDNN_FUSED_MIN_CHANNELS");
+    if (min_channels && xs.c < atoi(min_channels))
         return CUDNN_STATUS_NOT_SUPPORTED;
     if (act.mode != CUDNN_ACTIVATION_RELU && act.mode != CUDNN_ACTIVATION_IDENTITY)
         return CUDNN_STATUS_NOT_SUPPORTED;
