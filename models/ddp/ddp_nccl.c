@@ -1,7 +1,10 @@
 /* The device transport: NCCL on a communication stream of its own. When a
  * bucket's last layer has queued its backward, an event recorded on the
  * step's stream lets the communication stream pack the bucket, all-reduce it
- * (ncclAvg: the average, on every rank) and write it back, while the step's
+ * (ncclSum; the sum is scaled by 1/ranks in fp32 as it is written back, as
+ * the MPI transport does: NCCL's ncclAvg multiplies each input by 1/ranks
+ * rounded to the element type before summing, and bf16's 1/3 is 0.2% off)
+ * and write it back, while the step's
  * stream goes on with the backward; the update waits on the event after the
  * last bucket. Nothing blocks the host: the step stays queued ahead of the
  * GPU. The communicator is made from a unique id that rank 0 broadcasts over
@@ -299,8 +302,8 @@ static int copy_tensors(ddp *d, int k, bool into_bucket)
         int rc = into_bucket
                      ? ddp_cuda_convert(slot, s->comm_elem, g->ptr, g->elem, pt->elems, 1.0f,
                                         s->stream)
-                     : ddp_cuda_convert(g->ptr, g->elem, slot, s->comm_elem, pt->elems, 1.0f,
-                                        s->stream);
+                     : ddp_cuda_convert(g->ptr, g->elem, slot, s->comm_elem, pt->elems,
+                                        1.0f / (float)d->world->size, s->stream);
         if (rc != 0)
             return ddp_fail(d, "%s:%d: copying layer %s's gradient %s bucket %d: %s", __FILE__,
                             __LINE__, d->net->layers[pt->layer].name,
@@ -320,7 +323,7 @@ static int nccl_launch(ddp *d, int k)
     if (copy_tensors(d, k, true))
         return -1;
     NCCL_TRY(d, ncclAllReduce(db->buf, db->buf, (size_t)d->plan.buckets[k].elems, s->type,
-                              ncclAvg, s->comm, s->stream));
+                              ncclSum, s->comm, s->stream));
     /* the average goes back at once: only the update reads these gradients
      * again, and it waits for the last bucket */
     if (copy_tensors(d, k, false))
@@ -376,7 +379,7 @@ static int nccl_time_buckets(ddp *d, int first, double *ms)
         rc = ddp_fail(d, "cudaEventRecord failed");
     for (int k = first; k < d->plan.n_buckets && rc == 0; k++) {
         ncclResult_t nr = ncclAllReduce(s->buckets[k].buf, s->buckets[k].buf,
-                                        (size_t)d->plan.buckets[k].elems, s->type, ncclAvg,
+                                        (size_t)d->plan.buckets[k].elems, s->type, ncclSum,
                                         s->comm, s->stream);
         if (nr != ncclSuccess)
             rc = nccl_failed(d, __FILE__, __LINE__, "ncclAllReduce", nr);

@@ -17,8 +17,11 @@ export NCCL_NET_GDR_LEVEL=${NCCL_NET_GDR_LEVEL:-PHB}
 # INFO prints the topology, TRACE is for NVIDIA support.
 export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
 export NCCL_DEBUG_SUBSYS=${NCCL_DEBUG_SUBSYS:-INIT,NET}
-# Errors of a collective come back to the caller (the DDP watchdog polls
-# ncclCommGetAsyncError and aborts the communicator), never a silent hang.
+# A longer InfiniBand retry timeout than NCCL's default (4.096 us x 2^22,
+# about 17 s a retry, against 2^20, about 4 s), so that congestion on a large
+# job is not taken for a lost link. A lost peer does not wait for it: the DDP
+# watchdog (--ddp-timeout, 30 s) polls ncclCommGetAsyncError and the
+# reductions' completion and aborts the communicator with one line.
 export NCCL_IB_TIMEOUT=${NCCL_IB_TIMEOUT:-22}
 # Open MPI under srun: no own launcher, PMIx from Slurm; do not let it bind
 # a rank's OpenMP threads to one core.

@@ -1,8 +1,9 @@
 /* make test-gpu: the DDP module's NCCL transport on one rank (the GPU
  * machines at hand have one GPU each and NCCL refuses two ranks on one
  * device): the communicator from a unique id over MPI, buckets packed on
- * their own stream after an event of the step's stream, ncclAvg, the
- * averages written back, the step's stream waiting for them, the timings.
+ * their own stream after an event of the step's stream, ncclSum, the
+ * averages (the sums over the ranks) written back, the step's stream waiting
+ * for them, the timings.
  * - gradients lent by the test itself (device buffers of every layer of
  *   resnet18-cifar, fp32 and bf16 elements), reduced in fp32 and bf16
  *   buckets: with one rank the average is the gradient itself (bf16 buckets:

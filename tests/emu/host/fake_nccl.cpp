@@ -48,9 +48,9 @@ const char *kernel_name(ncclDataType_t type, ncclRedOp_t op)
     static const char *const names[2][3] = {
         {"ncclDevKernel_AllReduce_Sum_f32_RING_LL", "ncclDevKernel_AllReduce_Sum_f16_RING_LL",
          "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"},
-        {"ncclDevKernel_AllReduce_SumPostDiv_f32_RING_LL",
-         "ncclDevKernel_AllReduce_SumPostDiv_f16_RING_LL",
-         "ncclDevKernel_AllReduce_SumPostDiv_bf16_RING_LL"}};
+        {"ncclDevKernel_AllReduce_PreMulSum_f32_RING_LL",
+         "ncclDevKernel_AllReduce_PreMulSum_f16_RING_LL",
+         "ncclDevKernel_AllReduce_PreMulSum_bf16_RING_LL"}};
     int t = type == ncclFloat32 ? 0 : type == ncclFloat16 ? 1 : 2;
     return names[op == ncclAvg][t];
 }
@@ -155,11 +155,19 @@ ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, ncclDataT
             MPI_Abort(MPI_COMM_WORLD, 3);
         }
         emu_host::element e = element_of(type);
+        /* ncclAvg as NCCL 2.28 runs it for floating types: each input times
+         * 1/ranks rounded to the element type, then summed (PreMulSum) */
+        double premul = 1.0;
+        if (op == ncclAvg) {
+            uint8_t rounded[4];
+            emu_host::store_element(e, rounded, 0, 1.0 / comm->nranks);
+            premul = emu_host::load_element(e, rounded, 0);
+        }
         for (size_t i = 0; i < count; i++) {
             double sum = 0.0;
             for (int r = 0; r < comm->nranks; r++)
-                sum += emu_host::load_element(e, all.data() + (size_t)r * bytes, i);
-            emu_host::store_element(e, recv, i, op == ncclAvg ? sum / comm->nranks : sum);
+                sum += premul * emu_host::load_element(e, all.data() + (size_t)r * bytes, i);
+            emu_host::store_element(e, recv, i, sum);
         }
     });
     return ncclSuccess;
