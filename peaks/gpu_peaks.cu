@@ -170,7 +170,8 @@ void add_row(const gpu_state &st, peak_table *t, row_sums *sums, int id, double 
         fprintf(stderr, "peaks: %s left out: %s\n", tests[id].ceiling, r.detail);
         return;
     }
-    char notes[PEAK_NOTES], clocks[96] = "clocks: NVML unavailable", extra[400] = "";
+    char notes[PEAK_NOTES], clocks[96] = "clocks: not sampled (no NVML, or a run under 20 ms)",
+                           extra[400] = "";
     if (isfinite(r.sm_mhz)) {
         snprintf(clocks, sizeof clocks, "sm %.0f MHz; mem %.0f MHz (NVML mean)", r.sm_mhz,
                  r.mem_mhz);

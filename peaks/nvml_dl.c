@@ -111,14 +111,19 @@ static void *sampler_main(void *p)
 {
     nvml_sampler *s = p;
     struct timespec period = {s->period_ms / 1000, (long)(s->period_ms % 1000) * 1000000L};
-    while (!atomic_load(&s->stop)) {
+    /* a period before the first reading: one taken as the work starts
+     * reads the clock it had before (an idle GPU's, far below its boost),
+     * and for work shorter than a period it would be the only reading */
+    for (;;) {
+        nanosleep(&period, NULL);
+        if (atomic_load(&s->stop))
+            break;
         unsigned sm, mem;
         if (nvml_clocks_mhz(s->gpu, &sm, &mem) == 0) {
             s->sm_sum += sm;
             s->mem_sum += mem;
             s->samples++;
         }
-        nanosleep(&period, NULL);
     }
     return NULL;
 }

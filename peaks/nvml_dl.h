@@ -24,12 +24,14 @@ int nvml_clocks_mhz(nvml_gpu *g, unsigned *sm, unsigned *mem);
 /* Maximum PCIe generation and width of the link this device and slot allow. */
 int nvml_pcie_link(nvml_gpu *g, unsigned *gen, unsigned *width);
 
-/* A thread that reads the clocks every period_ms until stopped. g may be
- * NULL: then there is no thread and the means are NAN. */
+/* A thread that reads the clocks every period_ms until stopped, the first
+ * reading a period after the start (so that none is taken before the work
+ * has raised the clock). g may be NULL: then there is no thread and the
+ * means are NAN. */
 nvml_sampler *nvml_sampler_start(nvml_gpu *g, int period_ms);
 
 /* Stops the thread; the mean SM and memory clocks over the samples, in MHz
- * (NAN where none). */
+ * (NAN where none: no NVML, or stopped within the first period). */
 void nvml_sampler_stop(nvml_sampler *s, double *sm_mhz, double *mem_mhz);
 
 #ifdef __cplusplus

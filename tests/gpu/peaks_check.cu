@@ -66,7 +66,10 @@ int main(void)
     }
     {
         double ratio = fma[2].value / fma[1].value;
-        bool cited = fma[2].issue_rate > 0 && strstr(fma[2].detail, "measured counter") != NULL;
+        /* the detail cites the issue rate read from the SM cycle counter,
+         * which says why half2 stays below 2x where it does */
+        bool cited = fma[2].issue_rate > 0 && strstr(fma[2].detail, "HFMA2 issue") != NULL &&
+                     strstr(fma[2].detail, "SM cycle counter clock64") != NULL;
         char line[700];
         snprintf(line, sizeof line, "fp16_fma = %.2f x fp32_fma (wanted >= 1.8, or the counter cited: %s)",
                  ratio, fma[2].detail);
@@ -118,7 +121,11 @@ int main(void)
     expect(l2.value > copy.value, line);
     for (gpu_mem_test t : {GPU_MEM_L1, GPU_MEM_SMEM}) {
         gpu_result r = gpu_mem_bandwidth(c, t);
-        double mhz = isfinite(r.sm_mhz) ? r.sm_mhz : c.max_sm_mhz;
+        /* 128 bytes a clock an SM at the highest SM clock, a bound no
+         * kernel passes: these runs last a few ms, under the NVML sampler's
+         * period, so their sampled clock is one reading taken as they start
+         * (an idle clock would put the bound under the figure) */
+        double mhz = c.max_sm_mhz > 0 ? c.max_sm_mhz : r.sm_mhz;
         check(t == GPU_MEM_L1 ? "l1" : "smem", r, 128.0 * c.sms * mhz * 1e-3, "GB/s");
     }
     unsigned gen = 0, width = 0;
