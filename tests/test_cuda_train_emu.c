@@ -30,6 +30,21 @@ static int emulated_train(const char *dir, const char *env, const char *name, co
               ROOFLINE_CUDA_TRAIN, args, name, name);
 }
 
+/* Runs it as emulated_train does, expecting it to fail before any step:
+ * exit non-zero, one line on stderr (returned), no `csv` written. */
+static char *one_line_failure(const char *dir, const char *env, const char *name,
+                              const char *args, const char *csv)
+{
+    int status = emulated_train(dir, env, name, args);
+    char file[64];
+    format_or_fail(file, sizeof file, "%s.err", name);
+    char *err = read_text(dir, file);
+    cr_expect_neq(status, 0, "%s: exit 0", name);
+    cr_expect_eq(count_lines(err), 1, "%s", err);
+    cr_expect_neq(sh("test -e '%s/%s'", dir, csv), 0, "%s: a %s without a step", name, csv);
+    return err;
+}
+
 /* The loss column of dir/file, rank 0's rows, in file order. */
 static int read_losses(const char *dir, const char *file, double *loss, int max)
 {
@@ -438,13 +453,10 @@ Test(cuda_train_emu, the_algorithm_cache_serves_the_next_process, .timeout = 600
     free(d1);
 
     write_text(dir, "other.csv", "env,model\n");
-    status = emulated_train(dir, "", "bad", SMALL " --warmup 0 --iters 1 --algo-cache "
-                                              "other.csv --out bad.csv");
-    err = read_text(dir, "bad.err");
-    cr_expect_neq(status, 0);
-    cr_expect_eq(count_lines(err), 1, "%s", err);
+    err = one_line_failure(dir, "", "bad",
+                           SMALL " --warmup 0 --iters 1 --algo-cache other.csv --out bad.csv",
+                           "bad.csv");
     cr_expect(strstr(err, "other.csv is not an algorithm cache") != NULL, "%s", err);
-    cr_expect_neq(sh("test -e '%s/bad.csv'", dir), 0, "a steps.csv without a step");
     remove_temp_dir(dir);
 }
 
@@ -455,30 +467,23 @@ Test(cuda_train_emu, the_algorithm_cache_serves_the_next_process, .timeout = 600
 Test(cuda_train_emu, no_gemm_algorithm_is_one_line_at_setup, .timeout = 600)
 {
     char *dir = temp_dir();
-    int status = emulated_train(dir, "FAKE_CUBLASLT_OFFER_NONE=1", "none",
-                                SMALL " --warmup 0 --iters 1 --out steps.csv");
-    char *err = read_text(dir, "none.err");
-    cr_expect_neq(status, 0, "exit 0 without a GEMM algorithm");
-    cr_expect_eq(count_lines(err), 1, "%s", err);
+    char *err = one_line_failure(dir, "FAKE_CUBLASLT_OFFER_NONE=1", "none",
+                                 SMALL " --warmup 0 --iters 1 --out steps.csv", "steps.csv");
     cr_expect(strstr(err, "layer fc (fc ") &&
                   strstr(err, "cuBLASLt's heuristic offers no algorithm for its forward GEMM"),
               "%s", err);
-    cr_expect_neq(sh("test -e '%s/steps.csv'", dir), 0, "a steps.csv without a step");
     remove_temp_dir(dir);
 }
 
 Test(cuda_train_emu, out_of_device_memory_is_one_line_and_no_rows, .timeout = 600)
 {
     char *dir = temp_dir();
-    int status = emulated_train(dir, "FAKE_CUDA_MEMORY_MB=40", "oom",
-                                SMALL " --precision fp32 --warmup 0 --iters 1 --out steps.csv");
-    char *err = read_text(dir, "oom.err");
-    cr_expect_neq(status, 0, "exit 0 with 40 MiB of device memory");
-    cr_expect_eq(count_lines(err), 1, "%s", err);
+    char *err = one_line_failure(dir, "FAKE_CUDA_MEMORY_MB=40", "oom",
+                                 SMALL " --precision fp32 --warmup 0 --iters 1 --out steps.csv",
+                                 "steps.csv");
     cr_expect(strstr(err, "device memory") && strstr(err, "fp32") &&
                   strstr(err, "use a smaller --batch"),
               "%s", err);
-    cr_expect_neq(sh("test -e '%s/steps.csv'", dir), 0, "a steps.csv without a step");
     remove_temp_dir(dir);
 }
 
