@@ -4,14 +4,14 @@
  * (ncclSum; the sum is scaled by 1/ranks in fp32 as it is written back, as
  * the MPI transport does: NCCL's ncclAvg multiplies each input by 1/ranks
  * rounded to the element type before summing, and bf16's 1/3 is 0.2% off)
- * and write it back, while the step's
- * stream goes on with the backward; the update waits on the event after the
- * last bucket. Nothing blocks the host: the step stays queued ahead of the
- * GPU. The communicator is made from a unique id that rank 0 broadcasts over
- * MPI. A watchdog thread polls ncclCommGetAsyncError and the reductions'
- * completion; an asynchronous error, or reductions not done within the
- * world's timeout (a lost peer leaves NCCL's kernels spinning), ends the rank
- * with one line after ncclCommAbort, so that it never hangs.
+ * and write it back, while the step's stream goes on with the backward; the
+ * update waits on the event after the last bucket. Nothing blocks the host:
+ * the step stays queued ahead of the GPU. The communicator is made from a
+ * unique id that rank 0 broadcasts over MPI. A watchdog thread polls
+ * ncclCommGetAsyncError and the reductions' completion; an asynchronous
+ * error, or reductions not done within the world's timeout (a lost peer
+ * leaves NCCL's kernels spinning), ends the rank with one line after
+ * ncclCommAbort, so that it never hangs.
  *
  * Compiled wherever NCCL is found; it has never run on a GPU (the GPU machines
  * at hand have one GPU each and NCCL refuses two ranks on one device). */
