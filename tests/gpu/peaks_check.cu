@@ -122,9 +122,9 @@ int main(void)
     for (gpu_mem_test t : {GPU_MEM_L1, GPU_MEM_SMEM}) {
         gpu_result r = gpu_mem_bandwidth(c, t);
         /* 128 bytes a clock an SM at the highest SM clock, a bound no
-         * kernel passes: these runs last a few ms, under the NVML sampler's
-         * period, so their sampled clock is one reading taken as they start
-         * (an idle clock would put the bound under the figure) */
+         * kernel passes: these runs last a few ms, less than the NVML
+         * sampler's first period, so they seldom have a sampled clock, and
+         * one reading at a lower clock would put the bound under the figure */
         double mhz = c.max_sm_mhz > 0 ? c.max_sm_mhz : r.sm_mhz;
         check(t == GPU_MEM_L1 ? "l1" : "smem", r, 128.0 * c.sms * mhz * 1e-3, "GB/s");
     }
