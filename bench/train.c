@@ -158,25 +158,21 @@ static void check_ddp_options(const options *o)
                                    : "each rank trains on its own shard");
 }
 
+/* --depthwise and --conv-bias: auto, cudnn or own, as the value both enums
+ * give that word (models/backend.c keeps their order alike). */
+static int parse_who_runs(const char *option, const char *text)
+{
+    for (int k = DEPTHWISE_AUTO; k <= DEPTHWISE_OWN; k++)
+        if (!strcmp(text, depthwise_choice_name((depthwise_choice)k)))
+            return k;
+    cli_usage_error(prog, "%s: unknown '%s' (accepted: auto, cudnn, own)", option, text);
+}
+
 /* An output file must be writable before minutes of training go into it:
  * cli_output_file's checks (a folder, an unwritable file or folder), and for
  * a new file a probe, created and removed, where access() cannot tell (root
  * is granted W_OK on /proc, where nothing can be created). Another rank
  * probing the same name at once finds it there (EEXIST): no false error. */
-/* --depthwise and --conv-bias: auto, cudnn or own, as 0, 1, 2 (the order of
- * depthwise_choice and conv_bias_choice alike). */
-static int parse_who_runs(const char *option, const char *text)
-{
-    static const char *const words[] = {"auto", "cudnn", "own"};
-    _Static_assert(DEPTHWISE_CUDNN == 1 && DEPTHWISE_OWN == 2 && CONV_BIAS_CUDNN == 1 &&
-                       CONV_BIAS_OWN == 2,
-                   "the words' order is the enums'");
-    for (int k = 0; k < 3; k++)
-        if (!strcmp(text, words[k]))
-            return k;
-    cli_usage_error(prog, "%s: unknown '%s' (accepted: auto, cudnn, own)", option, text);
-}
-
 static const char *output_file(const char *option, const char *text)
 {
     cli_output_file(prog, option, text);

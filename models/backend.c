@@ -1,15 +1,19 @@
 #include "backend.h"
 
+/* --depthwise's and --conv-bias's words, in their enums' shared order */
+static const char *const who_runs[] = {"auto", "cudnn", "own"};
+_Static_assert(DEPTHWISE_AUTO == 0 && DEPTHWISE_CUDNN == 1 && DEPTHWISE_OWN == 2 &&
+                   CONV_BIAS_AUTO == 0 && CONV_BIAS_CUDNN == 1 && CONV_BIAS_OWN == 2,
+               "who_runs follows the enums' order");
+
 const char *depthwise_choice_name(depthwise_choice d)
 {
-    static const char *const names[] = {"auto", "cudnn", "own"};
-    return (unsigned)d <= DEPTHWISE_OWN ? names[d] : "?";
+    return (unsigned)d <= DEPTHWISE_OWN ? who_runs[d] : "?";
 }
 
 const char *conv_bias_choice_name(conv_bias_choice c)
 {
-    static const char *const names[] = {"auto", "cudnn", "own"};
-    return (unsigned)c <= CONV_BIAS_OWN ? names[c] : "?";
+    return (unsigned)c <= CONV_BIAS_OWN ? who_runs[c] : "?";
 }
 
 int64_t backend_buffer_elems(const network *net, int index, int batch, buffer_kind kind)

@@ -131,6 +131,15 @@ cudnnStatus_t cuda_conv_fused_forward(backend *b, int i, int algo, void *ws, siz
         cl->bias_copy, c->relu, c->y, cl->out);
 }
 
+int cuda_conv_run_fused(backend *b, int i, int algo, void *ws, size_t bytes)
+{
+    cudnnStatus_t st = cuda_conv_fused_forward(b, i, algo, ws, bytes);
+    return st == CUDNN_STATUS_SUCCESS
+               ? 0
+               : cudnn_fail_call(b, __FILE__, __LINE__, "cudnnConvolutionBiasActivationForward",
+                                 st);
+}
+
 int cuda_conv_run_pass(backend *b, int i, int p, bool own, bool accumulate)
 {
     cuda_layer *cl = &b->layers[i];
@@ -162,11 +171,7 @@ int cuda_conv_forward(backend *b, int i)
     const conv_pass_choice *ch = &b->layers[i].conv->choice[0];
     if (ch->fused) {
         cuda_workspace ws = cuda_workspace_of(b, i, false);
-        cudnnStatus_t st = cuda_conv_fused_forward(b, i, ch->algo, ws.ptr, ws.bytes);
-        if (st != CUDNN_STATUS_SUCCESS)
-            return cudnn_fail_call(b, __FILE__, __LINE__, "cudnnConvolutionBiasActivationForward",
-                                   st);
-        return 0;
+        return cuda_conv_run_fused(b, i, ch->algo, ws.ptr, ws.bytes);
     }
     if (cuda_conv_run_pass(b, i, 0, ch->own, false))
         return -1;

@@ -314,11 +314,7 @@ static int try_fused(backend *b, int i, cuda_conv *c, conv_bias_choice mode)
         }
         if (algo >= 0) {
             auto fused = [&] {
-                cudnnStatus_t s = cuda_conv_fused_forward(b, i, algo, b->search_workspace, bytes);
-                return s == CUDNN_STATUS_SUCCESS
-                           ? 0
-                           : cudnn_fail_call(b, __FILE__, __LINE__,
-                                             "cudnnConvolutionBiasActivationForward", s);
+                return cuda_conv_run_fused(b, i, algo, b->search_workspace, bytes);
             };
             if (time_best(b, fused, &t->fused_ms))
                 return -1;

@@ -246,6 +246,9 @@ int cuda_conv_run_pass(backend *b, int layer, int p, bool own, bool accumulate);
  * the workspace at ws: cuDNN's status (the plan-time trial takes a refusal
  * as an answer; the step fails on it). */
 cudnnStatus_t cuda_conv_fused_forward(backend *b, int layer, int algo, void *ws, size_t bytes);
+/* The same where a refusal is a failure (the step, the trial's timed runs):
+ * 0, or -1 with cuDNN's status in the backend's error. */
+int cuda_conv_run_fused(backend *b, int layer, int algo, void *ws, size_t bytes);
 void cuda_conv_name(const backend *b, int layer, pass phase, char *buf, size_t len);
 
 /* Depthwise convolution on own kernels (cuda_depthwise.cu), for layers that
