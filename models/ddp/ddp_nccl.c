@@ -49,6 +49,7 @@ typedef struct {
     bool watchdog_running, stop;
     pthread_mutex_t lock;
     cudaEvent_t watched;         /* the event the rank waits on, or NULL */
+    cudaEvent_t after;           /* the clock starts when this one completes, or NULL */
     double armed_at, limit_s;
     const char *doing;           /* what is watched, for the line */
     int rank, size;
@@ -128,7 +129,12 @@ static void *watchdog_main(void *arg)
             snprintf(why, sizeof why, "NCCL asynchronous error: %s (%s)",
                      ncclGetErrorString(async), ncclGetLastError(s->comm));
         if (!why[0] && s->armed_at > 0) {
-            if (s->watched && cudaEventQuery(s->watched) == cudaSuccess)
+            if (s->after) {
+                /* the rank's own work still runs: no peer is waited for yet */
+                if (cudaEventQuery(s->after) == cudaSuccess)
+                    s->after = NULL;
+                s->armed_at = ddp_now();
+            } else if (s->watched && cudaEventQuery(s->watched) == cudaSuccess)
                 s->armed_at = 0; /* done: nothing to watch until the next arm */
             else if (ddp_now() - s->armed_at > s->limit_s)
                 snprintf(why, sizeof why, "no answer from the other ranks for %.0f s while %s: "
@@ -141,9 +147,13 @@ static void *watchdog_main(void *arg)
     }
 }
 
-static void arm(nccl_state *s, cudaEvent_t ev, double limit_s, const char *doing)
+/* Watches ev (NULL: until disarmed) for limit_s, counted from now, or from
+ * when `after` completes where it is not NULL. */
+static void arm(nccl_state *s, cudaEvent_t after, cudaEvent_t ev, double limit_s,
+                const char *doing)
 {
     pthread_mutex_lock(&s->lock);
+    s->after = after;
     s->watched = ev;
     s->armed_at = ddp_now();
     s->limit_s = limit_s;
@@ -155,6 +165,7 @@ static void disarm(nccl_state *s)
 {
     pthread_mutex_lock(&s->lock);
     s->armed_at = 0;
+    s->after = NULL;
     s->watched = NULL;
     pthread_mutex_unlock(&s->lock);
 }
@@ -175,7 +186,7 @@ static int make_comm(ddp *d)
         return -1;
     /* a blocking init: every rank must arrive; the watchdog bounds it
      * (without an event to query, armed means "not done yet") */
-    arm(s, NULL, 10 * d->world->timeout_s, "creating the NCCL communicator");
+    arm(s, NULL, NULL, 10 * d->world->timeout_s, "creating the NCCL communicator");
     ncclResult_t r = ncclCommInitRank(&s->comm, d->world->size, id, d->world->rank);
     disarm(s);
     if (r != ncclSuccess)
@@ -255,7 +266,7 @@ static void nccl_destroy(ddp *d)
 {
     nccl_state *s = d->state;
     if (s->have_comm) {
-        arm(s, NULL, d->world->timeout_s, "destroying the NCCL communicator");
+        arm(s, NULL, NULL, d->world->timeout_s, "destroying the NCCL communicator");
         close_comm(s);
         disarm(s);
     }
@@ -344,7 +355,9 @@ static int nccl_finish(ddp *d)
     CUDA_TRY(d, cudaEventRecord(s->bwd_end, s->compute));
     CUDA_TRY(d, cudaEventRecord(s->all_done, s->stream));
     CUDA_TRY(d, cudaStreamWaitEvent(s->compute, s->all_done, 0));
-    arm(s, s->all_done, d->world->timeout_s, "reducing the gradients");
+    /* from the end of this rank's backward: the step is queued long before
+     * the GPU has run it, and a slow step is no sign of a lost peer */
+    arm(s, s->bwd_end, s->all_done, d->world->timeout_s, "reducing the gradients");
     return 0;
 }
 
@@ -387,7 +400,7 @@ static int nccl_time_buckets(ddp *d, int first, double *ms)
     if (rc == 0 && cudaEventRecord(s->alone[1], s->stream) != cudaSuccess)
         rc = ddp_fail(d, "cudaEventRecord failed");
     if (rc == 0) {
-        arm(s, s->alone[1], d->world->timeout_s, "timing the reductions alone");
+        arm(s, NULL, s->alone[1], d->world->timeout_s, "timing the reductions alone");
         cudaError_t e = cudaEventSynchronize(s->alone[1]);
         disarm(s);
         float el = 0.0f;
