@@ -65,6 +65,14 @@ int count_lines(const char *text)
     return n;
 }
 
+int count_of(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+        n++;
+    return n;
+}
+
 void expect_usage_error(const char *args, const char *expect)
 {
     char err[4096];

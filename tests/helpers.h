@@ -31,6 +31,9 @@ int run_bin(const char *args, int want_stderr, char *buf, size_t len);
 /* Lines in text. */
 int count_lines(const char *text);
 
+/* Occurrences of needle in text, not overlapping. */
+int count_of(const char *text, const char *needle);
+
 /* Runs bin/<args> and expects exit status 2 and one line on stderr holding
  * `expect`. */
 void expect_usage_error(const char *args, const char *expect);

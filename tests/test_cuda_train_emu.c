@@ -74,11 +74,16 @@ Test(cuda_train_emu, auto_takes_the_gpu_and_graph_replays_the_eager_losses, .tim
     /* one warm-up step: the one that --graph captures */
     cr_assert_eq(emulated_train(dir, "", "eager", SMALL " --warmup 1 --iters 3 --out eager.csv"),
                  0, "%s", read_text(dir, "eager.err"));
-    cr_assert_eq(emulated_train(dir, "", "graph",
+    /* steps: the eager warm-up, then three replays (the capture runs
+     * nothing): the 3rd step is the 2nd replay, bracketed for a profiler */
+    cr_assert_eq(emulated_train(dir, "ROOFLINE_PROFILE_STEP=3 FAKE_CUDA_SAY_PROFILER=1", "graph",
                                 SMALL " --warmup 1 --iters 3 --backend cuda --graph "
                                       "--out graph.csv"),
                  0, "%s", read_text(dir, "graph.err"));
     char *eager = read_text(dir, "eager.out"), *graph = read_text(dir, "graph.out");
+    char *graph_err = read_text(dir, "graph.err");
+    cr_expect_eq(count_of(graph_err, "fake cuda: cudaProfilerStart"), 1, "%s", graph_err);
+    cr_expect_eq(count_of(graph_err, "fake cuda: cudaProfilerStop"), 1, "%s", graph_err);
     /* --backend auto (the default) on a machine with a device */
     cr_expect(strstr(eager, "bf16 on cuda: median step") != NULL, "%s", eager);
     cr_expect(strstr(graph, "on cuda (CUDA graph): median step") != NULL, "%s", graph);

@@ -158,14 +158,6 @@ static void expect_contains(const char *text, const char *what, const char *file
     cr_expect(strstr(text, what) != NULL, "%s lacks \"%s\"", file, what);
 }
 
-static int count_of(const char *text, const char *what)
-{
-    int n = 0;
-    for (const char *p = strstr(text, what); p; p = strstr(p + 1, what))
-        n++;
-    return n;
-}
-
 /* ---- the pieces ---------------------------------------------------------- */
 
 Test(report_fmt, numbers_percentages_and_missing_values)

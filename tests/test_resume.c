@@ -180,14 +180,6 @@ static int run_folders(const bench_env *b, char *run, size_t len, bool hidden)
     return n;
 }
 
-static int count_of(const char *text, const char *needle)
-{
-    int n = 0;
-    for (const char *p = text; (p = strstr(p, needle)) != NULL; p += strlen(needle))
-        n++;
-    return n;
-}
-
 /* Every configuration's rows exactly once, nothing temporary left. */
 static void expect_whole_run(const char *run, int kernel_rows, const char *why)
 {

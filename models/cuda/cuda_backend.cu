@@ -769,6 +769,10 @@ extern "C" int cuda_capture_end(backend *b)
     b->graph = graph;
     b->graph_exec = NULL;
     CUDA_TRY(b, cudaGraphInstantiate(&b->graph_exec, b->graph, 0));
+    /* a graph never uploaded is uploaded by its first launch, inside the
+     * first timed step: upload it here, outside the timers */
+    CUDA_TRY(b, cudaGraphUpload(b->graph_exec, b->stream));
+    CUDA_TRY(b, cudaStreamSynchronize(b->stream));
     return 0;
 }
 
@@ -777,8 +781,10 @@ extern "C" int cuda_replay(backend *b)
     enter(b, CUDA_NO_LAYER, PASS_FWD);
     if (!b->graph_exec)
         return cuda_fail(b, "no step was captured");
+    if (cuda_profile_step_begin(b))
+        return -1;
     CUDA_TRY(b, cudaGraphLaunch(b->graph_exec, b->stream));
-    return 0;
+    return cuda_profile_step_end(b);
 }
 
 /* every operation of a step is queued on this one stream */

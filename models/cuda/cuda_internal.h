@@ -287,7 +287,7 @@ int cuda_sgd_run(backend *b, const sgd_params *sgd);
 
 /* One step under Nsight Compute's --profile-from-start off (cuda_profile.cu):
  * setup reads ROOFLINE_PROFILE_STEP; begin at the first layer's forward, end
- * after the update. */
+ * after the update, or both around a CUDA graph's replay. */
 int cuda_profile_setup(backend *b);
 int cuda_profile_step_begin(backend *b);
 int cuda_profile_step_end(backend *b);

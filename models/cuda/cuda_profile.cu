@@ -5,8 +5,9 @@
  *   ROOFLINE_PROFILE_STEP=2 ncu --profile-from-start off ... bin/train ...
  * to read the same metrics as the suite's metric pass, side by side.
  * ROOFLINE_PROFILE_STEP=k (k >= 1) is the k-th step the backend runs,
- * warm-up included, counted at the first layer's forward; unset or empty:
- * nothing happens. Without a profiler attached the two calls do nothing. */
+ * warm-up included, counted at the first layer's forward or at a CUDA
+ * graph's replay (a capture runs nothing and is not counted); unset or
+ * empty: nothing happens. Without a profiler attached the two calls do nothing. */
 #include <cuda_profiler_api.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -32,8 +33,10 @@ int cuda_profile_setup(backend *b)
 
 int cuda_profile_step_begin(backend *b)
 {
+    if (b->capturing)
+        return 0; /* a capture runs nothing: not a step (each replay is one) */
     b->steps_begun++;
-    if (b->profile_step == 0 || b->steps_begun != b->profile_step || b->capturing)
+    if (b->profile_step == 0 || b->steps_begun != b->profile_step)
         return 0;
     CUDA_TRY(b, cudaProfilerStart());
     b->profiling = true;

@@ -462,6 +462,10 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph, unsig
     *exec = new CUgraphExec_st{graph->work};
     return cudaSuccess;
 }
+cudaError_t cudaGraphUpload(cudaGraphExec_t exec, cudaStream_t stream)
+{
+    return exec && stream ? cudaSuccess : cudaErrorInvalidValue;
+}
 cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream)
 {
     for (const std::function<void()> &work : exec->work)
@@ -500,7 +504,15 @@ cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **fn, unsi
     return cudaSuccess;
 }
 
-cudaError_t cudaProfilerStart(void) { return cudaSuccess; }
-cudaError_t cudaProfilerStop(void) { return cudaSuccess; }
+/* FAKE_CUDA_SAY_PROFILER=1: each call says so on stderr (which step
+ * ROOFLINE_PROFILE_STEP brackets is tested through them) */
+static cudaError_t say_profiler(const char *call)
+{
+    if (getenv("FAKE_CUDA_SAY_PROFILER"))
+        fprintf(stderr, "fake cuda: %s\n", call);
+    return cudaSuccess;
+}
+cudaError_t cudaProfilerStart(void) { return say_profiler("cudaProfilerStart"); }
+cudaError_t cudaProfilerStop(void) { return say_profiler("cudaProfilerStop"); }
 
 } // extern "C"
