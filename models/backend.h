@@ -73,7 +73,12 @@ typedef struct {
 
 /* What a backend reports of a run (backend_ops.stats). */
 typedef struct {
-    int64_t device_bytes;       /* device memory the backend holds at its peak (0: host only) */
+    int64_t device_bytes;       /* device memory the backend holds for the steps (0: host
+                                   only): constant once created, so also its peak; not
+                                   the CUDA context, the libraries' own memory or the
+                                   plan-time search workspace (freed before any step) */
+    int64_t device_used_bytes;  /* the device's memory in use by every process (its
+                                   total less its free memory; 0: host only) */
     int64_t workspace_bytes;    /* of which what the libraries' workspaces add (cuda: to the
                                    arena, where each operation's lives while it runs) */
     int64_t largest_workspace_bytes; /* the largest one operation's workspace */

@@ -88,6 +88,7 @@ Test(cuda_train_emu, auto_takes_the_gpu_and_graph_replays_the_eager_losses, .tim
     cr_expect(strstr(eager, "bf16 on cuda: median step") != NULL, "%s", eager);
     cr_expect(strstr(graph, "on cuda (CUDA graph): median step") != NULL, "%s", graph);
     cr_expect(strstr(eager, "device memory ") != NULL, "%s", eager);
+    cr_expect(strstr(eager, "the GPU's memory in use ") != NULL, "%s", eager);
 
     double a[8], b[8];
     int n = read_losses(dir, "eager.csv", a, 8), m = read_losses(dir, "graph.csv", b, 8);
@@ -520,6 +521,8 @@ Test(cuda_train_emu, two_nccl_ranks_equal_one_process_on_the_global_batch, .time
     cr_expect(strstr(out, "2 rank(s) on 1 node(s) over nccl") != NULL, "%s", out);
     cr_expect(strstr(out, "ddp: the weights are bit-identical on all 2 ranks") != NULL, "%s",
               out);
+    /* the memory counted with the backend's: VGG-16's fp32 gradients in buckets */
+    cr_expect(strstr(out, "DDP's buckets 528 MiB") != NULL, "%s", out);
     cr_expect_eq(sh("cd '%s' && cmp -s ddp.rank0.bin ddp.rank1.bin", dir), 0,
                  "the ranks' weights differ");
 

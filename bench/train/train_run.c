@@ -41,13 +41,15 @@ static double median_of(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* Memory of the run so far: the device memory the backend holds where it
- * has a device, else the process's peak resident memory. */
-static long long peak_memory_bytes(const backend_ops *ops, backend *b)
+/* Memory of the run so far: the device memory the backend and DDP hold for
+ * the steps where there is a device (as torch.cuda.max_memory_allocated, no
+ * CUDA context, no library's own memory), else the process's peak resident
+ * memory. */
+static long long peak_memory_bytes(const backend_ops *ops, backend *b, const train_ddp *dp)
 {
     backend_stats s;
     if (ops->stats && ops->stats(b, &s) == 0 && s.device_bytes > 0)
-        return (long long)s.device_bytes;
+        return (long long)(s.device_bytes + (dp ? ddp_device_bytes(dp->d) : 0));
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     return (long long)ru.ru_maxrss * 1024;
@@ -191,7 +193,7 @@ static int run_steps(const train_options *o, step_driver *drv, train_ddp *dp, do
             rc = 1;
             break;
         }
-        long long peak = peak_memory_bytes(drv->ops, drv->b);
+        long long peak = peak_memory_bytes(drv->ops, drv->b, dp);
         char err[DDP_ERR_LEN];
         if (dp && train_ddp_step_end(dp, it, ms, loss, peak, err, sizeof err)) {
             fprintf(stderr, "%s: ddp: step %d: %s\n", prog, it, err);
@@ -225,7 +227,7 @@ static int run_steps(const train_options *o, step_driver *drv, train_ddp *dp, do
 }
 
 static void print_summary(const train_options *o, const network *net, const backend_ops *ops,
-                          backend *b, double median)
+                          backend *b, const train_ddp *dp, double median)
 {
     step_cost cost = cost_step(net, o->batch, o->prec, NULL);
     printf("%s res %d batch %d %s on %s", o->model, o->res, o->batch, precision_name(o->prec),
@@ -238,10 +240,15 @@ static void print_summary(const train_options *o, const network *net, const back
     backend_stats s;
     bool have_stats = ops->stats && ops->stats(b, &s) == 0;
     if (have_stats && s.device_bytes > 0) {
-        printf(", device memory %.2f GiB (workspaces: the largest %.0f MiB, adding %.0f MiB; "
-               "analytic footprint %.2f GiB)",
-               s.device_bytes / 1073741824.0, s.largest_workspace_bytes / 1048576.0,
-               s.workspace_bytes / 1048576.0, cost.memory.total / 1073741824.0);
+        int64_t buckets = dp ? ddp_device_bytes(dp->d) : 0;
+        printf(", device memory %.2f GiB (workspaces: the largest %.0f MiB, adding %.0f MiB; ",
+               (s.device_bytes + buckets) / 1073741824.0, s.largest_workspace_bytes / 1048576.0,
+               s.workspace_bytes / 1048576.0);
+        if (buckets)
+            printf("DDP's buckets %.0f MiB; ", buckets / 1048576.0);
+        printf("analytic footprint %.2f GiB; the GPU's memory in use %.2f GiB, with the CUDA "
+               "context and the libraries' own)",
+               cost.memory.total / 1073741824.0, s.device_used_bytes / 1073741824.0);
         if (o->prec == PREC_FP16)
             printf(", loss scale %g, %lld step(s) skipped", s.loss_scale,
                    (long long)s.skipped_steps);
@@ -372,7 +379,7 @@ int train_run(const train_options *o, const backend_ops *ops, ddp_world *world)
         rc = 1;
     }
     if (rc == 0 && rank == 0)
-        print_summary(o, &net, ops, b, median_ms);
+        print_summary(o, &net, ops, b, have_ddp ? &dp : NULL, median_ms);
 done:
     if (have_ddp)
         train_ddp_free(&dp);

@@ -800,6 +800,9 @@ extern "C" int cuda_stats(backend *b, backend_stats *out)
     CUDA_TRY(b, cudaMemcpyAsync(&s, b->scale_dev, sizeof s, cudaMemcpyDeviceToHost, b->stream));
     CUDA_TRY(b, cudaStreamSynchronize(b->stream));
     out->device_bytes = b->device_bytes;
+    size_t free_bytes = 0, total_bytes = 0;
+    CUDA_TRY(b, cudaMemGetInfo(&free_bytes, &total_bytes));
+    out->device_used_bytes = (int64_t)(total_bytes - free_bytes);
     out->workspace_bytes = b->workspace_added;
     out->largest_workspace_bytes = (int64_t)b->workspace_bytes;
     out->skipped_steps = s.skipped_steps;

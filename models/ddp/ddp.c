@@ -42,6 +42,11 @@ const char *ddp_transport_name(const ddp *d)
     return d->tr->name;
 }
 
+int64_t ddp_device_bytes(const ddp *d)
+{
+    return d->device_bytes;
+}
+
 const ddp_plan *ddp_get_plan(const ddp *d)
 {
     return &d->plan;

@@ -107,6 +107,8 @@ int ddp_same_weights(ddp_world *w, const backend_ops *ops, backend *b, const net
 
 const char *ddp_transport_name(const ddp *d);
 const ddp_plan *ddp_get_plan(const ddp *d);
+/* Device memory DDP holds beside the backend's (the NCCL buckets; 0 on MPI). */
+int64_t ddp_device_bytes(const ddp *d);
 /* The last failure (hooks included). */
 const char *ddp_error(const ddp *d);
 

@@ -42,6 +42,7 @@ struct ddp {
     int next_bucket;            /* the next bucket to launch this step */
     const ddp_transport *tr;
     void *state;                /* the transport's */
+    int64_t device_bytes;       /* device memory the transport holds (its buckets) */
     ddp_step_stats cur;         /* of the step under way */
     char err[DDP_ERR_LEN];
 };

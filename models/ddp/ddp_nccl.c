@@ -228,7 +228,9 @@ static int nccl_setup(ddp *d)
     size_t elem = (size_t)ddp_comm_bytes(d->opt.comm);
     for (int k = 0; k < d->plan.n_buckets; k++) {
         dev_bucket *db = &s->buckets[k];
-        CUDA_TRY(d, cudaMalloc(&db->buf, (size_t)d->plan.buckets[k].elems * elem));
+        size_t bytes = (size_t)d->plan.buckets[k].elems * elem;
+        CUDA_TRY(d, cudaMalloc(&db->buf, bytes));
+        d->device_bytes += (int64_t)bytes;
         CUDA_TRY(d, cudaEventCreateWithFlags(&db->ready, cudaEventDisableTiming));
         CUDA_TRY(d, cudaEventCreate(&db->start));
         CUDA_TRY(d, cudaEventCreate(&db->end));
