@@ -45,16 +45,18 @@
 # Three calls of the device tool's `run` (timeout_s 600, no carry: each call
 # builds, about 30 s, nothing when the machine is still warm from the call
 # before, so issue them back to back):
-#   scripts/check_gpu.sh STAGES=build,test,peaks,allreduce DEADLINE=540 OUT=runs/check-gpu/1 TAR=$OUT/check-gpu-1.tgz
-#   scripts/check_gpu.sh STAGES=build,train,torch DEADLINE=540 OUT=runs/check-gpu/2 TAR=$OUT/check-gpu-2.tgz
-#   scripts/check_gpu.sh STAGES=build,ddp,counters DEADLINE=480 OUT=runs/check-gpu/3 TAR=$OUT/check-gpu-3.tgz
+#   bash scripts/check_gpu.sh STAGES=build,test,peaks,allreduce DEADLINE=510 OUT=runs/check-gpu/1 TAR=$OUT/check-gpu-1.tgz
+#   bash scripts/check_gpu.sh STAGES=build,train,torch DEADLINE=570 OUT=runs/check-gpu/2 TAR=$OUT/check-gpu-2.tgz
+#   bash scripts/check_gpu.sh STAGES=build,ddp,counters DEADLINE=480 OUT=runs/check-gpu/3 TAR=$OUT/check-gpu-3.tgz
 # (about 400, 480 and 420 s estimated; the deadlines leave the 30 minutes of
 # device time a machine start and the transfers). DEADLINE=s: no stage starts with less
 # than 30 s left (30 s more are kept for the end); each runs under `timeout`
 # with what is left (a stage cut short reads "timed out", one never started
 # "not run"), so the summary and the archive always come before the caller's
-# limit. TAR=file: OUT archived there at the end (the device tool brings back
-# 8 files at most).
+# limit. TAR=file: OUT archived there after every stage and at the end (the
+# device tool brings back 8 files at most). Within a stage a tests/gpu program
+# gets TEST_LIMIT s and a process under mpirun or a PyTorch reference
+# RANK_LIMIT s (below), so that one hang leaves the stage's time to the rest.
 #
 # Only what a GPU node has is needed (CUDA, cuDNN, NCCL, CUPTI, a compiler;
 # mpirun, torch and ncu where present): without oneDNN, Criterion or gnuplot
@@ -74,6 +76,8 @@ declare -A ESTIMATE=([build]=30 [test]=270 [peaks]=60 [allreduce]=40 [train]=300
 # under DEADLINE: seconds kept for the summary and the archive, and the least a
 # stage is started with (the tests make both small)
 RESERVE=${CHECK_GPU_RESERVE:-30} MIN_STAGE_S=${CHECK_GPU_MIN_STAGE:-30}
+# the most one tests/gpu program, or one process under mpirun, may take
+TEST_LIMIT=${CHECK_GPU_TEST_LIMIT:-240} RANK_LIMIT=${CHECK_GPU_RANK_LIMIT:-180}
 # the counters and ddp stages' step (issue 14's figures); CHECK_GPU_MODEL, _PREC and _BATCH
 # change it (the host emulator's test runs the stages small)
 MODEL=${CHECK_GPU_MODEL:-resnet50} PREC=${CHECK_GPU_PREC:-bf16} BATCH=${CHECK_GPU_BATCH:-64}
@@ -103,12 +107,14 @@ have_torch() {
     "$PYTHON" -c 'import torch, torchvision; assert torch.cuda.is_available()' >"$OUT/$STAGE/torch-import.txt" 2>&1
 }
 
-# mpirun -np 1 where mpirun is (root needs Open MPI's consent), else alone.
+# mpirun -np 1 where mpirun is (root needs Open MPI's consent), else alone;
+# within RANK_LIMIT s (a hung mpirun ignores SIGTERM: KILL 10 s later), so
+# that a hang leaves the stage's time to what comes after it.
 one_rank() {
     if command -v mpirun >/dev/null 2>&1; then
-        mpirun -np 1 "$@"
+        timeout -k 10 "$RANK_LIMIT" mpirun -np 1 "$@"
     else
-        "$@"
+        timeout -k 10 "$RANK_LIMIT" "$@"
     fi
 }
 
@@ -120,8 +126,12 @@ stage_build() {
         t=${t##*/}
         tests+=("$BUILD/tests/gpu/${t%.cu}")
     done
-    ${MAKE:-make} --no-print-directory -j"$JOBS" GPU_ARCH="$GPU_ARCH" BUILD="$BUILD" BIN="$BIN" \
-        all "${tests[@]}" || return 1
+    # -k: a program that does not build leaves the others to their stages
+    ${MAKE:-make} --no-print-directory -k -j"$JOBS" GPU_ARCH="$GPU_ARCH" BUILD="$BUILD" BIN="$BIN" \
+        all "${tests[@]}" || {
+        result "the build failed (see build.log): the stages run what was built"
+        return 1
+    }
     result "built $BIN/ and ${#tests[@]} GPU test programs in $BUILD/tests/gpu/ for GPU_ARCH=$GPU_ARCH"
 }
 
@@ -142,10 +152,15 @@ stage_test() {
         name=${t##*/}
         name=${name%.cu}
         [[ $name == device_check ]] && continue
-        need "$BUILD/tests/gpu/$name"
+        if [[ ! -x $BUILD/tests/gpu/$name ]]; then
+            result "$(printf '%-18s not built (see the build stage)' "$name")"
+            status=1
+            continue
+        fi
         t0=$SECONDS
-        "$BUILD/tests/gpu/$name" >"$dir/$name.log" 2>&1
+        timeout -k 10 "$TEST_LIMIT" "$BUILD/tests/gpu/$name" >"$dir/$name.log" 2>&1
         rc=$?
+        ((rc == 124 || rc == 137)) && echo "check-gpu: stopped after TEST_LIMIT=$TEST_LIMIT s" >>"$dir/$name.log"
         result "$(printf '%-18s %s in %d s: %s' "$name" "$( ((rc == 0)) && echo ok || echo "FAILED (exit $rc)")" \
             $((SECONDS - t0)) "$(grep -E '^[0-9]+ passed, [0-9]+ failed|^skipped' "$dir/$name.log" | tail -n 1)")"
         grep -E '^(FAIL|SKIP)' "$dir/$name.log" | head -n 12 | sed "s/^/  $name: /" >>"$dir/result.txt"
@@ -262,29 +277,28 @@ config_figures() { # MODEL RES BATCH PREC FILE -> "img/s GiB" or "- -"
 }
 
 stage_torch() {
-    local dir=$OUT/torch torch_csv=$OUT/torch/pytorch_steps.csv status=0 ours_csv=-
+    local dir=$OUT/torch torch_csv=$OUT/torch/pytorch_steps.csv status=0 ours_csv=''
     need "$BIN/matrix"
     have_torch || skip "PyTorch with CUDA is not importable ($(tail -n 1 "$dir/torch-import.txt"))"
     [[ -f $OUT/train/run_folder.txt ]] && ours_csv=$(cat "$OUT/train/run_folder.txt")/steps.csv
-    local model res batch prec warmup iters
+    result "$(printf '%-13s %-5s %5s %11s %11s %6s %9s %9s' model prec batch 'ours img/s' 'torch img/s' ratio 'ours GiB' 'torch GiB')"
+    # a row as soon as its configuration has run: a stage cut short keeps them
+    local model res batch prec warmup iters o o_ips o_gib t_ips t_gib
     while IFS=$'\t' read -r model res batch prec warmup iters _; do
-        "$PYTHON" scripts/pytorch_ref.py --device cuda --channels-last --model "$model" --res "$res" \
-            --batch "$batch" --precision "$prec" --warmup "$warmup" --iters "$iters" \
-            --env check-gpu --out "$torch_csv" >"$dir/pytorch_${model}_$prec.log" 2>&1 || {
+        timeout -k 10 "$RANK_LIMIT" "$PYTHON" scripts/pytorch_ref.py --device cuda --channels-last \
+            --model "$model" --res "$res" --batch "$batch" --precision "$prec" --warmup "$warmup" \
+            --iters "$iters" --env check-gpu --out "$torch_csv" \
+            >"$dir/pytorch_${model}_$prec.log" 2>&1 </dev/null || {
             status=1
             result "pytorch_ref $model $prec: FAILED (see pytorch_${model}_$prec.log)"
         }
-    done < <("$BIN/matrix" gpu-quick)
-    result "$(printf '%-13s %-5s %5s %11s %11s %6s %9s %9s' model prec batch 'ours img/s' 'torch img/s' ratio 'ours GiB' 'torch GiB')"
-    local o t
-    while IFS=$'\t' read -r model res batch prec _; do
-        read -r o_ips o_gib <<<"$(config_figures "$model" "$res" "$batch" "$prec" "$ours_csv")"
+        read -r o_ips o_gib <<<"$(config_figures "$model" "$res" "$batch" "$prec" "${ours_csv:-/dev/null}")"
         read -r t_ips t_gib <<<"$(config_figures "$model" "$res" "$batch" "$prec" "$torch_csv")"
         o=-
         [[ $o_ips != - && $t_ips != - ]] && o=$(awk -v a="$o_ips" -v b="$t_ips" 'BEGIN { printf "%.2f", a / b }')
         result "$(printf '%-13s %-5s %5s %11s %11s %6s %9s %9s' "$model" "$prec" "$batch" "$o_ips" "$t_ips" "$o" "$o_gib" "$t_gib")"
     done < <("$BIN/matrix" gpu-quick)
-    result "(ratio = ours / PyTorch in images/s, medians of the timed steps; ours from ${ours_csv/#-/no train stage in this OUT}; memory: what our backend holds, torch.cuda.max_memory_allocated)"
+    result "(ratio = ours / PyTorch in images/s, medians of the timed steps; ours from ${ours_csv:-no train stage in this OUT}; memory: what our backend holds, torch.cuda.max_memory_allocated)"
     return $status
 }
 
@@ -325,6 +339,8 @@ stage_counters() {
     # profiles the very kernels the suite counted
     args=(--backend cuda --model "$MODEL" --precision "$PREC" --batch "$BATCH" --env check-gpu
         --algo-cache "$dir/algos.csv")
+    # the ddp stage searched the same step's algorithms: no second search
+    [[ -f $OUT/ddp/algos.csv ]] && cp "$OUT/ddp/algos.csv" "$dir/algos.csv"
     t0=$SECONDS
     "$BIN/train" "${args[@]}" --warmup 3 --iters 10 --trace "$dir/kernels.csv" --counters cupti \
         --out "$dir/steps.csv" >"$dir/train.log" 2>&1 || {
@@ -444,6 +460,16 @@ say() {
     echo "check-gpu: $*" | tee -a "$OUT/check.log" >&2
 }
 
+# OUT into TAR (when asked), replaced whole: written again after every stage,
+# so that a call cut short by its caller still brings back what was done.
+# Not ncu's binary report (its CSV is there): the device tool brings back
+# 16 MiB a file.
+archive() {
+    [[ -n $TAR ]] || return 0
+    tar czf "$TAR.part" --exclude='*.ncu-rep' --exclude="$(basename "$TAR").part" \
+        -C "$(dirname "$OUT")" "$(basename "$OUT")" 2>"$OUT/tar.log" && mv -f "$TAR.part" "$TAR"
+}
+
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >"$OUT/gpu.txt" 2>&1; then
     say "no GPU answers here (nvidia-smi -L: $(head -n 1 "$OUT/gpu.txt" 2>/dev/null)); nothing to check"
     exit 2
@@ -463,11 +489,6 @@ failures=0
 for s in "${ALL_STAGES[@]}"; do
     [[ -n ${wanted[$s]:-} ]] || continue
     rm -rf "${OUT:?}/$s" && mkdir -p "$OUT/$s"
-    if [[ $s != build && -n ${status[build]:-} && ${status[build]} != ok ]]; then
-        status[$s]="not run (the build failed)" took[$s]=0
-        failures=$((failures + 1))
-        continue
-    fi
     limit=()
     if [[ -n $DEADLINE ]]; then
         left=$((DEADLINE - SECONDS - RESERVE))
@@ -492,6 +513,7 @@ for s in "${ALL_STAGES[@]}"; do
     esac
     [[ ${status[$s]} == ok || ${status[$s]} == skipped ]] || failures=$((failures + 1))
     say "$s: ${status[$s]} in ${took[$s]} s"
+    archive >/dev/null 2>&1 # what is done so far, should the caller's limit come first
 done
 
 # ---- the summary ----------------------------------------------------------------
@@ -518,8 +540,7 @@ done
 } | tee "$OUT/summary.txt"
 
 if [[ -n $TAR ]]; then
-    # not ncu's binary report (its CSV is there): the device tool brings back 16 MiB a file
-    if tar czf "$TAR" --exclude='*.ncu-rep' -C "$(dirname "$OUT")" "$(basename "$OUT")" 2>"$OUT/tar.log"; then
+    if archive; then
         say "archived $OUT in $TAR ($(du -h "$TAR" | cut -f1))"
     else
         say "archiving $OUT in $TAR failed: $(head -n 1 "$OUT/tar.log")"

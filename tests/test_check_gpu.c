@@ -4,8 +4,9 @@
  * bin/allreduce and every tests/gpu program; bin/matrix is the real one over
  * the real run_matrix.md), so that a broken line in any stage fails here and
  * not on the next GPU node: every stage's results reach the summary, a
- * failing stage does not stop the others, a failed build stops them, DEADLINE
- * cuts a stage short and starts no other, a missing optional tool is a skip,
+ * failing stage does not stop the others, a failed build leaves them what was
+ * built, a hung test program its limit, DEADLINE cuts a stage short and
+ * starts no other, the archive follows every stage, a missing optional tool is a skip,
  * bad arguments and a machine without a GPU exit 2. */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -141,6 +142,27 @@ Test(check_gpu, archive_of_out)
     remove_temp_dir(d);
 }
 
+/* the archive after each stage: a call its caller cuts short (here during
+ * the second stage) still brings back the first */
+Test(check_gpu, archive_after_each_stage)
+{
+    char *d = fakes();
+    char args[512];
+    format_or_fail(args, sizeof args, "STAGES=allreduce,ddp TAR='%s/cg.tgz'", d);
+    sh("cd '%s' && (FAKE_SLOW=train FAKE_SLEEP=30 timeout -s KILL 10 env -u NCU -u OUT "
+       "PATH='%s/path':\"$PATH\" MAKE='%s/make' PYTHON='%s/python' BENCH='%s/bench' "
+       "bash '%s/scripts/check_gpu.sh' OUT='%s/out' BUILD='%s/build' BIN='%s/bin' %s "
+       ">stdout.txt 2>&1; true) 2>/dev/null",
+       d, d, d, d, d, ROOFLINE_SOURCE_DIR, d, d, d, args);
+    char list[4096], cmd[1024];
+    format_or_fail(cmd, sizeof cmd, "tar tzf '%s/cg.tgz'", d);
+    cr_expect_eq(run_capture(cmd, list, sizeof list), 0, "no archive");
+    cr_expect(strstr(list, "out/allreduce/allreduce.csv") != NULL, "%s", list);
+    cr_expect(strstr(list, "out/summary.txt") == NULL, "no summary: the call was cut short\n%s",
+              list);
+    remove_temp_dir(d);
+}
+
 Test(check_gpu, a_failing_stage_does_not_stop_the_others)
 {
     char *d = fakes();
@@ -155,15 +177,38 @@ Test(check_gpu, a_failing_stage_does_not_stop_the_others)
     remove_temp_dir(d);
 }
 
-Test(check_gpu, a_failed_build_stops_everything)
+/* make -k: what was built runs; a program that was not is one line */
+Test(check_gpu, a_failed_build_leaves_the_stages_what_was_built)
 {
     char *d = fakes();
+    cr_assert_eq(sh("rm '%s/build/tests/gpu/cupti_check'", d), 0);
     cr_expect_eq(check_gpu(d, "FAKE_MAKE_RC=2", "STAGES=build,test,ddp"), 1);
     char *summary = read_text(d, "out/summary.txt");
     cr_expect(stage_is(summary, "build", "FAILED"), "%s", summary);
-    cr_expect(stage_is(summary, "test", "not run (the build failed)"), "%s", summary);
-    cr_expect(stage_is(summary, "ddp", "not run (the build failed)"), "%s", summary);
+    cr_expect(strstr(summary, "the build failed (see build.log): the stages run what was built"),
+              "%s", summary);
+    cr_expect(stage_is(summary, "test", "FAILED"), "%s", summary);
+    cr_expect(strstr(summary, "cupti_check        not built (see the build stage)"), "%s", summary);
+    cr_expect(strstr(summary, "cupti_trace_check  ok"), "the programs after it ran:\n%s", summary);
+    cr_expect(stage_is(summary, "ddp", "ok"), "%s", summary);
+    char *calls = read_text(d, "calls.log");
+    cr_expect(strstr(calls, "make --no-print-directory -k -j"), "%s", calls);
     free(summary);
+    remove_temp_dir(d);
+}
+
+/* a hung test program: stopped at CHECK_GPU_TEST_LIMIT, the next ones run */
+Test(check_gpu, a_hung_test_program_leaves_the_others_their_time)
+{
+    char *d = fakes();
+    cr_expect_eq(check_gpu(d, "CHECK_GPU_TEST_LIMIT=1 FAKE_SLOW=cupti_check FAKE_SLEEP=60",
+                           "STAGES=test DEADLINE=100"),
+                 1);
+    char *summary = read_text(d, "out/summary.txt");
+    cr_expect(strstr(summary, "cupti_check        FAILED (exit 124)"), "%s", summary);
+    cr_expect(strstr(summary, "cupti_trace_check  ok"), "the programs after it ran:\n%s", summary);
+    free(summary);
+    cr_expect(strstr(read_text(d, "out/test/cupti_check.log"), "stopped after TEST_LIMIT=1 s"));
     remove_temp_dir(d);
 }
 
