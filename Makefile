@@ -336,6 +336,12 @@ $(EMU_TRAIN): $(BUILD)/bench/train.o $(CLI_OBJ) $(EMU_TRAIN_OBJS) $(EMU_FAST_BAC
 	@mkdir -p $(@D)
 	$(CXX) $(EMU_FAST_CXXFLAGS) $^ -o $@ $(HOST_LDLIBS) $(MPI_LDLIBS)
 .SECONDARY: $(EMU_TRAIN_GEN)
+# bin/allreduce --transport nccl the same way (its NCCL side is C in the
+# library, linked here against the stand-ins instead of CUDA and NCCL)
+EMU_ALLREDUCE := $(EMU_HOST_DIR)/bin/allreduce
+$(EMU_ALLREDUCE): $(BUILD)/bench/allreduce.o $(CLI_OBJ) $(EMU_TRAIN_OBJS) $(EMU_FAST_BACKEND) $(LIB)
+	@mkdir -p $(@D)
+	$(CXX) $(EMU_FAST_CXXFLAGS) $^ -o $@ $(HOST_LDLIBS) $(MPI_LDLIBS)
 # make test-gpu's checks of the trace pass and of the NCCL transport, over the
 # same stand-ins
 EMU_HOST_MORE := cupti_trace_check ddp_check
@@ -352,9 +358,10 @@ $(BUILD)/tests/test_cuda_emu.o: ALL_CFLAGS += -DROOFLINE_CUDA_EMU='"$(CURDIR)/$(
     -DROOFLINE_CUDA_HOST_DIR='"$(CURDIR)/$(EMU_HOST_DIR)"'
 endif
 ifneq ($(EMU_TRAIN_READY),)
-$(TEST_BIN): | $(EMU_TRAIN) $(EMU_HOST_MORE_PROGS)
+$(TEST_BIN): | $(EMU_TRAIN) $(EMU_ALLREDUCE) $(EMU_HOST_MORE_PROGS)
 $(BUILD)/tests/test_cuda_emu.o: ALL_CFLAGS += -DROOFLINE_CUDA_HOST_MORE
-$(BUILD)/tests/test_cuda_train_emu.o: ALL_CFLAGS += -DROOFLINE_CUDA_TRAIN='"$(CURDIR)/$(EMU_TRAIN)"'
+$(BUILD)/tests/test_cuda_train_emu.o: ALL_CFLAGS += -DROOFLINE_CUDA_TRAIN='"$(CURDIR)/$(EMU_TRAIN)"' \
+    -DROOFLINE_CUDA_ALLREDUCE='"$(CURDIR)/$(EMU_ALLREDUCE)"'
 endif
 
 # The GPU tests share the direct-loop reference and the layer checks of the

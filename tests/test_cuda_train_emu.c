@@ -552,6 +552,58 @@ Test(cuda_train_emu, two_nccl_ranks_equal_one_process_on_the_global_batch, .time
     remove_temp_dir(dir);
 }
 
+#ifdef ROOFLINE_CUDA_ALLREDUCE
+/* bin/allreduce --transport nccl over two emulated ranks (fake_nccl.cpp
+ * reduces over MPI): every size's sum exact, the plateau and the latency
+ * written as peaks rows. The times are the emulator's, not a network's. */
+Test(cuda_train_emu, nccl_allreduce_sweep_over_two_ranks, .timeout = 300)
+{
+    if (sh("command -v mpirun >/dev/null") != 0)
+        cr_skip_test("no mpirun");
+    char *dir = temp_dir();
+    cr_assert_eq(sh("cd '%s' && %s '%s' --transport nccl --quick --out ar.csv --peaks-out "
+                    "peaks.csv >ar.out 2>ar.err",
+                    dir, MPIRUN_2, ROOFLINE_CUDA_ALLREDUCE),
+                 0, "%s", read_text(dir, "ar.err"));
+    char *curve = read_text(dir, "ar.csv"), *peaks = read_text(dir, "peaks.csv");
+    cr_expect_gt(count_of(curve, "\nlocal,nccl,2,1,fp32,"), 10, "%s", curve);
+    cr_expect_eq(count_of(curve, ",no\n"), 0, "a wrong sum:\n%s", curve);
+    cr_expect(strstr(peaks, "local,gpu,allreduce,") && strstr(peaks, "local,gpu,allreduce_latency,"),
+              "%s", peaks);
+    remove_temp_dir(dir);
+}
+
+/* A reduction that never completes (a dead peer, as the GPU shows it: the
+ * stand-in runtime's events stay pending) ends the sweep within --timeout
+ * with one line, and so does NCCL's asynchronous error. */
+Test(cuda_train_emu, nccl_allreduce_waits_are_bounded, .timeout = 300)
+{
+    if (sh("command -v mpirun >/dev/null") != 0)
+        cr_skip_test("no mpirun");
+    char *dir = temp_dir();
+    const char *mpirun_1 = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 120 "
+                           "mpirun --bind-to none -np 1 -x FAKE_CUDA_EVENTS_PENDING "
+                           "-x FAKE_NCCL_ASYNC_ERROR";
+    cr_expect_neq(sh("cd '%s' && FAKE_CUDA_EVENTS_PENDING=1 %s '%s' --transport nccl --quick "
+                     "--timeout 1 --out hung.csv >hung.out 2>hung.err",
+                     dir, mpirun_1, ROOFLINE_CUDA_ALLREDUCE),
+                  0);
+    char *err = read_text(dir, "hung.err");
+    cr_expect(strstr(err, "no answer from the other ranks for 1 s while the warm-up reductions: "
+                          "a peer rank died or hangs (the limit is --timeout)"),
+              "%s", err);
+    cr_expect_neq(sh("cd '%s' && FAKE_CUDA_EVENTS_PENDING=1 FAKE_NCCL_ASYNC_ERROR=1 %s '%s' "
+                     "--transport nccl --quick --out lost.csv >lost.out 2>lost.err",
+                     dir, mpirun_1, ROOFLINE_CUDA_ALLREDUCE),
+                  0);
+    err = read_text(dir, "lost.err");
+    cr_expect(strstr(err, "NCCL asynchronous error while the warm-up reductions: remote process "
+                          "exited or there was a network error"),
+              "%s", err);
+    remove_temp_dir(dir);
+}
+#endif
+
 /* make bench of a cuda row, end to end, with the emulated bin/train beside
  * the real programs: the runs, the trace pass with the metric pass on the
  * stand-in profiler (counters permitted), the analysis and the report's GPU

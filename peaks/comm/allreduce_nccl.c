@@ -1,10 +1,14 @@
 /* The NCCL side of the allreduce sweep: device buffers, one communicator
  * made from a unique id broadcast over MPI, ncclAllReduce on a stream timed
- * with CUDA events, the result copied back and checked. Compiled wherever
- * NCCL is found; never yet run (no GPU on the development machine). */
+ * with CUDA events, the result copied back and checked. Every wait on the
+ * GPU is bounded by the world's timeout (--timeout): a rank that died leaves
+ * the others' reductions waiting forever, which NCCL reports no sooner.
+ * Compiled wherever NCCL is found; never yet run (no GPU on the development
+ * machine). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "allreduce.h"
 
@@ -17,7 +21,8 @@ struct nccl_bench {
     ddp_world *w;
     ncclComm_t comm;
     cudaStream_t stream;
-    cudaEvent_t start, stop;
+    cudaEvent_t start, stop, done;
+    bool stuck; /* reductions that may never end are queued on comm */
 };
 
 #define CUDA_OR_FAIL(call)                                                                    \
@@ -66,6 +71,7 @@ nccl_bench *allreduce_nccl_open(ddp_world *w, int device, char *err, size_t err_
     CUDA_OR_FAIL(cudaStreamCreateWithFlags(&nb->stream, cudaStreamNonBlocking));
     CUDA_OR_FAIL(cudaEventCreate(&nb->start));
     CUDA_OR_FAIL(cudaEventCreate(&nb->stop));
+    CUDA_OR_FAIL(cudaEventCreateWithFlags(&nb->done, cudaEventDisableTiming));
     return nb;
 fail:
     allreduce_nccl_close(nb);
@@ -76,15 +82,56 @@ void allreduce_nccl_close(nccl_bench *nb)
 {
     if (!nb)
         return;
-    if (nb->comm)
+    /* stuck: ncclCommDestroy would wait for the reductions forever, and
+     * ncclCommAbort has been seen to hang too (ddp_nccl.c): the caller ends
+     * the process, which ends NCCL's threads with it */
+    if (nb->comm && !nb->stuck)
         ncclCommDestroy(nb->comm);
     if (nb->start)
         cudaEventDestroy(nb->start);
     if (nb->stop)
         cudaEventDestroy(nb->stop);
+    if (nb->done)
+        cudaEventDestroy(nb->done);
     if (nb->stream)
         cudaStreamDestroy(nb->stream);
     free(nb);
+}
+
+/* Waits until what is queued on the stream so far has run, within the
+ * world's timeout, watching NCCL's asynchronous errors. */
+static int wait_stream(nccl_bench *nb, const char *doing, char *err, size_t err_len)
+{
+    CUDA_OR_FAIL(cudaEventRecord(nb->done, nb->stream));
+    double t0 = ddp_now();
+    for (;;) {
+        cudaError_t e = cudaEventQuery(nb->done);
+        if (e == cudaSuccess)
+            return 0;
+        if (e != cudaErrorNotReady) {
+            snprintf(err, err_len, "%s:%d: waiting for %s: %s", __FILE__, __LINE__, doing,
+                     cudaGetErrorString(e));
+            break;
+        }
+        ncclResult_t async = ncclSuccess;
+        ncclResult_t r = ncclCommGetAsyncError(nb->comm, &async);
+        if (r != ncclSuccess || (async != ncclSuccess && async != ncclInProgress)) {
+            snprintf(err, err_len, "NCCL asynchronous error while %s: %s", doing,
+                     ncclGetErrorString(r != ncclSuccess ? r : async));
+            break;
+        }
+        if (ddp_now() - t0 > nb->w->timeout_s) {
+            snprintf(err, err_len, "no answer from the other ranks for %.0f s while %s: a "
+                                   "peer rank died or hangs (the limit is --timeout)",
+                     nb->w->timeout_s, doing);
+            break;
+        }
+        struct timespec pause = {0, 100 * 1000}; /* 0.1 ms: the timing is the events' */
+        nanosleep(&pause, NULL);
+    }
+fail:
+    nb->stuck = true;
+    return -1;
 }
 
 int allreduce_nccl_run(nccl_bench *nb, int64_t bytes, int warmup, int iters, double *seconds,
@@ -111,14 +158,16 @@ int allreduce_nccl_run(nccl_bench *nb, int64_t bytes, int warmup, int iters, dou
     CUDA_OR_FAIL(cudaMemsetAsync(recv, 0, (size_t)bytes, nb->stream));
     for (int k = 0; k < warmup; k++)
         NCCL_OR_FAIL(ncclAllReduce(send, recv, count, ncclFloat32, ncclSum, nb->comm, nb->stream));
-    CUDA_OR_FAIL(cudaStreamSynchronize(nb->stream));
+    if (wait_stream(nb, "the warm-up reductions", err, err_len))
+        goto fail;
     if (ddp_barrier(nb->w, 0, "the allreduce benchmark", err, err_len))
         goto fail;
     CUDA_OR_FAIL(cudaEventRecord(nb->start, nb->stream));
     for (int k = 0; k < iters; k++)
         NCCL_OR_FAIL(ncclAllReduce(send, recv, count, ncclFloat32, ncclSum, nb->comm, nb->stream));
     CUDA_OR_FAIL(cudaEventRecord(nb->stop, nb->stream));
-    CUDA_OR_FAIL(cudaEventSynchronize(nb->stop));
+    if (wait_stream(nb, "the timed reductions", err, err_len))
+        goto fail;
     CUDA_OR_FAIL(cudaEventElapsedTime(&ms, nb->start, nb->stop));
     *seconds = ms * 1e-3;
     CUDA_OR_FAIL(cudaMemcpyAsync(host, recv, (size_t)bytes, cudaMemcpyDeviceToHost, nb->stream));

@@ -428,7 +428,13 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
     return queue(stream, [=]() { event->at_ms = now_ms(); });
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t) { return refused_while_capturing(); }
-cudaError_t cudaEventQuery(cudaEvent_t) { return refused_while_capturing(); }
+/* FAKE_CUDA_EVENTS_PENDING=1: no event is ever reported done, as a GPU
+ * shows a collective whose peer died */
+cudaError_t cudaEventQuery(cudaEvent_t)
+{
+    cudaError_t e = refused_while_capturing();
+    return e == cudaSuccess && getenv("FAKE_CUDA_EVENTS_PENDING") ? cudaErrorNotReady : e;
+}
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
 {
     *ms = (float)(end->at_ms - start->at_ms);

@@ -7,6 +7,7 @@
  * pass (fake_cupti.cpp) sees. Types: fp32, fp16 and bf16; ops: sum and avg.
  * MPI_Init must have been called (bin/train does, before the communicator). */
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -73,6 +74,8 @@ const char *ncclGetErrorString(ncclResult_t result)
         return "invalid argument (run with NCCL_DEBUG=WARN for details)";
     case ncclInvalidUsage:
         return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+    case ncclRemoteError:
+        return "remote process exited or there was a network error";
     default:
         return "unhandled error (host emulator)";
     }
@@ -111,9 +114,11 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId, int ra
     return ncclSuccess;
 }
 
+/* every reduction has finished when its call returns; FAKE_NCCL_ASYNC_ERROR=1
+ * reports a peer lost instead */
 ncclResult_t ncclCommGetAsyncError(ncclComm_t, ncclResult_t *async)
 {
-    *async = ncclSuccess; /* every reduction has finished when its call returns */
+    *async = getenv("FAKE_NCCL_ASYNC_ERROR") ? ncclRemoteError : ncclSuccess;
     return ncclSuccess;
 }
 
