@@ -247,7 +247,7 @@ static void print_summary(const train_options *o, const network *net, const back
         if (buckets)
             printf("DDP's buckets %.0f MiB; ", buckets / 1048576.0);
         printf("analytic footprint %.2f GiB; the GPU's memory in use %.2f GiB, with the CUDA "
-               "context and the libraries' own)",
+               "context, the libraries' own and any other process's)",
                cost.memory.total / 1073741824.0, s.device_used_bytes / 1073741824.0);
         if (o->prec == PREC_FP16)
             printf(", loss scale %g, %lld step(s) skipped", s.loss_scale,

@@ -1,8 +1,10 @@
 /* The NCCL side of the allreduce sweep: device buffers, one communicator
  * made from a unique id broadcast over MPI, ncclAllReduce on a stream timed
  * with CUDA events, the result copied back and checked. Every wait on the
- * GPU is bounded by the world's timeout (--timeout): a rank that died leaves
- * the others' reductions waiting forever, which NCCL reports no sooner.
+ * reductions is bounded by the world's timeout (--timeout): a rank that died
+ * leaves the others' reductions waiting forever, which NCCL reports no
+ * sooner. The communicator's creation is not (ncclCommInitRank blocks; a
+ * peer lost between the id's broadcast and it still hangs the sweep).
  * Compiled wherever NCCL is found; never yet run (no GPU on the development
  * machine). */
 #include <stdio.h>
@@ -180,8 +182,11 @@ int allreduce_nccl_run(nccl_bench *nb, int64_t bytes, int warmup, int iters, dou
     *correct = ok;
     rc = 0;
 fail:
-    cudaFree(send);
-    cudaFree(recv);
+    /* stuck: cudaFree would wait for the reductions that never end */
+    if (!nb->stuck) {
+        cudaFree(send);
+        cudaFree(recv);
+    }
     free(host);
     return rc;
 }
