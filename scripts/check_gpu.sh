@@ -55,8 +55,9 @@
 # "not run"), so the summary and the archive always come before the caller's
 # limit. TAR=file: OUT archived there after every stage and at the end (the
 # device tool brings back 8 files at most). Within a stage a tests/gpu program
-# gets TEST_LIMIT s and a process under mpirun or a PyTorch reference
-# RANK_LIMIT s (below), so that one hang leaves the stage's time to the rest.
+# gets TEST_LIMIT s and a process under mpirun or a pytorch_ref.py run
+# RANK_LIMIT s (below), so that one hang leaves the stage's time to the rest;
+# what a stage leaves running is ended before the next starts.
 #
 # Only what a GPU node has is needed (CUDA, cuDNN, NCCL, CUPTI, a compiler;
 # mpirun, torch and ncu where present): without oneDNN, Criterion or gnuplot
@@ -392,6 +393,7 @@ stage_counters() {
 
 if [[ -n ${CHECK_GPU_STAGE:-} ]]; then
     STAGE=$CHECK_GPU_STAGE
+    echo $$ >"$OUT/$STAGE/.session" # for kill_session, should the stage be cut short
     "stage_$STAGE"
     exit $?
 fi
@@ -460,13 +462,27 @@ say() {
     echo "check-gpu: $*" | tee -a "$OUT/check.log" >&2
 }
 
+# Ends every process left in session SID (a stage's, after its end: what a
+# timeout left running would share the GPU with the next stage), from /proc
+# (a GPU node's container may lack pkill).
+kill_session() { # SID
+    local f stat fields
+    for f in /proc/[0-9]*/stat; do
+        read -r stat <"$f" 2>/dev/null || continue
+        read -ra fields <<<"${stat##*) }" # state ppid pgrp session ...
+        [[ ${fields[3]:-} == "$1" ]] && kill -KILL "${f//[^0-9]/}" 2>/dev/null
+    done
+    return 0
+}
+
 # OUT into TAR (when asked), replaced whole: written again after every stage,
 # so that a call cut short by its caller still brings back what was done.
 # Not ncu's binary report (its CSV is there): the device tool brings back
 # 16 MiB a file.
 archive() {
     [[ -n $TAR ]] || return 0
-    tar czf "$TAR.part" --exclude='*.ncu-rep' --exclude="$(basename "$TAR").part" \
+    tar czf "$TAR.part" --exclude='*.ncu-rep' --exclude="$(basename "$TAR")" \
+        --exclude="$(basename "$TAR").part" \
         -C "$(dirname "$OUT")" "$(basename "$OUT")" 2>"$OUT/tar.log" && mv -f "$TAR.part" "$TAR"
 }
 
@@ -502,8 +518,12 @@ for s in "${ALL_STAGES[@]}"; do
     fi
     say "$s (estimated ${ESTIMATE[$s]} s) ..."
     t0=$SECONDS
-    CHECK_GPU_STAGE=$s "${limit[@]}" bash "$SELF" >"$OUT/$s/$s.log" 2>&1
+    # a session of its own: the per-program timeouts put their programs in
+    # process groups of their own, which a stage's timeout would not reach
+    CHECK_GPU_STAGE=$s "${limit[@]}" setsid -w bash "$SELF" >"$OUT/$s/$s.log" 2>&1
     rc=$?
+    [[ -f $OUT/$s/.session ]] && kill_session "$(cat "$OUT/$s/.session")"
+    rm -f "$OUT/$s/.session"
     took[$s]=$((SECONDS - t0))
     case $rc in
     0) status[$s]=ok ;;

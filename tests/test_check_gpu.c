@@ -149,7 +149,7 @@ Test(check_gpu, archive_after_each_stage)
     char *d = fakes();
     char args[512];
     format_or_fail(args, sizeof args, "STAGES=allreduce,ddp TAR='%s/cg.tgz'", d);
-    sh("cd '%s' && (FAKE_SLOW=train FAKE_SLEEP=30 timeout -s KILL 10 env -u NCU -u OUT "
+    sh("cd '%s' && (FAKE_SLOW=train FAKE_SLEEP=40 timeout -s KILL 15 env -u NCU -u OUT "
        "PATH='%s/path':\"$PATH\" MAKE='%s/make' PYTHON='%s/python' BENCH='%s/bench' "
        "bash '%s/scripts/check_gpu.sh' OUT='%s/out' BUILD='%s/build' BIN='%s/bin' %s "
        ">stdout.txt 2>&1; true) 2>/dev/null",
@@ -243,6 +243,24 @@ Test(check_gpu, counters_not_permitted_skip_the_counters)
     cr_expect(strstr(summary, "ERR_NVGPUCTRPERM") && strstr(summary, "does not permit"), "%s",
               summary);
     free(summary);
+    remove_temp_dir(d);
+}
+
+/* a stage cut short leaves nothing running: its program under a
+ * per-program timeout (a process group of its own) is ended with it */
+Test(check_gpu, a_stage_cut_short_leaves_no_process)
+{
+    char *d = fakes();
+    cr_expect_eq(check_gpu(d, "CHECK_GPU_RESERVE=0 CHECK_GPU_MIN_STAGE=1 FAKE_SLOW=allreduce "
+                              "FAKE_SLEEP=60",
+                           "STAGES=allreduce DEADLINE=2"),
+                 1);
+    char *summary = read_text(d, "out/summary.txt");
+    cr_expect(stage_is(summary, "allreduce", "timed out (DEADLINE)"), "%s", summary);
+    free(summary);
+    /* [/]: the pattern does not match the shell that runs pgrep */
+    cr_expect_neq(sh("pgrep -f '[/]%s/bin/allreduce' >/dev/null", d + 1), 0,
+                  "the stage's bin/allreduce still runs");
     remove_temp_dir(d);
 }
 

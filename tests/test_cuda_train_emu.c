@@ -84,6 +84,13 @@ Test(cuda_train_emu, auto_takes_the_gpu_and_graph_replays_the_eager_losses, .tim
     char *graph_err = read_text(dir, "graph.err");
     cr_expect_eq(count_of(graph_err, "fake cuda: cudaProfilerStart"), 1, "%s", graph_err);
     cr_expect_eq(count_of(graph_err, "fake cuda: cudaProfilerStop"), 1, "%s", graph_err);
+    /* four steps in all: a 5th is never bracketed (it would be, were the
+     * capture counted as a step) */
+    cr_assert_eq(emulated_train(dir, "ROOFLINE_PROFILE_STEP=5 FAKE_CUDA_SAY_PROFILER=1", "graph5",
+                                SMALL " --warmup 1 --iters 3 --backend cuda --graph"),
+                 0, "%s", read_text(dir, "graph5.err"));
+    char *graph5_err = read_text(dir, "graph5.err");
+    cr_expect_eq(count_of(graph5_err, "fake cuda: cudaProfiler"), 0, "%s", graph5_err);
     /* --backend auto (the default) on a machine with a device */
     cr_expect(strstr(eager, "bf16 on cuda: median step") != NULL, "%s", eager);
     cr_expect(strstr(graph, "on cuda (CUDA graph): median step") != NULL, "%s", graph);
