@@ -137,9 +137,7 @@ static void *watchdog_main(void *arg)
             } else if (s->watched && cudaEventQuery(s->watched) == cudaSuccess)
                 s->armed_at = 0; /* done: nothing to watch until the next arm */
             else if (ddp_now() - s->armed_at > s->limit_s)
-                snprintf(why, sizeof why, "no answer from the other ranks for %.0f s while %s: "
-                                          "a peer rank died or hangs (the limit is --ddp-timeout)",
-                         s->limit_s, s->doing);
+                ddp_no_answer(why, sizeof why, s->limit_s, s->doing, "--ddp-timeout");
         }
         if (why[0])
             watchdog_end(s, why); /* the lock held: see watchdog_end */

@@ -15,6 +15,14 @@ double ddp_now(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+void ddp_no_answer(char *out, size_t len, double limit_s, const char *what, const char *option)
+{
+    snprintf(out, len,
+             "no answer from the other ranks for %.0f s while %s: a peer rank died or hangs "
+             "(the limit is %s)",
+             limit_s, what, option);
+}
+
 int ddp_launcher_rank(void)
 {
     static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK",
@@ -137,10 +145,9 @@ int ddp_wait(ddp_world *w, MPI_Request *req, double limit_s, const char *what, c
             return 0;
         double t = ddp_now();
         if (t - t0 > limit) {
-            snprintf(err, err_len,
-                     "rank %d of %d (%s): no answer from the other ranks for %.0f s while %s: a "
-                     "peer rank died or hangs (the limit is --ddp-timeout)",
-                     w->rank, w->size, w->host, limit, what);
+            int n = snprintf(err, err_len, "rank %d of %d (%s): ", w->rank, w->size, w->host);
+            if (n >= 0 && (size_t)n < err_len)
+                ddp_no_answer(err + n, err_len - (size_t)n, limit, what, "--ddp-timeout");
             return -1;
         }
         /* after a short spin, yield the core: a rank sharing it may be the

@@ -92,4 +92,9 @@ int ddp_wait(ddp_world *w, MPI_Request *req, double limit_s, const char *what, c
 /* Seconds on the monotonic clock. */
 double ddp_now(void);
 
+/* The line for a wait on the other ranks that passed its limit (limit_s,
+ * set by the program's `option`) while doing `what`: one wording for every
+ * transport's bounded waits. */
+void ddp_no_answer(char *out, size_t len, double limit_s, const char *what, const char *option);
+
 #endif

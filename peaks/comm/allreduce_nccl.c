@@ -5,8 +5,8 @@
  * leaves the others' reductions waiting forever, which NCCL reports no
  * sooner. The communicator's creation is not (ncclCommInitRank blocks; a
  * peer lost between the id's broadcast and it still hangs the sweep).
- * Compiled wherever NCCL is found; never yet run (no GPU on the development
- * machine). */
+ * Compiled wherever NCCL is found; never yet run on a GPU (make test runs
+ * it on the host emulator's stand-ins). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,9 +123,7 @@ static int wait_stream(nccl_bench *nb, const char *doing, char *err, size_t err_
             break;
         }
         if (ddp_now() - t0 > nb->w->timeout_s) {
-            snprintf(err, err_len, "no answer from the other ranks for %.0f s while %s: a "
-                                   "peer rank died or hangs (the limit is --timeout)",
-                     nb->w->timeout_s, doing);
+            ddp_no_answer(err, err_len, nb->w->timeout_s, doing, "--timeout");
             break;
         }
         struct timespec pause = {0, 100 * 1000}; /* 0.1 ms: the timing is the events' */
