@@ -42,7 +42,8 @@ static void print_help(void)
            "algbw x 2(n-1)/n. --out: the whole curve; --peaks-out: rows in peaks.csv's\n"
            "schema (ceilings allreduce, the busbw plateau, and allreduce_latency, the\n"
            "smallest size's time) for the runner to append to peaks.csv. A wait for the\n"
-           "other ranks longer than --timeout seconds (default 60) ends the run.\n");
+           "other ranks longer than --timeout seconds (default 60) ends the run; --out then\n"
+           "holds the sizes measured before it (and --peaks-out nothing).\n");
 }
 
 /* 1024, 64K, 1M, 1G: at most 4G, checked before the multiplication can
@@ -185,7 +186,7 @@ int main(int argc, char **argv)
     o.run.transport = tr;
     ddp_world w;
     char err[DDP_ERR_LEN];
-    if (ddp_world_init(&w, &argc, &argv, o.timeout_s, err, sizeof err)) {
+    if (ddp_world_init(&w, &argc, &argv, o.timeout_s, "--timeout", err, sizeof err)) {
         fprintf(stderr, "%s: %s\n", prog, err);
         return 1;
     }
@@ -195,7 +196,20 @@ int main(int argc, char **argv)
     allreduce_curve c;
     int rc = 0;
     if (allreduce_sweep(&w, &o.run, &c)) {
-        fprintf(stderr, "%s: rank %d of %d: %s\n", prog, w.rank, w.size, c.err);
+        /* a wait on the other ranks names this rank already */
+        if (strncmp(c.err, "rank ", 5) == 0)
+            fprintf(stderr, "%s: %s\n", prog, c.err);
+        else
+            fprintf(stderr, "%s: rank %d of %d (%s): %s\n", prog, w.rank, w.size, w.host, c.err);
+        /* the sizes measured before the failure are kept; an incomplete
+         * curve gives no ceiling, so no --peaks-out rows */
+        if (w.rank == 0 && o.out && c.n > 0) {
+            if (allreduce_write_curve(o.out, o.env, name, w.size, w.nodes, &c, err, sizeof err))
+                fprintf(stderr, "%s: --out: %s\n", prog, err);
+            else
+                fprintf(stderr, "%s: the %d size(s) measured before it are in %s\n", prog, c.n,
+                        o.out);
+        }
         allreduce_curve_free(&c);
         ddp_world_abort(&w, 1);
     }

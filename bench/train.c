@@ -476,7 +476,8 @@ int main(int argc, char **argv)
     ddp_world world, *w = NULL;
     if (o.run.ddp) {
         char err[DDP_ERR_LEN];
-        if (ddp_world_init(&world, &argc, &argv, o.run.ddp_timeout_s, err, sizeof err)) {
+        if (ddp_world_init(&world, &argc, &argv, o.run.ddp_timeout_s, "--ddp-timeout", err,
+                           sizeof err)) {
             fprintf(stderr, "%s: --ddp: %s\n", prog, err);
             return 1;
         }

@@ -76,6 +76,36 @@ Test(allreduce, two_ranks_sweep_checked_and_peaks_rows, .timeout = 120)
     cr_expect_eq(count_lines(rows), 3, "%s", rows);
     remove_temp_dir(dir);
 }
+
+/* Rank 1 stops answering (SIGSTOP 1.5 s in, mid-sweep): rank 0 gives up after
+ * --timeout with one line, and the sizes it had measured stay in --out. */
+Test(allreduce, a_lost_peer_keeps_the_sizes_measured, .timeout = 120)
+{
+    if (sh("command -v mpirun >/dev/null") != 0)
+        cr_skip_test("no mpirun");
+    char *dir = temp_dir();
+    int status = sh("cd '%s' && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+                    "timeout 100 mpirun --oversubscribe --bind-to none -np 2 sh -c 'if [ "
+                    "\"$OMPI_COMM_WORLD_RANK\" = 1 ]; then (sleep 1.5; kill -STOP $$) & fi; exec "
+                    "%s/allreduce --transport mpi --max-bytes 256M --timeout 1 --out curve.csv "
+                    "--peaks-out rows.csv' >out.txt 2>err.txt",
+                    dir, ROOFLINE_BIN_DIR);
+    char *err = read_text(dir, "err.txt");
+    cr_expect(status != 0 && status != 124, "exit %d: %s", status, err);
+    cr_expect(strstr(err, "allreduce: rank 0 of 2 (") &&
+                  strstr(err, "): no answer from the other ranks for 1 s while ") &&
+                  strstr(err, ": a peer rank died or hangs (the limit is --timeout)"),
+              "%s", err);
+    cr_expect(!strstr(err, "rank 0 of 2: rank 0 of 2"), "%s", err);
+    char *curve = read_text(dir, "curve.csv");
+    int sizes = count_lines(curve) - 1;
+    cr_expect(sizes >= 1 && sizes < 19, "1 KiB .. 256 MiB, cut short:\n%s", curve);
+    char said[128];
+    snprintf(said, sizeof said, "the %d size(s) measured before it are in curve.csv", sizes);
+    cr_expect(strstr(err, said), "%s", err);
+    cr_expect_eq(sh("test -e '%s/rows.csv'", dir), 1, "no peaks rows from a cut curve");
+    remove_temp_dir(dir);
+}
 #endif
 
 Test(allreduce, bad_options)

@@ -607,9 +607,44 @@ Test(cuda_train_emu, nccl_allreduce_waits_are_bounded, .timeout = 300)
     cr_expect(strstr(err, "NCCL asynchronous error while the warm-up reductions: remote process "
                           "exited or there was a network error"),
               "%s", err);
+    /* ncclCommInitRank waiting for a peer that never comes: the guard thread
+     * ends the rank (not timeout's 124) */
+    const char *mpirun_hang = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+                              "FAKE_NCCL_INIT_HANG=1 timeout 120 mpirun --bind-to none -np 1 "
+                              "-x FAKE_NCCL_INIT_HANG";
+    int status = sh("cd '%s' && %s '%s' --transport nccl --quick --timeout 1 --out init.csv "
+                    ">init.out 2>init.err",
+                    dir, mpirun_hang, ROOFLINE_CUDA_ALLREDUCE);
+    err = read_text(dir, "init.err");
+    cr_expect(status != 0 && status != 124, "exit %d: %s", status, err);
+    cr_expect(strstr(err, "no answer from the other ranks for 1 s while creating the NCCL "
+                          "communicator: a peer rank died or hangs (the limit is --timeout)"),
+              "%s", err);
     remove_temp_dir(dir);
 }
 #endif
+
+/* bin/train --ddp over NCCL: a communicator that is never made (a peer lost
+ * after the unique id's broadcast) ends the rank with one line naming it,
+ * after 10 x --ddp-timeout (the watchdog bounds the blocking call). */
+Test(cuda_train_emu, nccl_ddp_communicator_creation_is_bounded, .timeout = 300)
+{
+    if (sh("command -v mpirun >/dev/null") != 0)
+        cr_skip_test("no mpirun");
+    char *dir = temp_dir();
+    int status = sh("cd '%s' && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+                    "FAKE_NCCL_INIT_HANG=1 timeout 200 mpirun --bind-to none -np 1 -x "
+                    "FAKE_NCCL_INIT_HANG '%s' " SMALL " --backend cuda --warmup 0 --iters 1 "
+                    "--ddp --ddp-timeout 1 --out steps.csv >ddp.out 2>ddp.err",
+                    dir, ROOFLINE_CUDA_TRAIN);
+    char *err = read_text(dir, "ddp.err");
+    cr_expect(status != 0 && status != 124, "exit %d: %s", status, err);
+    cr_expect(strstr(err, "no answer from the other ranks for 10 s while creating the NCCL "
+                          "communicator (given 10 x the timeout): a peer rank died or hangs (the "
+                          "limit is --ddp-timeout)"),
+              "%s", err);
+    remove_temp_dir(dir);
+}
 
 /* make bench of a cuda row, end to end, with the emulated bin/train beside
  * the real programs: the runs, the trace pass with the metric pass on the

@@ -54,6 +54,7 @@ typedef struct {
     const char *doing;           /* what is watched, for the line */
     int rank, size;
     char host[DDP_HOST_LEN];
+    const char *timeout_option;  /* the world's, for the line */
 } nccl_state;
 
 static int nccl_failed(ddp *d, const char *file, int line, const char *call, ncclResult_t r)
@@ -137,7 +138,7 @@ static void *watchdog_main(void *arg)
             } else if (s->watched && cudaEventQuery(s->watched) == cudaSuccess)
                 s->armed_at = 0; /* done: nothing to watch until the next arm */
             else if (ddp_now() - s->armed_at > s->limit_s)
-                ddp_no_answer(why, sizeof why, s->limit_s, s->doing, "--ddp-timeout");
+                ddp_no_answer(why, sizeof why, s->limit_s, s->doing, s->timeout_option);
         }
         if (why[0])
             watchdog_end(s, why); /* the lock held: see watchdog_end */
@@ -182,9 +183,11 @@ static int make_comm(ddp *d)
             MPI_Ibcast(&id, (int)sizeof id, MPI_BYTE, 0, d->world->comm, &req));
     if (ddp_wait(d->world, &req, 0, "broadcasting the NCCL unique id", d->err, sizeof d->err))
         return -1;
-    /* a blocking init: every rank must arrive; the watchdog bounds it
-     * (without an event to query, armed means "not done yet") */
-    arm(s, NULL, NULL, 10 * d->world->timeout_s, "creating the NCCL communicator");
+    /* a blocking init: every rank must arrive (on many ranks it takes a
+     * while, hence the longer limit); the watchdog bounds it (without an
+     * event to query, armed means "not done yet") */
+    arm(s, NULL, NULL, 10 * d->world->timeout_s,
+        "creating the NCCL communicator (given 10 x the timeout)");
     ncclResult_t r = ncclCommInitRank(&s->comm, d->world->size, id, d->world->rank);
     disarm(s);
     if (r != ncclSuccess)
@@ -206,6 +209,7 @@ static int nccl_setup(ddp *d)
     s->rank = d->world->rank;
     s->size = d->world->size;
     snprintf(s->host, sizeof s->host, "%s", d->world->host);
+    s->timeout_option = d->world->timeout_option;
     CUDA_TRY(d, cudaSetDevice(s->device));
     s->compute = d->access.stream ? (cudaStream_t)d->access.stream(d->b) : NULL;
     int lo = 0, hi = 0;

@@ -81,11 +81,12 @@ int ddp_mpi_fail(char *err, size_t err_len, const char *file, int line, const ch
     return -1;
 }
 
-int ddp_world_init(ddp_world *w, int *argc, char ***argv, double timeout_s, char *err,
-                   size_t err_len)
+int ddp_world_init(ddp_world *w, int *argc, char ***argv, double timeout_s,
+                   const char *timeout_option, char *err, size_t err_len)
 {
     memset(w, 0, sizeof *w);
     w->timeout_s = timeout_s;
+    w->timeout_option = timeout_option;
     w->comm = MPI_COMM_NULL;
     int started = 0, provided = 0;
     MPI_TRY(err, err_len, MPI_Initialized(&started));
@@ -147,7 +148,7 @@ int ddp_wait(ddp_world *w, MPI_Request *req, double limit_s, const char *what, c
         if (t - t0 > limit) {
             int n = snprintf(err, err_len, "rank %d of %d (%s): ", w->rank, w->size, w->host);
             if (n >= 0 && (size_t)n < err_len)
-                ddp_no_answer(err + n, err_len - (size_t)n, limit, what, "--ddp-timeout");
+                ddp_no_answer(err + n, err_len - (size_t)n, limit, what, w->timeout_option);
             return -1;
         }
         /* after a short spin, yield the core: a rank sharing it may be the
@@ -217,13 +218,14 @@ bool ddp_world_available(void)
     return false;
 }
 
-int ddp_world_init(ddp_world *w, int *argc, char ***argv, double timeout_s, char *err,
-                   size_t err_len)
+int ddp_world_init(ddp_world *w, int *argc, char ***argv, double timeout_s,
+                   const char *timeout_option, char *err, size_t err_len)
 {
     (void)argc, (void)argv;
     memset(w, 0, sizeof *w);
     w->size = w->local_size = w->nodes = 1;
     w->timeout_s = timeout_s;
+    w->timeout_option = timeout_option;
     return no_mpi(err, err_len);
 }
 

@@ -23,6 +23,7 @@ typedef struct {
     int nodes;                   /* distinct nodes of the world */
     char host[DDP_HOST_LEN];
     double timeout_s;            /* the longest wait for the other ranks */
+    const char *timeout_option;  /* the program's option that sets it, for the error line */
     bool mpi_started;            /* MPI_Init was called here (finalize it) */
 #ifdef HAVE_MPI
     MPI_Comm comm;               /* MPI_COMM_WORLD's duplicate, errors returned */
@@ -38,9 +39,12 @@ bool ddp_world_available(void);
 int ddp_launcher_rank(void);
 
 /* MPI_Init_thread (funneled: only the thread that runs the step calls MPI),
- * the world's communicator, ranks and nodes. 0, or -1 with the reason. */
-int ddp_world_init(ddp_world *w, int *argc, char ***argv, double timeout_s, char *err,
-                   size_t err_len);
+ * the world's communicator, ranks and nodes; timeout_s bounds every wait on
+ * the other ranks and timeout_option (a string constant: "--ddp-timeout") is
+ * the option a line about a wait that passed it names. 0, or -1 with the
+ * reason. */
+int ddp_world_init(ddp_world *w, int *argc, char ***argv, double timeout_s,
+                   const char *timeout_option, char *err, size_t err_len);
 
 /* MPI_Finalize when it was started here. */
 void ddp_world_finalize(ddp_world *w);

@@ -14,7 +14,7 @@ static int one_allreduce(ddp_world *w, const float *send, float *recv, int count
 {
     MPI_Request req;
     MPI_TRY(err, err_len, MPI_Iallreduce(send, recv, count, MPI_FLOAT, MPI_SUM, w->comm, &req));
-    return ddp_wait(w, &req, 0, "the allreduce benchmark", err, err_len);
+    return ddp_wait(w, &req, 0, "reducing (MPI_Iallreduce)", err, err_len);
 }
 
 int allreduce_mpi_run(ddp_world *w, int64_t bytes, int warmup, int iters, double *seconds,
@@ -40,7 +40,7 @@ int allreduce_mpi_run(ddp_world *w, int64_t bytes, int warmup, int iters, double
     for (int k = 0; k < warmup && rc == 0; k++)
         rc = one_allreduce(w, send, recv, (int)count, err, err_len);
     if (rc == 0)
-        rc = ddp_barrier(w, 0, "the allreduce benchmark", err, err_len);
+        rc = ddp_barrier(w, 0, "aligning the ranks before the timed loop", err, err_len);
     double t0 = ddp_now();
     for (int k = 0; k < iters && rc == 0; k++)
         rc = one_allreduce(w, send, recv, (int)count, err, err_len);

@@ -3,8 +3,10 @@
  * with CUDA events, the result copied back and checked. Every wait on the
  * reductions is bounded by the world's timeout (--timeout): a rank that died
  * leaves the others' reductions waiting forever, which NCCL reports no
- * sooner. The communicator's creation is not (ncclCommInitRank blocks; a
- * peer lost between the id's broadcast and it still hangs the sweep).
+ * sooner. So is the communicator's creation: ncclCommInitRank blocks until
+ * every rank has joined, and a guard thread ends the process when it has not
+ * returned within the timeout (nothing is measured yet, and a communicator
+ * still being made cannot be aborted).
  * Compiled wherever NCCL is found; never yet run on a GPU (make test runs
  * it on the host emulator's stand-ins). */
 #include <stdio.h>
@@ -17,7 +19,10 @@
 #if defined(HAVE_NCCL) && defined(HAVE_CUDA) && defined(HAVE_MPI)
 
 #include <cuda_runtime_api.h>
+#include <errno.h>
 #include <nccl.h>
+#include <pthread.h>
+#include <unistd.h>
 
 struct nccl_bench {
     ddp_world *w;
@@ -47,6 +52,57 @@ struct nccl_bench {
         }                                                                                     \
     } while (0)
 
+/* The guard of ncclCommInitRank, which has no timeout of its own. */
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t returned;
+    bool done;
+    const ddp_world *w;
+} init_guard;
+
+static void *init_guard_main(void *arg)
+{
+    init_guard *g = arg;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += (time_t)g->w->timeout_s;
+    pthread_mutex_lock(&g->lock);
+    int rc = 0;
+    while (!g->done && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&g->returned, &g->lock, &until);
+    if (!g->done) {
+        char why[DDP_ERR_LEN];
+        ddp_no_answer(why, sizeof why, g->w->timeout_s, "creating the NCCL communicator",
+                      g->w->timeout_option);
+        fprintf(stderr, "allreduce: rank %d of %d (%s): %s\n", g->w->rank, g->w->size,
+                g->w->host, why);
+        fflush(stderr);
+        _exit(1); /* the main thread is inside NCCL: the launcher ends the other ranks */
+    }
+    pthread_mutex_unlock(&g->lock);
+    return NULL;
+}
+
+static ncclResult_t init_comm_bounded(ncclComm_t *comm, const ddp_world *w, ncclUniqueId id)
+{
+    init_guard g = {.done = false, .w = w};
+    pthread_mutex_init(&g.lock, NULL);
+    pthread_cond_init(&g.returned, NULL);
+    pthread_t guard;
+    bool guarded = pthread_create(&guard, NULL, init_guard_main, &g) == 0;
+    ncclResult_t r = ncclCommInitRank(comm, w->size, id, w->rank);
+    if (guarded) {
+        pthread_mutex_lock(&g.lock);
+        g.done = true;
+        pthread_cond_signal(&g.returned);
+        pthread_mutex_unlock(&g.lock);
+        pthread_join(guard, NULL);
+    }
+    pthread_cond_destroy(&g.returned);
+    pthread_mutex_destroy(&g.lock);
+    return r;
+}
+
 nccl_bench *allreduce_nccl_open(ddp_world *w, int device, char *err, size_t err_len)
 {
     nccl_bench *nb = calloc(1, sizeof *nb);
@@ -69,7 +125,7 @@ nccl_bench *allreduce_nccl_open(ddp_world *w, int device, char *err, size_t err_
     }
     if (ddp_wait(w, &req, 0, "broadcasting the NCCL unique id", err, err_len))
         goto fail;
-    NCCL_OR_FAIL(ncclCommInitRank(&nb->comm, w->size, id, w->rank));
+    NCCL_OR_FAIL(init_comm_bounded(&nb->comm, w, id));
     CUDA_OR_FAIL(cudaStreamCreateWithFlags(&nb->stream, cudaStreamNonBlocking));
     CUDA_OR_FAIL(cudaEventCreate(&nb->start));
     CUDA_OR_FAIL(cudaEventCreate(&nb->stop));
@@ -123,7 +179,7 @@ static int wait_stream(nccl_bench *nb, const char *doing, char *err, size_t err_
             break;
         }
         if (ddp_now() - t0 > nb->w->timeout_s) {
-            ddp_no_answer(err, err_len, nb->w->timeout_s, doing, "--timeout");
+            ddp_no_answer(err, err_len, nb->w->timeout_s, doing, nb->w->timeout_option);
             break;
         }
         struct timespec pause = {0, 100 * 1000}; /* 0.1 ms: the timing is the events' */
@@ -160,7 +216,7 @@ int allreduce_nccl_run(nccl_bench *nb, int64_t bytes, int warmup, int iters, dou
         NCCL_OR_FAIL(ncclAllReduce(send, recv, count, ncclFloat32, ncclSum, nb->comm, nb->stream));
     if (wait_stream(nb, "the warm-up reductions", err, err_len))
         goto fail;
-    if (ddp_barrier(nb->w, 0, "the allreduce benchmark", err, err_len))
+    if (ddp_barrier(nb->w, 0, "aligning the ranks before the timed loop", err, err_len))
         goto fail;
     CUDA_OR_FAIL(cudaEventRecord(nb->start, nb->stream));
     for (int k = 0; k < iters; k++)

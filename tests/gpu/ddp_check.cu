@@ -297,7 +297,7 @@ int main(int argc, char **argv)
         return 0;
     ddp_world w;
     char err[DDP_ERR_LEN];
-    if (ddp_world_init(&w, &argc, &argv, 60, err, sizeof err)) {
+    if (ddp_world_init(&w, &argc, &argv, 60, "--ddp-timeout", err, sizeof err)) {
         printf("skipped: %s\n", err);
         return 0;
     }
