@@ -131,6 +131,17 @@ stage_build() {
     ${MAKE:-make} --no-print-directory -k -j"$JOBS" GPU_ARCH="$GPU_ARCH" BUILD="$BUILD" BIN="$BIN" \
         all "${tests[@]}" || {
         result "the build failed (see build.log): the stages run what was built"
+        # a copy left by an earlier build (a warm machine) is not this tree's
+        # program: make -q says it is out of date; the stages then say "not built"
+        local f
+        for f in "$BIN"/* "${tests[@]}"; do
+            [[ -f $f ]] || continue
+            ${MAKE:-make} --no-print-directory -q GPU_ARCH="$GPU_ARCH" BUILD="$BUILD" BIN="$BIN" \
+                "$f" >/dev/null 2>&1
+            (($? == 1)) || continue
+            rm -f "$f"
+            result "removed $f: it did not build from this tree (an older copy)"
+        done
         return 1
     }
     result "built $BIN/ and ${#tests[@]} GPU test programs in $BUILD/tests/gpu/ for GPU_ARCH=$GPU_ARCH"

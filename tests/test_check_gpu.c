@@ -177,18 +177,26 @@ Test(check_gpu, a_failing_stage_does_not_stop_the_others)
     remove_temp_dir(d);
 }
 
-/* make -k: what was built runs; a program that was not is one line */
+/* make -k: what was built runs; a program that was not is one line, and so
+ * is an older copy that make -q finds out of date (removed, not run) */
 Test(check_gpu, a_failed_build_leaves_the_stages_what_was_built)
 {
     char *d = fakes();
     cr_assert_eq(sh("rm '%s/build/tests/gpu/cupti_check'", d), 0);
-    cr_expect_eq(check_gpu(d, "FAKE_MAKE_RC=2", "STAGES=build,test,ddp"), 1);
+    cr_expect_eq(check_gpu(d, "FAKE_MAKE_RC=2 FAKE_MAKE_STALE=ddp_check", "STAGES=build,test,ddp"),
+                 1);
     char *summary = read_text(d, "out/summary.txt");
     cr_expect(stage_is(summary, "build", "FAILED"), "%s", summary);
     cr_expect(strstr(summary, "the build failed (see build.log): the stages run what was built"),
               "%s", summary);
+    cr_expect(strstr(summary, "/build/tests/gpu/ddp_check: it did not build from this tree (an "
+                              "older copy)"),
+              "%s", summary);
+    cr_expect_eq(sh("test -e '%s/build/tests/gpu/ddp_check'", d), 1, "the stale copy stays");
+    cr_expect_eq(sh("test -e '%s/bin/train'", d), 0, "an up-to-date program was removed");
     cr_expect(stage_is(summary, "test", "FAILED"), "%s", summary);
     cr_expect(strstr(summary, "cupti_check        not built (see the build stage)"), "%s", summary);
+    cr_expect(strstr(summary, "ddp_check          not built (see the build stage)"), "%s", summary);
     cr_expect(strstr(summary, "cupti_trace_check  ok"), "the programs after it ran:\n%s", summary);
     cr_expect(stage_is(summary, "ddp", "ok"), "%s", summary);
     char *calls = read_text(d, "calls.log");

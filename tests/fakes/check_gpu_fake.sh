@@ -54,6 +54,10 @@ mpirun)
     ;;
 make)
     [[ " $* " == *" info "* ]] && echo "  gnuplot        missing  -> no figures"
+    if [[ " $* " == *" -q "* ]]; then # out of date (1): a program in FAKE_MAKE_STALE
+        [[ ,${FAKE_MAKE_STALE:-}, == *,"${*: -1}",* || ,${FAKE_MAKE_STALE:-}, == *,"$(basename "${*: -1}")",* ]] && exit 1
+        exit 0
+    fi
     exit "${FAKE_MAKE_RC:-0}"
     ;;
 python)
