@@ -45,27 +45,32 @@ static char *one_line_failure(const char *dir, const char *env, const char *name
     return err;
 }
 
-/* The loss column of dir/file, rank 0's rows, in file order. */
-static int read_losses(const char *dir, const char *file, double *loss, int max)
+/* A number column of steps.csv dir/file, rank 0's rows, in file order. */
+static int read_rank0(const char *dir, const char *file, const char *column, double *v, int max)
 {
     char path[1024], err[512];
     format_or_fail(path, sizeof path, "%s/%s", dir, file);
     csv_table *t = csv_read(path, err, sizeof err);
     cr_assert_not_null(t, "%s", err);
-    int col = csv_col(t, "loss"), rank = csv_col(t, "rank"), backend = csv_col(t, "backend");
-    cr_assert(col >= 0 && rank >= 0 && backend >= 0, "%s: no loss, rank or backend column",
-              path);
+    int col = csv_col(t, column), rank = csv_col(t, "rank"), backend = csv_col(t, "backend");
+    cr_assert(col >= 0 && rank >= 0 && backend >= 0, "%s: no %s, rank or backend column", path,
+              column);
     int n = 0;
     for (int r = 0; r < csv_rows(t) && n < max; r++) {
         cr_expect_str_eq(csv_cell(t, r, backend), "cuda", "%s row %d", path, r + 1);
         if (strcmp(csv_cell(t, r, rank), "0") != 0)
             continue;
         bool ok = false;
-        loss[n++] = csv_num(t, r, col, &ok);
-        cr_assert(ok, "%s row %d: loss '%s'", path, r + 1, csv_cell(t, r, col));
+        v[n++] = csv_num(t, r, col, &ok);
+        cr_assert(ok, "%s row %d: %s '%s'", path, r + 1, column, csv_cell(t, r, col));
     }
     csv_free(t);
     return n;
+}
+
+static int read_losses(const char *dir, const char *file, double *loss, int max)
+{
+    return read_rank0(dir, file, "loss", loss, max);
 }
 
 Test(cuda_train_emu, auto_takes_the_gpu_and_graph_replays_the_eager_losses, .timeout = 600)
@@ -623,6 +628,29 @@ Test(cuda_train_emu, nccl_allreduce_waits_are_bounded, .timeout = 300)
     remove_temp_dir(dir);
 }
 #endif
+
+/* A GPU behind the host (the stand-in's device timeline: 20 ms a kernel, a
+ * step of resnet18-cifar some seconds) and --ddp-timeout 1: the watchdog's
+ * clock for the step's reductions starts when the rank's own backward has
+ * run on the device, so a step longer than the timeout is no lost peer. */
+Test(cuda_train_emu, nccl_ddp_step_longer_than_the_timeout_is_no_lost_peer, .timeout = 600)
+{
+    if (sh("command -v mpirun >/dev/null") != 0)
+        cr_skip_test("no mpirun");
+    char *dir = temp_dir();
+    int status = sh("cd '%s' && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+                    "FAKE_CUDA_KERNEL_MS=20 timeout 500 mpirun --bind-to none -np 1 -x "
+                    "FAKE_CUDA_KERNEL_MS '%s' " SMALL " --backend cuda --warmup 0 --iters 2 "
+                    "--ddp --ddp-timeout 1 --out steps.csv >ddp.out 2>ddp.err",
+                    dir, ROOFLINE_CUDA_TRAIN);
+    cr_expect_eq(status, 0, "%s", read_text(dir, "ddp.err"));
+    double ms[4];
+    cr_assert_eq(read_rank0(dir, "steps.csv", "step_ms", ms, 4), 2, "%s", read_text(dir, "steps.csv"));
+    for (int i = 0; i < 2; i++)
+        cr_expect_gt(ms[i], 1500.0, "step %d took %.0f ms of device time: not over the timeout",
+                     i, ms[i]);
+    remove_temp_dir(dir);
+}
 
 /* bin/train --ddp over NCCL: a communicator that is never made (a peer lost
  * after the unique id's broadcast) ends the rank with one line naming it,

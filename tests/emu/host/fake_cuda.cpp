@@ -1,8 +1,9 @@
 /* The CUDA runtime calls of the CUDA backend, on the host: device memory is
  * host memory (filled with 0xff bytes, NaN in every float type, so that a
  * read of what nobody wrote shows, up to 64 MiB), streams run their work at once and in
- * order, events read the host clock, and stream capture records the work
- * into a graph that a launch replays. One device, reported as
+ * order, events read the host clock (or a device timeline behind it:
+ * FAKE_CUDA_KERNEL_MS, below), and stream capture records the work into a
+ * graph that a launch replays. One device, reported as
  * FAKE_SM_COUNT SMs of compute capability 9.0.
  * Capture keeps the rules a GPU enforces on the capturing thread (global and
  * thread-local modes): a call that may synchronise (allocation, free,
@@ -18,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <thread>
 #include <vector>
 
 #include <sys/mman.h>
@@ -35,7 +37,7 @@ struct CUstream_st {
     uint32_t id = 0; /* as CUPTI numbers streams */
 };
 struct CUevent_st {
-    double at_ms = 0.0;
+    std::atomic<double> at_ms{0.0}; /* read by a watchdog thread too */
 };
 struct CUgraph_st {
     std::vector<std::function<void()>> work;
@@ -71,6 +73,44 @@ uint64_t now_ns()
     return (uint64_t)std::chrono::duration_cast<std::chrono::nanoseconds>(
                clock::now().time_since_epoch())
         .count();
+}
+
+/* FAKE_CUDA_KERNEL_MS=N: a GPU that runs behind the host, as a real one
+ * does once the host has queued ahead of it. Every piece of work queued
+ * (kernel, library call, copy, memset) takes N ms of one device timeline
+ * shared by every stream; an event is done when the work queued before it
+ * is, a query says so, and the waits (event, stream and device
+ * synchronize, cudaMemcpy, cudaMemset) sleep until then. The work itself
+ * still runs on the host at once. Unset, the timeline is the host clock. */
+double kernel_ms()
+{
+    static const double ms = [] {
+        const char *text = getenv("FAKE_CUDA_KERNEL_MS");
+        double v = text ? atof(text) : 0.0;
+        return v > 0.0 && v < 1e4 ? v : 0.0;
+    }();
+    return ms;
+}
+
+std::atomic<double> device_free_at_ms{0.0};
+
+/* when the work queued so far will have run */
+double device_done_at()
+{
+    return std::max(now_ms(), device_free_at_ms.load());
+}
+
+void device_runs_work()
+{
+    if (kernel_ms() > 0.0)
+        device_free_at_ms.store(device_done_at() + kernel_ms());
+}
+
+cudaError_t wait_for_device(double until_ms)
+{
+    while (now_ms() < until_ms)
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+    return cudaSuccess;
 }
 
 std::atomic<const emu_host::kernel_observer *> &observer()
@@ -214,14 +254,20 @@ cudaError_t refused_while_capturing()
 /* the error a launch left for cudaGetLastError, as a GPU keeps it */
 thread_local cudaError_t launch_error = cudaSuccess;
 
-/* f queued on stream, or the error that refuses it */
-cudaError_t queue(cudaStream_t stream, std::function<void()> f)
+/* f queued on stream, or the error that refuses it; work (not an event's
+ * record) takes its time on the device timeline */
+cudaError_t queue(cudaStream_t stream, std::function<void()> f, bool work = true)
 {
     if (!stream) {
         cudaError_t refused = refused_while_capturing(cudaErrorStreamCaptureImplicit);
         if (refused != cudaSuccess)
             return refused; /* none of it runs: the capture is lost, its end says so */
     }
+    if (work && kernel_ms() > 0.0)
+        f = [run = std::move(f)]() {
+            run();
+            device_runs_work();
+        };
     if (stream && stream->capture)
         stream->capture->push_back(std::move(f));
     else
@@ -305,7 +351,8 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, enum cudaMemcpy
 {
     if (cudaError_t refused = refused_while_capturing())
         return refused;
-    return cudaMemcpyAsync(dst, src, bytes, kind, nullptr);
+    cudaError_t e = cudaMemcpyAsync(dst, src, bytes, kind, nullptr);
+    return e == cudaSuccess ? wait_for_device(device_done_at()) : e;
 }
 cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes, cudaStream_t stream)
 {
@@ -315,7 +362,8 @@ cudaError_t cudaMemset(void *p, int value, size_t bytes)
 {
     if (cudaError_t refused = refused_while_capturing())
         return refused;
-    return cudaMemsetAsync(p, value, bytes, nullptr);
+    cudaError_t e = cudaMemsetAsync(p, value, bytes, nullptr);
+    return e == cudaSuccess ? wait_for_device(device_done_at()) : e;
 }
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total)
 {
@@ -357,7 +405,11 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
     prop->l2CacheSize = 50 << 20;
     return cudaSuccess;
 }
-cudaError_t cudaDeviceSynchronize(void) { return refused_while_capturing(); }
+cudaError_t cudaDeviceSynchronize(void)
+{
+    cudaError_t e = refused_while_capturing();
+    return e == cudaSuccess ? wait_for_device(device_done_at()) : e;
+}
 /* a launch the emulator refuses ends the program (cuda_emu.h): the one error
  * kept is a launch that a capture refused */
 cudaError_t cudaGetLastError(void)
@@ -400,13 +452,23 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream)
     delete stream;
     return cudaSuccess;
 }
-cudaError_t cudaStreamSynchronize(cudaStream_t stream)
+static cudaError_t stream_may_wait(cudaStream_t stream)
 {
     if (stream && stream->capture)
         return stream->capture_invalidated = true, cudaErrorStreamCaptureUnsupported;
     return refused_while_capturing();
 }
-cudaError_t cudaStreamQuery(cudaStream_t stream) { return cudaStreamSynchronize(stream); }
+/* one timeline: a stream is done when all the device's work is */
+cudaError_t cudaStreamSynchronize(cudaStream_t stream)
+{
+    cudaError_t e = stream_may_wait(stream);
+    return e == cudaSuccess ? wait_for_device(device_done_at()) : e;
+}
+cudaError_t cudaStreamQuery(cudaStream_t stream)
+{
+    cudaError_t e = stream_may_wait(stream);
+    return e == cudaSuccess && now_ms() < device_done_at() ? cudaErrorNotReady : e;
+}
 cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int) { return cudaSuccess; }
 
 cudaError_t cudaEventCreate(cudaEvent_t *event)
@@ -425,15 +487,21 @@ cudaError_t cudaEventDestroy(cudaEvent_t event)
 }
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
 {
-    return queue(stream, [=]() { event->at_ms = now_ms(); });
+    return queue(stream, [=]() { event->at_ms = device_done_at(); }, false);
 }
-cudaError_t cudaEventSynchronize(cudaEvent_t) { return refused_while_capturing(); }
-/* FAKE_CUDA_EVENTS_PENDING=1: no event is ever reported done, as a GPU
- * shows a collective whose peer died */
-cudaError_t cudaEventQuery(cudaEvent_t)
+cudaError_t cudaEventSynchronize(cudaEvent_t event)
 {
     cudaError_t e = refused_while_capturing();
-    return e == cudaSuccess && getenv("FAKE_CUDA_EVENTS_PENDING") ? cudaErrorNotReady : e;
+    return e == cudaSuccess ? wait_for_device(event->at_ms) : e;
+}
+/* FAKE_CUDA_EVENTS_PENDING=1: no event is ever reported done, as a GPU
+ * shows a collective whose peer died */
+cudaError_t cudaEventQuery(cudaEvent_t event)
+{
+    cudaError_t e = refused_while_capturing();
+    if (e == cudaSuccess && (getenv("FAKE_CUDA_EVENTS_PENDING") || now_ms() < event->at_ms))
+        return cudaErrorNotReady;
+    return e;
 }
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
 {
@@ -474,8 +542,10 @@ cudaError_t cudaGraphUpload(cudaGraphExec_t exec, cudaStream_t stream)
 }
 cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream)
 {
+    /* captured work already takes its device time when it runs */
     for (const std::function<void()> &work : exec->work)
-        emu_host::run_on(stream, work);
+        if (cudaError_t e = queue(stream, work, false))
+            return e;
     return cudaSuccess;
 }
 cudaError_t cudaGraphDestroy(cudaGraph_t graph)
