@@ -54,15 +54,17 @@ Test(allreduce, latency_and_plateau_of_a_curve)
 }
 
 #ifdef HAVE_MPI
+#define MPIRUN_2                                                                              \
+    "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 100 mpirun "             \
+    "--oversubscribe --bind-to none -np 2"
+
 Test(allreduce, two_ranks_sweep_checked_and_peaks_rows, .timeout = 120)
 {
     if (sh("command -v mpirun >/dev/null") != 0)
         cr_skip_test("no mpirun");
     char *dir = temp_dir();
-    int status = sh("cd '%s' && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
-                    "timeout 100 mpirun --oversubscribe --bind-to none -np 2 %s/allreduce "
-                    "--transport mpi --quick --max-bytes 1M --env t2 --out curve.csv "
-                    "--peaks-out rows.csv >out.txt 2>err.txt",
+    int status = sh("cd '%s' && " MPIRUN_2 " %s/allreduce --transport mpi --quick --max-bytes 1M "
+                    "--env t2 --out curve.csv --peaks-out rows.csv >out.txt 2>err.txt",
                     dir, ROOFLINE_BIN_DIR);
     cr_assert_eq(status, 0, "%s", read_text(dir, "err.txt"));
     char *curve = read_text(dir, "curve.csv");
@@ -84,11 +86,10 @@ Test(allreduce, a_lost_peer_keeps_the_sizes_measured, .timeout = 120)
     if (sh("command -v mpirun >/dev/null") != 0)
         cr_skip_test("no mpirun");
     char *dir = temp_dir();
-    int status = sh("cd '%s' && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
-                    "timeout 100 mpirun --oversubscribe --bind-to none -np 2 sh -c 'if [ "
-                    "\"$OMPI_COMM_WORLD_RANK\" = 1 ]; then (sleep 1.5; kill -STOP $$) & fi; exec "
-                    "%s/allreduce --transport mpi --max-bytes 256M --timeout 1 --out curve.csv "
-                    "--peaks-out rows.csv' >out.txt 2>err.txt",
+    int status = sh("cd '%s' && " MPIRUN_2 " sh -c 'if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; "
+                    "then (sleep 1.5; kill -STOP $$) & fi; exec %s/allreduce --transport mpi "
+                    "--max-bytes 256M --timeout 1 --out curve.csv --peaks-out rows.csv' "
+                    ">out.txt 2>err.txt",
                     dir, ROOFLINE_BIN_DIR);
     char *err = read_text(dir, "err.txt");
     cr_expect(status != 0 && status != 124, "exit %d: %s", status, err);

@@ -629,6 +629,17 @@ Test(cuda_train_emu, nccl_allreduce_waits_are_bounded, .timeout = 300)
 }
 #endif
 
+/* The emulated bin/train as one NCCL rank under mpirun, SMALL with
+ * --ddp-timeout 1 and args, the stand-ins' switch `fake`=value exported to
+ * it: its exit status (timeout's 124 after 200 s), dir/ddp.out and ddp.err. */
+static int one_nccl_rank(const char *dir, const char *fake, const char *value, const char *args)
+{
+    return sh("cd '%s' && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 %s=%s "
+              "timeout 200 mpirun --bind-to none -np 1 -x %s '%s' " SMALL " --backend cuda "
+              "--warmup 0 --ddp --ddp-timeout 1 --out steps.csv %s >ddp.out 2>ddp.err",
+              dir, fake, value, fake, ROOFLINE_CUDA_TRAIN, args);
+}
+
 /* A GPU behind the host (the stand-in's device timeline: 20 ms a kernel, a
  * step of resnet18-cifar some seconds) and --ddp-timeout 1: the watchdog's
  * clock for the step's reductions starts when the rank's own backward has
@@ -638,14 +649,11 @@ Test(cuda_train_emu, nccl_ddp_step_longer_than_the_timeout_is_no_lost_peer, .tim
     if (sh("command -v mpirun >/dev/null") != 0)
         cr_skip_test("no mpirun");
     char *dir = temp_dir();
-    int status = sh("cd '%s' && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
-                    "FAKE_CUDA_KERNEL_MS=20 timeout 500 mpirun --bind-to none -np 1 -x "
-                    "FAKE_CUDA_KERNEL_MS '%s' " SMALL " --backend cuda --warmup 0 --iters 2 "
-                    "--ddp --ddp-timeout 1 --out steps.csv >ddp.out 2>ddp.err",
-                    dir, ROOFLINE_CUDA_TRAIN);
-    cr_expect_eq(status, 0, "%s", read_text(dir, "ddp.err"));
+    cr_expect_eq(one_nccl_rank(dir, "FAKE_CUDA_KERNEL_MS", "20", "--iters 2"), 0, "%s",
+                 read_text(dir, "ddp.err"));
     double ms[4];
-    cr_assert_eq(read_rank0(dir, "steps.csv", "step_ms", ms, 4), 2, "%s", read_text(dir, "steps.csv"));
+    cr_assert_eq(read_rank0(dir, "steps.csv", "step_ms", ms, 4), 2, "%s",
+                 read_text(dir, "steps.csv"));
     for (int i = 0; i < 2; i++)
         cr_expect_gt(ms[i], 1500.0, "step %d took %.0f ms of device time: not over the timeout",
                      i, ms[i]);
@@ -660,11 +668,7 @@ Test(cuda_train_emu, nccl_ddp_communicator_creation_is_bounded, .timeout = 300)
     if (sh("command -v mpirun >/dev/null") != 0)
         cr_skip_test("no mpirun");
     char *dir = temp_dir();
-    int status = sh("cd '%s' && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
-                    "FAKE_NCCL_INIT_HANG=1 timeout 200 mpirun --bind-to none -np 1 -x "
-                    "FAKE_NCCL_INIT_HANG '%s' " SMALL " --backend cuda --warmup 0 --iters 1 "
-                    "--ddp --ddp-timeout 1 --out steps.csv >ddp.out 2>ddp.err",
-                    dir, ROOFLINE_CUDA_TRAIN);
+    int status = one_nccl_rank(dir, "FAKE_NCCL_INIT_HANG", "1", "--iters 1");
     char *err = read_text(dir, "ddp.err");
     cr_expect(status != 0 && status != 124, "exit %d: %s", status, err);
     cr_expect(strstr(err, "no answer from the other ranks for 10 s while creating the NCCL "
