@@ -132,6 +132,7 @@ GIT_DIRTY := $(if $(shell git --no-optional-locks status --porcelain --untracked
 $(BUILD)/bench/envinfo.o: ALL_CFLAGS += -DROOFLINE_GIT_COMMIT='"$(GIT_COMMIT)"' \
                                         -DROOFLINE_GIT_DIRTY=$(GIT_DIRTY)
 $(BUILD)/bench/envinfo.o: $(BUILD)/git-commit.txt
+# (scripts/check_gpu.sh's make -q passes over each $(BUILD)/*: FORCE file with -o)
 $(BUILD)/git-commit.txt: FORCE
 	@mkdir -p $(@D)
 	@echo '$(GIT_COMMIT) $(GIT_DIRTY)' | cmp -s - $@ || echo '$(GIT_COMMIT) $(GIT_DIRTY)' > $@

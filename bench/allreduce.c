@@ -42,8 +42,9 @@ static void print_help(void)
            "algbw x 2(n-1)/n. --out: the whole curve; --peaks-out: rows in peaks.csv's\n"
            "schema (ceilings allreduce, the busbw plateau, and allreduce_latency, the\n"
            "smallest size's time) for the runner to append to peaks.csv. A wait for the\n"
-           "other ranks longer than --timeout seconds (default 60) ends the run; --out then\n"
-           "holds the sizes measured before it (and --peaks-out nothing).\n");
+           "other ranks longer than --timeout seconds (default 60; 10 x that to create the\n"
+           "NCCL communicator) ends the run; --out then holds the sizes measured before\n"
+           "it, if any (and --peaks-out nothing).\n");
 }
 
 /* 1024, 64K, 1M, 1G: at most 4G, checked before the multiplication can

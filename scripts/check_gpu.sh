@@ -132,12 +132,14 @@ stage_build() {
         all "${tests[@]}" || {
         result "the build failed (see build.log): the stages run what was built"
         # a copy left by an earlier build (a warm machine) is not this tree's
-        # program: make -q says it is out of date; the stages then say "not built"
+        # program: make -q says it is out of date; the stages then say "not built".
+        # -o: the Makefile's two FORCE files (rewritten only when their text
+        # changes) would make every program look out of date
         local f
         for f in "$BIN"/* "${tests[@]}"; do
             [[ -f $f ]] || continue
             ${MAKE:-make} --no-print-directory -q GPU_ARCH="$GPU_ARCH" BUILD="$BUILD" BIN="$BIN" \
-                "$f" >/dev/null 2>&1
+                -o "$BUILD/git-commit.txt" -o "$BUILD/own-depthwise-id.txt" "$f" >/dev/null 2>&1
             (($? == 1)) || continue
             rm -f "$f"
             result "removed $f: it did not build from this tree (an older copy)"

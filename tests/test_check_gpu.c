@@ -328,3 +328,16 @@ Test(check_gpu, shellcheck_clean)
                     ROOFLINE_SOURCE_DIR, ROOFLINE_SOURCE_DIR),
                  0);
 }
+
+/* The build stage's make -q must not count the Makefile's FORCE files
+ * (rewritten only when their text changes) as a reason to rebuild: else a
+ * failed build removes every program. Each one is named there with -o. */
+Test(check_gpu, make_q_passes_over_every_force_file_of_the_makefile)
+{
+    cr_expect_eq(sh("cd '%s' && files=$(grep -o '^$(BUILD)/[^:]*: FORCE' Makefile | "
+                    "sed 's|^$(BUILD)/||; s|: FORCE$||') && [ -n \"$files\" ] && for f in $files; "
+                    "do grep -qF -- \"-o \\\"\\$BUILD/$f\\\"\" scripts/check_gpu.sh || "
+                    "{ echo \"$f\" >&2; exit 1; }; done",
+                    ROOFLINE_SOURCE_DIR),
+                 0, "a FORCE file of the Makefile is not passed over (-o) in check_gpu.sh");
+}

@@ -40,9 +40,9 @@ int ddp_launcher_rank(void);
 
 /* MPI_Init_thread (funneled: only the thread that runs the step calls MPI),
  * the world's communicator, ranks and nodes; timeout_s bounds every wait on
- * the other ranks and timeout_option (a string constant: "--ddp-timeout") is
- * the option a line about a wait that passed it names. 0, or -1 with the
- * reason. */
+ * the other ranks and timeout_option (a string constant, e.g.
+ * "--ddp-timeout") is the option a line about a wait that passed it names.
+ * 0, or -1 with the reason. */
 int ddp_world_init(ddp_world *w, int *argc, char ***argv, double timeout_s,
                    const char *timeout_option, char *err, size_t err_len);
 

@@ -5,8 +5,8 @@
  * leaves the others' reductions waiting forever, which NCCL reports no
  * sooner. So is the communicator's creation: ncclCommInitRank blocks until
  * every rank has joined, and a guard thread ends the process when it has not
- * returned within the timeout (nothing is measured yet, and a communicator
- * still being made cannot be aborted).
+ * returned within 10 x the timeout, as DDP allows it (nothing is measured
+ * yet, and a communicator still being made cannot be aborted).
  * Compiled wherever NCCL is found; never yet run on a GPU (make test runs
  * it on the host emulator's stand-ins). */
 #include <stdio.h>
@@ -60,19 +60,24 @@ typedef struct {
     const ddp_world *w;
 } init_guard;
 
+/* As DDP's (models/ddp/ddp_nccl.c): many ranks take a while to connect. */
+enum { INIT_TIMEOUTS = 10 };
+
 static void *init_guard_main(void *arg)
 {
     init_guard *g = arg;
+    double limit_s = INIT_TIMEOUTS * g->w->timeout_s;
     struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += (time_t)g->w->timeout_s;
+    clock_gettime(CLOCK_MONOTONIC, &until); /* the condition's clock (init_comm_bounded) */
+    until.tv_sec += (time_t)limit_s;
     pthread_mutex_lock(&g->lock);
     int rc = 0;
     while (!g->done && rc != ETIMEDOUT)
         rc = pthread_cond_timedwait(&g->returned, &g->lock, &until);
     if (!g->done) {
         char why[DDP_ERR_LEN];
-        ddp_no_answer(why, sizeof why, g->w->timeout_s, "creating the NCCL communicator",
+        ddp_no_answer(why, sizeof why, limit_s,
+                      "creating the NCCL communicator (given 10 x the timeout)",
                       g->w->timeout_option);
         fprintf(stderr, "allreduce: rank %d of %d (%s): %s\n", g->w->rank, g->w->size,
                 g->w->host, why);
@@ -87,7 +92,11 @@ static ncclResult_t init_comm_bounded(ncclComm_t *comm, const ddp_world *w, nccl
 {
     init_guard g = {.done = false, .w = w};
     pthread_mutex_init(&g.lock, NULL);
-    pthread_cond_init(&g.returned, NULL);
+    pthread_condattr_t monotonic;
+    pthread_condattr_init(&monotonic);
+    pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC); /* no wall-clock step moves it */
+    pthread_cond_init(&g.returned, &monotonic);
+    pthread_condattr_destroy(&monotonic);
     pthread_t guard;
     bool guarded = pthread_create(&guard, NULL, init_guard_main, &g) == 0;
     ncclResult_t r = ncclCommInitRank(comm, w->size, id, w->rank);
