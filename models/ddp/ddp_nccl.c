@@ -183,11 +183,9 @@ static int make_comm(ddp *d)
             MPI_Ibcast(&id, (int)sizeof id, MPI_BYTE, 0, d->world->comm, &req));
     if (ddp_wait(d->world, &req, 0, "broadcasting the NCCL unique id", d->err, sizeof d->err))
         return -1;
-    /* a blocking init: every rank must arrive (on many ranks it takes a
-     * while, hence the longer limit); the watchdog bounds it (without an
-     * event to query, armed means "not done yet") */
-    arm(s, NULL, NULL, 10 * d->world->timeout_s,
-        "creating the NCCL communicator (given 10 x the timeout)");
+    /* a blocking init: every rank must arrive; the watchdog bounds it
+     * (without an event to query, armed means "not done yet") */
+    arm(s, NULL, NULL, DDP_COMM_INIT_TIMEOUTS * d->world->timeout_s, DDP_COMM_INIT_WHAT);
     ncclResult_t r = ncclCommInitRank(&s->comm, d->world->size, id, d->world->rank);
     disarm(s);
     if (r != ncclSuccess)

@@ -96,6 +96,13 @@ int ddp_wait(ddp_world *w, MPI_Request *req, double limit_s, const char *what, c
 /* Seconds on the monotonic clock. */
 double ddp_now(void);
 
+/* Creating an NCCL communicator (ncclCommInitRank, no timeout of its own)
+ * waits for every rank and on many ranks takes a while: bin/train --ddp and
+ * bin/allreduce both give it this many times the world's timeout, and name
+ * the wait as DDP_COMM_INIT_WHAT says. */
+enum { DDP_COMM_INIT_TIMEOUTS = 10 };
+#define DDP_COMM_INIT_WHAT "creating the NCCL communicator (given 10 x the timeout)"
+
 /* The line for a wait on the other ranks that passed its limit (limit_s,
  * set by the program's `option`) while doing `what`: one wording for every
  * transport's bounded waits. */

@@ -60,13 +60,10 @@ typedef struct {
     const ddp_world *w;
 } init_guard;
 
-/* As DDP's (models/ddp/ddp_nccl.c): many ranks take a while to connect. */
-enum { INIT_TIMEOUTS = 10 };
-
 static void *init_guard_main(void *arg)
 {
     init_guard *g = arg;
-    double limit_s = INIT_TIMEOUTS * g->w->timeout_s;
+    double limit_s = DDP_COMM_INIT_TIMEOUTS * g->w->timeout_s;
     struct timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until); /* the condition's clock (init_comm_bounded) */
     until.tv_sec += (time_t)limit_s;
@@ -76,9 +73,7 @@ static void *init_guard_main(void *arg)
         rc = pthread_cond_timedwait(&g->returned, &g->lock, &until);
     if (!g->done) {
         char why[DDP_ERR_LEN];
-        ddp_no_answer(why, sizeof why, limit_s,
-                      "creating the NCCL communicator (given 10 x the timeout)",
-                      g->w->timeout_option);
+        ddp_no_answer(why, sizeof why, limit_s, DDP_COMM_INIT_WHAT, g->w->timeout_option);
         fprintf(stderr, "allreduce: rank %d of %d (%s): %s\n", g->w->rank, g->w->size,
                 g->w->host, why);
         fflush(stderr);
