@@ -197,11 +197,7 @@ int main(int argc, char **argv)
     allreduce_curve c;
     int rc = 0;
     if (allreduce_sweep(&w, &o.run, &c)) {
-        /* a wait on the other ranks names this rank already */
-        if (strncmp(c.err, "rank ", 5) == 0)
-            fprintf(stderr, "%s: %s\n", prog, c.err);
-        else
-            fprintf(stderr, "%s: rank %d of %d (%s): %s\n", prog, w.rank, w.size, w.host, c.err);
+        ddp_world_say(&w, prog, c.err);
         /* the sizes measured before the failure are kept; an incomplete
          * curve gives no ceiling, so no --peaks-out rows */
         if (w.rank == 0 && o.out && c.n > 0) {

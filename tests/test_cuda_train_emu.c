@@ -661,6 +661,23 @@ Test(cuda_train_emu, nccl_ddp_step_longer_than_the_timeout_is_no_lost_peer, .tim
     remove_temp_dir(dir);
 }
 
+/* bin/train --ddp over NCCL: an asynchronous error (a peer lost, as NCCL
+ * reports it) ends the rank with one line, whether the watchdog or the
+ * step's end sees it first. */
+Test(cuda_train_emu, nccl_ddp_asynchronous_error_ends_the_rank, .timeout = 300)
+{
+    if (sh("command -v mpirun >/dev/null") != 0)
+        cr_skip_test("no mpirun");
+    char *dir = temp_dir();
+    int status = one_nccl_rank(dir, "FAKE_NCCL_ASYNC_ERROR", "1", "--iters 1");
+    char *err = read_text(dir, "ddp.err");
+    cr_expect(status != 0 && status != 124, "exit %d: %s", status, err);
+    cr_expect(strstr(err, "rank 0 of 1 (") && strstr(err, "NCCL asynchronous error while ") &&
+                  strstr(err, ": remote process exited or there was a network error"),
+              "%s", err);
+    remove_temp_dir(dir);
+}
+
 /* bin/train --ddp over NCCL: a communicator that is never made (a peer lost
  * after the unique id's broadcast) ends the rank with one line naming it,
  * after 10 x --ddp-timeout (the watchdog bounds the blocking call). */

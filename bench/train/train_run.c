@@ -1,6 +1,7 @@
 #include "train_run.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,10 +18,24 @@
 #include "train_data.h"
 #include "train_ddp.h"
 #include "train_weights.h"
-#ifdef HAVE_DNNL
-#endif
 
 static const char *const prog = "train";
+
+/* A failure's one line; in a DDP run (world not NULL) it names the rank, as
+ * every rank prints its own. */
+__attribute__((format(printf, 2, 3))) static void say_failed(const ddp_world *world,
+                                                             const char *fmt, ...)
+{
+    char line[DDP_ERR_LEN + 256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (world)
+        ddp_world_say(world, prog, line);
+    else
+        fprintf(stderr, "%s: %s\n", prog, line);
+}
 
 static double now_seconds(void)
 {
@@ -169,6 +184,7 @@ static int run_steps(const train_options *o, step_driver *drv, train_ddp *dp, do
                      double *median_ms)
 {
     FILE *csv = NULL;
+    const ddp_world *world = dp ? dp->world : NULL;
     bool root = !dp || dp->world->rank == 0;
     if (o->out && root && !(csv = open_steps_csv(o->out))) {
         fprintf(stderr, "%s: cannot open %s for appending\n", prog, o->out);
@@ -180,7 +196,7 @@ static int run_steps(const train_options *o, step_driver *drv, train_ddp *dp, do
     int rc = 0;
     for (int it = -warmup; it < o->iters && rc == 0; it++) {
         if (it == 0 && o->graph && step_capture(drv)) {
-            fprintf(stderr, "%s: --graph: %s\n", prog, step_error(drv));
+            say_failed(world, "--graph: %s", step_error(drv));
             rc = 1;
             break;
         }
@@ -189,14 +205,14 @@ static int run_steps(const train_options *o, step_driver *drv, train_ddp *dp, do
         if (dp)
             train_ddp_step_begin(dp, it);
         if (timed_step(drv, &loss, &ms)) {
-            fprintf(stderr, "%s: %sstep %d: %s\n", prog, dp ? "ddp: " : "", it, step_error(drv));
+            say_failed(world, "step %d: %s", it, step_error(drv));
             rc = 1;
             break;
         }
         long long peak = peak_memory_bytes(drv->ops, drv->b, dp);
         char err[DDP_ERR_LEN];
         if (dp && train_ddp_step_end(dp, it, ms, loss, peak, err, sizeof err)) {
-            fprintf(stderr, "%s: ddp: step %d: %s\n", prog, it, err);
+            say_failed(world, "step %d: %s", it, err);
             rc = 1;
             break;
         }
@@ -286,7 +302,7 @@ static int finish_ddp(const train_options *o, train_ddp *dp, const network *net,
 {
     char err[DDP_ERR_LEN];
     if (train_ddp_finish(dp, err, sizeof err)) {
-        fprintf(stderr, "%s: ddp: %s\n", prog, err);
+        say_failed(dp->world, "%s", err);
         return 1;
     }
     if (dp->world->rank != 0)
@@ -306,7 +322,7 @@ int train_run(const train_options *o, const backend_ops *ops, ddp_world *world)
 {
     network net;
     if (zoo_build(&net, o->model, o->res, o->classes) != NET_OK) {
-        fprintf(stderr, "%s: %s\n", prog, net.err);
+        say_failed(world, "%s", net.err);
         return 1;
     }
     set_dropout(&net, o->dropout);
@@ -323,7 +339,7 @@ int train_run(const train_options *o, const backend_ops *ops, ddp_world *world)
      * allocates and fills it */
     backend *b = ops->create(&net, &cfg, err, sizeof err);
     if (!b) {
-        fprintf(stderr, "%s: %s\n", prog, err);
+        say_failed(world, "%s", err);
         net_free(&net);
         return 1;
     }
@@ -336,25 +352,25 @@ int train_run(const train_options *o, const backend_ops *ops, ddp_world *world)
     bool have_driver = false, have_ddp = false;
     int rc = 1;
     if (!images || !labels || !step_ms) {
-        fprintf(stderr, "%s: out of host memory for a batch of %d images at %dx%d\n", prog,
-                o->batch, o->res, o->res);
+        say_failed(world, "out of host memory for a batch of %d images at %dx%d", o->batch,
+                   o->res, o->res);
         goto done;
     }
     /* one fixed batch: the step's cost, not data loading, is what is
      * measured; a rank's is its own shard, --shards N the concatenation of N */
     int shards = world ? 1 : o->shards;
     if (train_batch(o, &net, rank, shards, o->batch / shards, images, labels, err, sizeof err)) {
-        fprintf(stderr, "%s: --data: %s\n", prog, err);
+        say_failed(world, "--data: %s", err);
         rc = 2;
         goto done;
     }
     if (init_parameters(ops, b, &net, o->seed, err, sizeof err) ||
         ops->set_batch(b, images, labels)) {
-        fprintf(stderr, "%s: %s\n", prog, err[0] ? err : ops->error(b));
+        say_failed(world, "%s", err[0] ? err : ops->error(b));
         goto done;
     }
     if (step_init(&drv, ops, b, &net, (sgd_params){o->lr, 0.9f, 5e-4f})) {
-        fprintf(stderr, "%s: out of memory for the step driver\n", prog);
+        say_failed(world, "out of memory for the step driver");
         goto done;
     }
     have_driver = true;
@@ -362,7 +378,7 @@ int train_run(const train_options *o, const backend_ops *ops, ddp_world *world)
         ddp_backend_access access;
         if (train_ddp_start(&dp, o, world, &net, ops, b, ddp_access(ops, &access) ? &access : NULL,
                             &drv, err, sizeof err)) {
-            fprintf(stderr, "%s: ddp: rank %d of %d: %s\n", prog, rank, world->size, err);
+            say_failed(world, "%s", err);
             goto done;
         }
         have_ddp = true;
@@ -375,7 +391,7 @@ int train_run(const train_options *o, const backend_ops *ops, ddp_world *world)
         rc = finish_ddp(o, &dp, &net, ops);
     if (rc == 0 && o->save_weights &&
         train_save_weights(o->save_weights, rank, ops, b, &net, err, sizeof err)) {
-        fprintf(stderr, "%s: %s\n", prog, err);
+        say_failed(world, "%s", err);
         rc = 1;
     }
     if (rc == 0 && rank == 0)

@@ -6,8 +6,9 @@
  * rounded to the element type before summing, and bf16's 1/3 is 0.2% off)
  * and write it back, while the step's stream goes on with the backward; the
  * update waits on the event after the last bucket. Nothing blocks the host:
- * the step stays queued ahead of the GPU. The communicator is made from a
- * unique id that rank 0 broadcasts over MPI. A watchdog thread polls
+ * the step stays queued ahead of the GPU. The communicator is made as
+ * bin/allreduce makes its own (ddp_nccl_comm.h: rank 0's unique id broadcast
+ * over MPI, the creation bounded by a guard). A watchdog thread polls
  * ncclCommGetAsyncError and the reductions' completion; an asynchronous
  * error, or reductions not done within the world's timeout (a lost peer
  * leaves NCCL's kernels spinning), ends the rank with one line after
@@ -27,6 +28,7 @@
 #include <unistd.h>
 
 #include "ddp_internal.h"
+#include "ddp_nccl_comm.h"
 #include "ddp_pack.h"
 
 typedef struct {
@@ -52,9 +54,7 @@ typedef struct {
     cudaEvent_t after;           /* the clock starts when this one completes, or NULL */
     double armed_at, limit_s;
     const char *doing;           /* what is watched, for the line */
-    int rank, size;
-    char host[DDP_HOST_LEN];
-    const char *timeout_option;  /* the world's, for the line */
+    const ddp_world *world;      /* who this rank is and its timeout option, for the line */
 } nccl_state;
 
 static int nccl_failed(ddp *d, const char *file, int line, const char *call, ncclResult_t r)
@@ -96,11 +96,13 @@ static void *abort_main(void *arg)
 /* Called with s->lock held: nccl_destroy clears have_comm under the lock
  * before it tears the communicator down, so the two never touch it at once
  * (the main thread then waits on the lock until _exit). */
-_Noreturn static void watchdog_end(nccl_state *s, const char *why)
+_Noreturn static void watchdog_end(nccl_state *s, char *why, size_t why_len)
 {
-    fprintf(stderr, "train: rank %d of %d (%s): %s%s\n", s->rank, s->size, s->host, why,
-            s->have_comm ? "; NCCL communicator aborted" : "");
-    fflush(stderr);
+    if (s->have_comm) {
+        size_t n = strlen(why);
+        snprintf(why + n, why_len - n, "; NCCL communicator aborted");
+    }
+    ddp_world_say(s->world, "train", why);
     pthread_t t;
     struct timespec until;
     if (s->have_comm && pthread_create(&t, NULL, abort_main, &s->comm) == 0 &&
@@ -124,11 +126,9 @@ static void *watchdog_main(void *arg)
             return NULL;
         }
         char why[DDP_ERR_LEN] = "";
-        ncclResult_t async = ncclSuccess;
-        if (s->have_comm && ncclCommGetAsyncError(s->comm, &async) == ncclSuccess &&
-            async != ncclSuccess && async != ncclInProgress)
-            snprintf(why, sizeof why, "NCCL asynchronous error: %s (%s)",
-                     ncclGetErrorString(async), ncclGetLastError(s->comm));
+        if (s->have_comm)
+            ddp_nccl_async_failed(s->comm, s->armed_at > 0 ? s->doing : "running the steps",
+                                  why, sizeof why);
         if (!why[0] && s->armed_at > 0) {
             if (s->after) {
                 /* the rank's own work still runs: no peer is waited for yet */
@@ -138,10 +138,10 @@ static void *watchdog_main(void *arg)
             } else if (s->watched && cudaEventQuery(s->watched) == cudaSuccess)
                 s->armed_at = 0; /* done: nothing to watch until the next arm */
             else if (ddp_now() - s->armed_at > s->limit_s)
-                ddp_no_answer(why, sizeof why, s->limit_s, s->doing, s->timeout_option);
+                ddp_no_answer(why, sizeof why, s->limit_s, s->doing, s->world->timeout_option);
         }
         if (why[0])
-            watchdog_end(s, why); /* the lock held: see watchdog_end */
+            watchdog_end(s, why, sizeof why); /* the lock held: see watchdog_end */
         pthread_mutex_unlock(&s->lock);
     }
 }
@@ -171,25 +171,13 @@ static void disarm(nccl_state *s)
 
 /* ---- setup ---------------------------------------------------------------- */
 
+/* Bounded by its own guard (ddp_nccl_comm.h), before the watchdog may read
+ * the communicator. */
 static int make_comm(ddp *d)
 {
     nccl_state *s = d->state;
-    ncclUniqueId id;
-    memset(&id, 0, sizeof id);
-    if (d->world->rank == 0)
-        NCCL_TRY(d, ncclGetUniqueId(&id));
-    MPI_Request req;
-    MPI_TRY(d->err, sizeof d->err,
-            MPI_Ibcast(&id, (int)sizeof id, MPI_BYTE, 0, d->world->comm, &req));
-    if (ddp_wait(d->world, &req, 0, "broadcasting the NCCL unique id", d->err, sizeof d->err))
+    if (ddp_nccl_comm_open(d->world, "train", &s->comm, d->err, sizeof d->err))
         return -1;
-    /* a blocking init: every rank must arrive; the watchdog bounds it
-     * (without an event to query, armed means "not done yet") */
-    arm(s, NULL, NULL, DDP_COMM_INIT_TIMEOUTS * d->world->timeout_s, DDP_COMM_INIT_WHAT);
-    ncclResult_t r = ncclCommInitRank(&s->comm, d->world->size, id, d->world->rank);
-    disarm(s);
-    if (r != ncclSuccess)
-        return nccl_failed(d, __FILE__, __LINE__, "ncclCommInitRank", r);
     pthread_mutex_lock(&s->lock);
     s->have_comm = true;
     pthread_mutex_unlock(&s->lock);
@@ -204,10 +192,7 @@ static int nccl_setup(ddp *d)
     d->state = s;
     pthread_mutex_init(&s->lock, NULL);
     s->device = d->opt.device;
-    s->rank = d->world->rank;
-    s->size = d->world->size;
-    snprintf(s->host, sizeof s->host, "%s", d->world->host);
-    s->timeout_option = d->world->timeout_option;
+    s->world = d->world;
     CUDA_TRY(d, cudaSetDevice(s->device));
     s->compute = d->access.stream ? (cudaStream_t)d->access.stream(d->b) : NULL;
     int lo = 0, hi = 0;
@@ -369,10 +354,9 @@ static int nccl_step_end(ddp *d, ddp_step_stats *st)
     /* the step's sync waited for all_done: read the timings */
     CUDA_TRY(d, cudaEventSynchronize(s->all_done));
     disarm(s);
-    ncclResult_t async = ncclSuccess;
-    NCCL_TRY(d, ncclCommGetAsyncError(s->comm, &async));
-    if (async != ncclSuccess)
-        return nccl_failed(d, __FILE__, __LINE__, "the step's reductions", async);
+    char why[DDP_ERR_LEN];
+    if (ddp_nccl_async_failed(s->comm, "reducing the gradients", why, sizeof why))
+        return ddp_fail(d, "%s", why);
     double comm = 0.0;
     for (int k = 0; k < d->plan.n_buckets; k++) {
         float ms = 0.0f;

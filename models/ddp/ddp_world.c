@@ -48,6 +48,12 @@ static void on_stop(int sig)
     _exit(128 + sig);
 }
 
+void ddp_world_say(const ddp_world *w, const char *prog, const char *line)
+{
+    fprintf(stderr, "%s: rank %d of %d (%s): %s\n", prog, w->rank, w->size, w->host, line);
+    fflush(stderr);
+}
+
 void ddp_install_stop_handler(const ddp_world *w, const char *prog)
 {
     int n = snprintf(stop_line, sizeof stop_line,
@@ -146,9 +152,7 @@ int ddp_wait(ddp_world *w, MPI_Request *req, double limit_s, const char *what, c
             return 0;
         double t = ddp_now();
         if (t - t0 > limit) {
-            int n = snprintf(err, err_len, "rank %d of %d (%s): ", w->rank, w->size, w->host);
-            if (n >= 0 && (size_t)n < err_len)
-                ddp_no_answer(err + n, err_len - (size_t)n, limit, what, w->timeout_option);
+            ddp_no_answer(err, err_len, limit, what, w->timeout_option);
             return -1;
         }
         /* after a short spin, yield the core: a rank sharing it may be the

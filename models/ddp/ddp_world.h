@@ -53,6 +53,10 @@ void ddp_world_finalize(ddp_world *w);
  * takes the others down rather than leave them waiting). */
 void ddp_world_abort(ddp_world *w, int status) __attribute__((noreturn));
 
+/* "prog: rank r of n (host): line" on stderr, flushed: a rank's one line
+ * about a failure, from any of its threads. */
+void ddp_world_say(const ddp_world *w, const char *prog, const char *line);
+
 /* A SIGTERM/SIGINT handler that says in one line that the launcher stopped
  * this rank (mpirun and srun stop the others when one rank dies), then exits
  * 128 + signal: the steps.csv rows already written (flushed per row) stay. */

@@ -3,15 +3,12 @@
  * with CUDA events, the result copied back and checked. Every wait on the
  * reductions is bounded by the world's timeout (--timeout): a rank that died
  * leaves the others' reductions waiting forever, which NCCL reports no
- * sooner. So is the communicator's creation: ncclCommInitRank blocks until
- * every rank has joined, and a guard thread ends the process when it has not
- * returned within 10 x the timeout, as DDP allows it (nothing is measured
- * yet, and a communicator still being made cannot be aborted).
+ * sooner. The communicator is made as bin/train --ddp makes its own
+ * (models/ddp/ddp_nccl_comm.h: its creation bounded by 10 x the timeout).
  * Compiled wherever NCCL is found; never yet run on a GPU (make test runs
  * it on the host emulator's stand-ins). */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
 #include "allreduce.h"
@@ -19,10 +16,9 @@
 #if defined(HAVE_NCCL) && defined(HAVE_CUDA) && defined(HAVE_MPI)
 
 #include <cuda_runtime_api.h>
-#include <errno.h>
 #include <nccl.h>
-#include <pthread.h>
-#include <unistd.h>
+
+#include "../../models/ddp/ddp_nccl_comm.h"
 
 struct nccl_bench {
     ddp_world *w;
@@ -52,61 +48,6 @@ struct nccl_bench {
         }                                                                                     \
     } while (0)
 
-/* The guard of ncclCommInitRank, which has no timeout of its own. */
-typedef struct {
-    pthread_mutex_t lock;
-    pthread_cond_t returned;
-    bool done;
-    const ddp_world *w;
-} init_guard;
-
-static void *init_guard_main(void *arg)
-{
-    init_guard *g = arg;
-    double limit_s = DDP_COMM_INIT_TIMEOUTS * g->w->timeout_s;
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until); /* the condition's clock (init_comm_bounded) */
-    until.tv_sec += (time_t)limit_s;
-    pthread_mutex_lock(&g->lock);
-    int rc = 0;
-    while (!g->done && rc != ETIMEDOUT)
-        rc = pthread_cond_timedwait(&g->returned, &g->lock, &until);
-    if (!g->done) {
-        char why[DDP_ERR_LEN];
-        ddp_no_answer(why, sizeof why, limit_s, DDP_COMM_INIT_WHAT, g->w->timeout_option);
-        fprintf(stderr, "allreduce: rank %d of %d (%s): %s\n", g->w->rank, g->w->size,
-                g->w->host, why);
-        fflush(stderr);
-        _exit(1); /* the main thread is inside NCCL: the launcher ends the other ranks */
-    }
-    pthread_mutex_unlock(&g->lock);
-    return NULL;
-}
-
-static ncclResult_t init_comm_bounded(ncclComm_t *comm, const ddp_world *w, ncclUniqueId id)
-{
-    init_guard g = {.done = false, .w = w};
-    pthread_mutex_init(&g.lock, NULL);
-    pthread_condattr_t monotonic;
-    pthread_condattr_init(&monotonic);
-    pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC); /* no wall-clock step moves it */
-    pthread_cond_init(&g.returned, &monotonic);
-    pthread_condattr_destroy(&monotonic);
-    pthread_t guard;
-    bool guarded = pthread_create(&guard, NULL, init_guard_main, &g) == 0;
-    ncclResult_t r = ncclCommInitRank(comm, w->size, id, w->rank);
-    if (guarded) {
-        pthread_mutex_lock(&g.lock);
-        g.done = true;
-        pthread_cond_signal(&g.returned);
-        pthread_mutex_unlock(&g.lock);
-        pthread_join(guard, NULL);
-    }
-    pthread_cond_destroy(&g.returned);
-    pthread_mutex_destroy(&g.lock);
-    return r;
-}
-
 nccl_bench *allreduce_nccl_open(ddp_world *w, int device, char *err, size_t err_len)
 {
     nccl_bench *nb = calloc(1, sizeof *nb);
@@ -115,21 +56,9 @@ nccl_bench *allreduce_nccl_open(ddp_world *w, int device, char *err, size_t err_
         return NULL;
     }
     nb->w = w;
-    ncclUniqueId id;
-    memset(&id, 0, sizeof id);
-    MPI_Request req;
-    int rc;
     CUDA_OR_FAIL(cudaSetDevice(device));
-    if (w->rank == 0)
-        NCCL_OR_FAIL(ncclGetUniqueId(&id));
-    rc = MPI_Ibcast(&id, (int)sizeof id, MPI_BYTE, 0, w->comm, &req);
-    if (rc != MPI_SUCCESS) {
-        ddp_mpi_fail(err, err_len, __FILE__, __LINE__, "MPI_Ibcast", rc);
+    if (ddp_nccl_comm_open(w, "allreduce", &nb->comm, err, err_len))
         goto fail;
-    }
-    if (ddp_wait(w, &req, 0, "broadcasting the NCCL unique id", err, err_len))
-        goto fail;
-    NCCL_OR_FAIL(init_comm_bounded(&nb->comm, w, id));
     CUDA_OR_FAIL(cudaStreamCreateWithFlags(&nb->stream, cudaStreamNonBlocking));
     CUDA_OR_FAIL(cudaEventCreate(&nb->start));
     CUDA_OR_FAIL(cudaEventCreate(&nb->stop));
@@ -175,13 +104,8 @@ static int wait_stream(nccl_bench *nb, const char *doing, char *err, size_t err_
                      cudaGetErrorString(e));
             break;
         }
-        ncclResult_t async = ncclSuccess;
-        ncclResult_t r = ncclCommGetAsyncError(nb->comm, &async);
-        if (r != ncclSuccess || (async != ncclSuccess && async != ncclInProgress)) {
-            snprintf(err, err_len, "NCCL asynchronous error while %s: %s", doing,
-                     ncclGetErrorString(r != ncclSuccess ? r : async));
+        if (ddp_nccl_async_failed(nb->comm, doing, err, err_len))
             break;
-        }
         if (ddp_now() - t0 > nb->w->timeout_s) {
             ddp_no_answer(err, err_len, nb->w->timeout_s, doing, nb->w->timeout_option);
             break;

@@ -1,0 +1,112 @@
+/* The NCCL communicator of a world (ddp_nccl_comm.h). Compiled wherever NCCL
+ * is found; never yet run on a GPU (make test runs it on the host emulator's
+ * stand-ins, tests/emu/host/fake_nccl.cpp). */
+#if defined(HAVE_NCCL) && defined(HAVE_CUDA) && defined(HAVE_MPI)
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ddp_nccl_comm.h"
+
+/* The guard of ncclCommInitRank. */
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t returned; /* on CLOCK_MONOTONIC: no wall-clock step moves the limit */
+    bool done;
+    const ddp_world *w;
+    const char *prog;
+} init_guard;
+
+static void *init_guard_main(void *arg)
+{
+    init_guard *g = arg;
+    double limit_s = DDP_COMM_INIT_TIMEOUTS * g->w->timeout_s;
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += (time_t)limit_s;
+    pthread_mutex_lock(&g->lock);
+    int rc = 0;
+    while (!g->done && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&g->returned, &g->lock, &until);
+    if (!g->done) {
+        char why[DDP_ERR_LEN];
+        ddp_no_answer(why, sizeof why, limit_s, DDP_COMM_INIT_WHAT, g->w->timeout_option);
+        ddp_world_say(g->w, g->prog, why);
+        _exit(1); /* the main thread is inside NCCL: the launcher ends the other ranks */
+    }
+    pthread_mutex_unlock(&g->lock);
+    return NULL;
+}
+
+static ncclResult_t init_bounded(ncclComm_t *comm, const ddp_world *w, const char *prog,
+                                 ncclUniqueId id)
+{
+    init_guard g = {.done = false, .w = w, .prog = prog};
+    pthread_mutex_init(&g.lock, NULL);
+    pthread_condattr_t monotonic;
+    pthread_condattr_init(&monotonic);
+    pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+    pthread_cond_init(&g.returned, &monotonic);
+    pthread_condattr_destroy(&monotonic);
+    pthread_t guard;
+    bool guarded = pthread_create(&guard, NULL, init_guard_main, &g) == 0;
+    ncclResult_t r = ncclCommInitRank(comm, w->size, id, w->rank);
+    if (guarded) {
+        pthread_mutex_lock(&g.lock);
+        g.done = true;
+        pthread_cond_signal(&g.returned);
+        pthread_mutex_unlock(&g.lock);
+        pthread_join(guard, NULL);
+    }
+    pthread_cond_destroy(&g.returned);
+    pthread_mutex_destroy(&g.lock);
+    return r;
+}
+
+/* "file:line: call failed: NCCL's string: NCCL's last error" into err; -1. */
+static int nccl_fail(char *err, size_t err_len, int line, const char *call, ncclResult_t r)
+{
+    const char *detail = ncclGetLastError(NULL);
+    snprintf(err, err_len, "%s:%d: %s failed: %s%s%s", __FILE__, line, call,
+             ncclGetErrorString(r), detail && *detail ? ": " : "", detail ? detail : "");
+    return -1;
+}
+
+int ddp_nccl_comm_open(ddp_world *w, const char *prog, ncclComm_t *comm, char *err,
+                       size_t err_len)
+{
+    ncclUniqueId id;
+    memset(&id, 0, sizeof id);
+    ncclResult_t r;
+    if (w->rank == 0 && (r = ncclGetUniqueId(&id)) != ncclSuccess)
+        return nccl_fail(err, err_len, __LINE__, "ncclGetUniqueId", r);
+    MPI_Request req;
+    MPI_TRY(err, err_len, MPI_Ibcast(&id, (int)sizeof id, MPI_BYTE, 0, w->comm, &req));
+    if (ddp_wait(w, &req, 0, "broadcasting the NCCL unique id", err, err_len))
+        return -1;
+    if ((r = init_bounded(comm, w, prog, id)) != ncclSuccess)
+        return nccl_fail(err, err_len, __LINE__, "ncclCommInitRank", r);
+    return 0;
+}
+
+bool ddp_nccl_async_failed(ncclComm_t comm, const char *doing, char *why, size_t why_len)
+{
+    ncclResult_t async = ncclSuccess;
+    ncclResult_t r = ncclCommGetAsyncError(comm, &async);
+    if (r == ncclSuccess && (async == ncclSuccess || async == ncclInProgress))
+        return false;
+    const char *detail = ncclGetLastError(comm);
+    snprintf(why, why_len, "NCCL asynchronous error while %s: %s%s%s", doing,
+             ncclGetErrorString(r != ncclSuccess ? r : async), detail && *detail ? ": " : "",
+             detail ? detail : "");
+    return true;
+}
+
+#else
+/* ISO C wants a translation unit to declare something */
+typedef int ddp_nccl_comm_unavailable;
+#endif
