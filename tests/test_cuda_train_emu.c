@@ -661,6 +661,18 @@ Test(cuda_train_emu, nccl_ddp_step_longer_than_the_timeout_is_no_lost_peer, .tim
     remove_temp_dir(dir);
 }
 
+/* One NCCL rank of bin/train --ddp with the stand-ins' switch `fake`=1,
+ * which must end on its own (not timeout's 124) with a line naming the rank:
+ * its stderr. */
+static char *nccl_rank_ended(const char *dir, const char *fake)
+{
+    int status = one_nccl_rank(dir, fake, "1", "--iters 1");
+    char *err = read_text(dir, "ddp.err");
+    cr_expect(status != 0 && status != 124, "exit %d: %s", status, err);
+    cr_expect(strstr(err, "train: rank 0 of 1 (") != NULL, "%s", err);
+    return err;
+}
+
 /* bin/train --ddp over NCCL: an asynchronous error (a peer lost, as NCCL
  * reports it) ends the rank with one line, whether the watchdog or the
  * step's end sees it first. */
@@ -669,10 +681,8 @@ Test(cuda_train_emu, nccl_ddp_asynchronous_error_ends_the_rank, .timeout = 300)
     if (sh("command -v mpirun >/dev/null") != 0)
         cr_skip_test("no mpirun");
     char *dir = temp_dir();
-    int status = one_nccl_rank(dir, "FAKE_NCCL_ASYNC_ERROR", "1", "--iters 1");
-    char *err = read_text(dir, "ddp.err");
-    cr_expect(status != 0 && status != 124, "exit %d: %s", status, err);
-    cr_expect(strstr(err, "rank 0 of 1 (") && strstr(err, "NCCL asynchronous error while ") &&
+    char *err = nccl_rank_ended(dir, "FAKE_NCCL_ASYNC_ERROR");
+    cr_expect(strstr(err, "NCCL asynchronous error while ") &&
                   strstr(err, ": remote process exited or there was a network error"),
               "%s", err);
     remove_temp_dir(dir);
@@ -680,15 +690,13 @@ Test(cuda_train_emu, nccl_ddp_asynchronous_error_ends_the_rank, .timeout = 300)
 
 /* bin/train --ddp over NCCL: a communicator that is never made (a peer lost
  * after the unique id's broadcast) ends the rank with one line naming it,
- * after 10 x --ddp-timeout (the watchdog bounds the blocking call). */
+ * after 10 x --ddp-timeout (a guard thread bounds the blocking call). */
 Test(cuda_train_emu, nccl_ddp_communicator_creation_is_bounded, .timeout = 300)
 {
     if (sh("command -v mpirun >/dev/null") != 0)
         cr_skip_test("no mpirun");
     char *dir = temp_dir();
-    int status = one_nccl_rank(dir, "FAKE_NCCL_INIT_HANG", "1", "--iters 1");
-    char *err = read_text(dir, "ddp.err");
-    cr_expect(status != 0 && status != 124, "exit %d: %s", status, err);
+    char *err = nccl_rank_ended(dir, "FAKE_NCCL_INIT_HANG");
     cr_expect(strstr(err, "no answer from the other ranks for 10 s while creating the NCCL "
                           "communicator (given 10 x the timeout): a peer rank died or hangs (the "
                           "limit is --ddp-timeout)"),
