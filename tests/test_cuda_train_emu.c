@@ -688,6 +688,23 @@ Test(cuda_train_emu, nccl_ddp_asynchronous_error_ends_the_rank, .timeout = 300)
     remove_temp_dir(dir);
 }
 
+/* bin/train --ddp over NCCL: reductions that never complete (a peer lost
+ * mid-step, as the GPU shows it: NCCL's kernel spins, its stream's events
+ * stay pending) end the rank with one line, within --ddp-timeout of the
+ * first bucket being packed, rather than a hang in the step's sync. */
+Test(cuda_train_emu, nccl_ddp_reductions_that_never_end_are_a_lost_peer, .timeout = 300)
+{
+    if (sh("command -v mpirun >/dev/null") != 0)
+        cr_skip_test("no mpirun");
+    char *dir = temp_dir();
+    char *err = nccl_rank_ended(dir, "FAKE_NCCL_HANG");
+    cr_expect(strstr(err, "no answer from the other ranks for 1 s while reducing gradient bucket "
+                          "1 of 3: a peer rank died or hangs (the limit is --ddp-timeout); NCCL "
+                          "communicator aborted"),
+              "%s", err);
+    remove_temp_dir(dir);
+}
+
 /* bin/train --ddp over NCCL: a communicator that is never made (a peer lost
  * after the unique id's broadcast) ends the rank with one line naming it,
  * after 10 x --ddp-timeout (a guard thread bounds the blocking call). */

@@ -290,10 +290,17 @@ void train_ddp_print(const train_ddp *t, double flops_per_rank_step)
            "%.2f images/s over the world, %.1f GFLOP/s per rank\n",
            b.step, b.step - b.exposed, b.exposed, b.imbalance, o->batch * size / (b.step * 1e-3),
            flops_per_rank_step / (b.step * 1e-3) / 1e9);
-    printf("ddp: exposed = copying gradients into and out of the buckets %.2f ms + the "
-           "reductions' own %.2f ms; the reductions take %.2f ms alone (the last bucket %.2f ms) "
-           "and were in flight %.2f ms of the step; ",
-           b.copy, b.exposed - b.copy, b.alone, b.last, in_flight);
+    if (!strcmp(ddp_transport_name(t->d), "mpi"))
+        printf("ddp: exposed = copying gradients into and out of the buckets %.2f ms + the "
+               "reductions' own %.2f ms; ",
+               b.copy, b.exposed - b.copy);
+    else /* a device packs and unpacks on the communication stream, between the reductions */
+        printf("ddp: exposed = the communication stream's packing, reductions and unpacking "
+               "%.2f ms; ",
+               b.exposed);
+    printf("the reductions take %.2f ms alone (the last bucket %.2f ms) and were in flight "
+           "%.2f ms of the step; ",
+           b.alone, b.last, in_flight);
     print_share("hidden behind backward", b.hidden);
     printf(", ");
     print_share("of what had backward left to hide in (all but the last bucket)",

@@ -10,9 +10,9 @@
  * bin/allreduce makes its own (ddp_nccl_comm.h: rank 0's unique id broadcast
  * over MPI, the creation bounded by a guard). A watchdog thread polls
  * ncclCommGetAsyncError and the reductions' completion; an asynchronous
- * error, or reductions not done within the world's timeout (a lost peer
- * leaves NCCL's kernels spinning), ends the rank with one line after
- * ncclCommAbort, so that it never hangs.
+ * error, or a bucket's reduction not done within the world's timeout of the
+ * bucket being packed (a lost peer leaves NCCL's kernels spinning), ends the
+ * rank with one line after ncclCommAbort, so that it never hangs.
  *
  * Compiled wherever NCCL is found; it has never run on a GPU (the GPU machines
  * at hand have one GPU each and NCCL refuses two ranks on one device). */
@@ -34,7 +34,17 @@
 typedef struct {
     void *buf;                   /* comm elem type */
     cudaEvent_t ready, start, end;
+    cudaEvent_t packed, reduced; /* around its ncclAllReduce, for the watchdog */
+    char what[48];               /* "reducing gradient bucket k of n", for the line */
 } dev_bucket;
+
+/* A wait the watchdog bounds: `done` not complete within the limit, counted
+ * from when `after` completed (NULL: from the arming; done NULL: until
+ * disarmed), is a lost peer. */
+typedef struct {
+    cudaEvent_t after, done;
+    const char *what;
+} watch_item;
 
 typedef struct {
     ncclComm_t comm;
@@ -50,10 +60,12 @@ typedef struct {
     pthread_t watchdog;
     bool watchdog_running, stop;
     pthread_mutex_t lock;
-    cudaEvent_t watched;         /* the event the rank waits on, or NULL */
-    cudaEvent_t after;           /* the clock starts when this one completes, or NULL */
-    double armed_at, limit_s;
-    const char *doing;           /* what is watched, for the line */
+    const watch_item *watch;     /* watched in order while armed */
+    int n_watch, next_watch;
+    watch_item one;              /* a single wait's (arm_one) */
+    watch_item *steps_watch;     /* a step's: each bucket's reduction */
+    bool armed;
+    double clock_from, limit_s;
     const ddp_world *world;      /* who this rank is and its timeout option, for the line */
 } nccl_state;
 
@@ -113,6 +125,26 @@ _Noreturn static void watchdog_end(nccl_state *s, char *why, size_t why_len)
     _exit(1);
 }
 
+/* Called with s->lock held: the watch's next item after this poll, or a
+ * line in why when it has waited past the limit. */
+static void poll_watch(nccl_state *s, char *why, size_t why_len)
+{
+    while (s->next_watch < s->n_watch) {
+        const watch_item *w = &s->watch[s->next_watch];
+        if (w->done && cudaEventQuery(w->done) == cudaSuccess) {
+            s->next_watch++;
+            s->clock_from = ddp_now();
+            continue;
+        }
+        if (w->after && cudaEventQuery(w->after) != cudaSuccess)
+            s->clock_from = ddp_now(); /* the rank's own work still runs: no peer waited for */
+        else if (ddp_now() - s->clock_from > s->limit_s)
+            ddp_no_answer(why, why_len, s->limit_s, w->what, s->world->timeout_option);
+        return;
+    }
+    s->armed = false; /* every wait done: nothing to watch until the next arm */
+}
+
 static void *watchdog_main(void *arg)
 {
     nccl_state *s = arg;
@@ -127,45 +159,51 @@ static void *watchdog_main(void *arg)
         }
         char why[DDP_ERR_LEN] = "";
         if (s->have_comm)
-            ddp_nccl_async_failed(s->comm, s->armed_at > 0 ? s->doing : "running the steps",
+            ddp_nccl_async_failed(s->comm,
+                                  s->armed ? s->watch[s->next_watch].what : "running the steps",
                                   why, sizeof why);
-        if (!why[0] && s->armed_at > 0) {
-            if (s->after) {
-                /* the rank's own work still runs: no peer is waited for yet */
-                if (cudaEventQuery(s->after) == cudaSuccess)
-                    s->after = NULL;
-                s->armed_at = ddp_now();
-            } else if (s->watched && cudaEventQuery(s->watched) == cudaSuccess)
-                s->armed_at = 0; /* done: nothing to watch until the next arm */
-            else if (ddp_now() - s->armed_at > s->limit_s)
-                ddp_no_answer(why, sizeof why, s->limit_s, s->doing, s->world->timeout_option);
-        }
+        if (!why[0] && s->armed)
+            poll_watch(s, why, sizeof why);
         if (why[0])
             watchdog_end(s, why, sizeof why); /* the lock held: see watchdog_end */
         pthread_mutex_unlock(&s->lock);
     }
 }
 
-/* Watches ev (NULL: until disarmed) for limit_s, counted from now, or from
- * when `after` completes where it is not NULL. */
-static void arm(nccl_state *s, cudaEvent_t after, cudaEvent_t ev, double limit_s,
-                const char *doing)
+/* Called with s->lock held: watches the n waits of `items` in order, each
+ * for limit_s (see watch_item). */
+static void arm_locked(nccl_state *s, const watch_item *items, int n, double limit_s)
+{
+    s->watch = items;
+    s->n_watch = n;
+    s->next_watch = 0;
+    s->clock_from = ddp_now();
+    s->limit_s = limit_s;
+    s->armed = n > 0;
+}
+
+static void arm(nccl_state *s, const watch_item *items, int n, double limit_s)
 {
     pthread_mutex_lock(&s->lock);
-    s->after = after;
-    s->watched = ev;
-    s->armed_at = ddp_now();
-    s->limit_s = limit_s;
-    s->doing = doing;
+    arm_locked(s, items, n, limit_s);
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* One wait: ev (NULL: until disarmed) within limit_s from now. */
+static void arm_one(nccl_state *s, cudaEvent_t ev, double limit_s, const char *what)
+{
+    pthread_mutex_lock(&s->lock);
+    s->one = (watch_item){.after = NULL, .done = ev, .what = what};
+    arm_locked(s, &s->one, 1, limit_s);
     pthread_mutex_unlock(&s->lock);
 }
 
 static void disarm(nccl_state *s)
 {
     pthread_mutex_lock(&s->lock);
-    s->armed_at = 0;
-    s->after = NULL;
-    s->watched = NULL;
+    s->armed = false;
+    s->watch = NULL;
+    s->n_watch = s->next_watch = 0;
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -208,7 +246,8 @@ static int nccl_setup(ddp *d)
         s->comm_elem = DDP_F32;
     }
     s->buckets = calloc((size_t)d->plan.n_buckets, sizeof *s->buckets);
-    if (!s->buckets)
+    s->steps_watch = calloc((size_t)d->plan.n_buckets, sizeof *s->steps_watch);
+    if (!s->buckets || !s->steps_watch)
         return ddp_fail(d, "out of memory for %d buckets", d->plan.n_buckets);
     size_t elem = (size_t)ddp_comm_bytes(d->opt.comm);
     for (int k = 0; k < d->plan.n_buckets; k++) {
@@ -219,6 +258,14 @@ static int nccl_setup(ddp *d)
         CUDA_TRY(d, cudaEventCreateWithFlags(&db->ready, cudaEventDisableTiming));
         CUDA_TRY(d, cudaEventCreate(&db->start));
         CUDA_TRY(d, cudaEventCreate(&db->end));
+        CUDA_TRY(d, cudaEventCreateWithFlags(&db->packed, cudaEventDisableTiming));
+        CUDA_TRY(d, cudaEventCreateWithFlags(&db->reduced, cudaEventDisableTiming));
+        /* the MPI transport's words for the same wait */
+        snprintf(db->what, sizeof db->what, "reducing gradient bucket %d of %d", k + 1,
+                 d->plan.n_buckets);
+        /* a step's clock for a bucket starts when it is packed: before, the
+         * rank's own backward and the buckets before it still run */
+        s->steps_watch[k] = (watch_item){.after = db->packed, .done = db->reduced, .what = db->what};
     }
     CUDA_TRY(d, cudaEventCreate(&s->bwd_end));
     CUDA_TRY(d, cudaEventCreate(&s->all_done));
@@ -253,7 +300,7 @@ static void nccl_destroy(ddp *d)
 {
     nccl_state *s = d->state;
     if (s->have_comm) {
-        arm(s, NULL, NULL, d->world->timeout_s, "destroying the NCCL communicator");
+        arm_one(s, NULL, d->world->timeout_s, "destroying the NCCL communicator");
         close_comm(s);
         disarm(s);
     }
@@ -267,13 +314,14 @@ static void nccl_destroy(ddp *d)
         for (int k = 0; k < d->plan.n_buckets; k++) {
             dev_bucket *db = &s->buckets[k];
             cudaFree(db->buf);
-            cudaEvent_t evs[3] = {db->ready, db->start, db->end};
-            for (int e = 0; e < 3; e++)
+            cudaEvent_t evs[5] = {db->ready, db->start, db->end, db->packed, db->reduced};
+            for (int e = 0; e < 5; e++)
                 if (evs[e])
                     cudaEventDestroy(evs[e]);
         }
         free(s->buckets);
     }
+    free(s->steps_watch);
     cudaEvent_t evs[4] = {s->bwd_end, s->all_done, s->alone[0], s->alone[1]};
     for (int e = 0; e < 4; e++)
         if (evs[e])
@@ -320,8 +368,10 @@ static int nccl_launch(ddp *d, int k)
     CUDA_TRY(d, cudaEventRecord(db->start, s->stream));
     if (copy_tensors(d, k, true))
         return -1;
+    CUDA_TRY(d, cudaEventRecord(db->packed, s->stream));
     NCCL_TRY(d, ncclAllReduce(db->buf, db->buf, (size_t)d->plan.buckets[k].elems, s->type,
                               ncclSum, s->comm, s->stream));
+    CUDA_TRY(d, cudaEventRecord(db->reduced, s->stream));
     /* the average goes back at once: only the update reads these gradients
      * again, and it waits for the last bucket */
     if (copy_tensors(d, k, false))
@@ -342,9 +392,10 @@ static int nccl_finish(ddp *d)
     CUDA_TRY(d, cudaEventRecord(s->bwd_end, s->compute));
     CUDA_TRY(d, cudaEventRecord(s->all_done, s->stream));
     CUDA_TRY(d, cudaStreamWaitEvent(s->compute, s->all_done, 0));
-    /* from the end of this rank's backward: the step is queued long before
-     * the GPU has run it, and a slow step is no sign of a lost peer */
-    arm(s, s->bwd_end, s->all_done, d->world->timeout_s, "reducing the gradients");
+    /* each bucket's reduction from when it was packed: the step is queued
+     * long before the GPU has run it, and a slow step is no sign of a lost
+     * peer */
+    arm(s, s->steps_watch, d->plan.n_buckets, d->world->timeout_s);
     return 0;
 }
 
@@ -386,7 +437,7 @@ static int nccl_time_buckets(ddp *d, int first, double *ms)
     if (rc == 0 && cudaEventRecord(s->alone[1], s->stream) != cudaSuccess)
         rc = ddp_fail(d, "cudaEventRecord failed");
     if (rc == 0) {
-        arm(s, NULL, s->alone[1], d->world->timeout_s, "timing the reductions alone");
+        arm_one(s, s->alone[1], d->world->timeout_s, "timing the reductions alone");
         cudaError_t e = cudaEventSynchronize(s->alone[1]);
         disarm(s);
         float el = 0.0f;

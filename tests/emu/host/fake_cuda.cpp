@@ -1,7 +1,7 @@
 /* The CUDA runtime calls of the CUDA backend, on the host: device memory is
  * host memory (filled with 0xff bytes, NaN in every float type, so that a
  * read of what nobody wrote shows, up to 64 MiB), streams run their work at once and in
- * order, events read the host clock (or a device timeline behind it:
+ * order, events read the host clock (or a timeline of each stream behind it:
  * FAKE_CUDA_KERNEL_MS, below), and stream capture records the work into a
  * graph that a launch replays. One device, reported as
  * FAKE_SM_COUNT SMs of compute capability 9.0.
@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -35,6 +36,9 @@ struct CUstream_st {
     std::vector<std::function<void()>> *capture = nullptr;
     bool capture_invalidated = false;
     uint32_t id = 0; /* as CUPTI numbers streams */
+    /* when the work queued on it so far will have run (FAKE_CUDA_KERNEL_MS),
+     * infinity once a reduction on it hangs (emu_host::stream_hangs) */
+    std::atomic<double> free_at_ms{0.0};
 };
 struct CUevent_st {
     std::atomic<double> at_ms{0.0}; /* read by a watchdog thread too */
@@ -77,11 +81,14 @@ uint64_t now_ns()
 
 /* FAKE_CUDA_KERNEL_MS=N: a GPU that runs behind the host, as a real one
  * does once the host has queued ahead of it. Every piece of work queued
- * (kernel, library call, copy, memset) takes N ms of one device timeline
- * shared by every stream; an event is done when the work queued before it
- * is, a query says so, and the waits (event, stream and device
- * synchronize, cudaMemcpy, cudaMemset) sleep until then. The work itself
- * still runs on the host at once. Unset, the timeline is the host clock. */
+ * (kernel, library call, copy, memset) takes N ms of its stream's timeline;
+ * streams run side by side (as many at once as there are), a stream waiting
+ * on an event goes on no sooner than the event's work has run, and the
+ * legacy default stream's work starts when every stream's has run. An event
+ * is done when the work queued before it on its stream is, a query says so,
+ * and the waits (event, stream and device synchronize, cudaMemcpy,
+ * cudaMemset) sleep until then. The work itself still runs on the host at
+ * once; unset, every timeline is the host clock. */
 double kernel_ms()
 {
     static const double ms = [] {
@@ -92,18 +99,68 @@ double kernel_ms()
     return ms;
 }
 
-std::atomic<double> device_free_at_ms{0.0};
-
-/* when the work queued so far will have run */
-double device_done_at()
+CUstream_st &legacy_stream()
 {
-    return std::max(now_ms(), device_free_at_ms.load());
+    static CUstream_st legacy;
+    return legacy;
 }
 
-void device_runs_work()
+/* the streams made and not yet destroyed, for the device's timeline */
+struct stream_list {
+    std::mutex lock;
+    std::vector<CUstream_st *> all;
+};
+stream_list &streams()
 {
-    if (kernel_ms() > 0.0)
-        device_free_at_ms.store(device_done_at() + kernel_ms());
+    static stream_list l;
+    return l;
+}
+
+/* when the work queued so far on every stream will have run */
+double device_done_at()
+{
+    double t = std::max(now_ms(), legacy_stream().free_at_ms.load());
+    stream_list &l = streams();
+    std::lock_guard<std::mutex> hold(l.lock);
+    for (CUstream_st *s : l.all)
+        t = std::max(t, s->free_at_ms.load());
+    return t;
+}
+
+CUstream_st *timeline_of(cudaStream_t stream)
+{
+    return stream ? stream : &legacy_stream();
+}
+
+/* when the work queued so far on `stream` will have run */
+double stream_done_at(cudaStream_t stream)
+{
+    if (!stream || stream == &legacy_stream())
+        return device_done_at();
+    return std::max(now_ms(), stream->free_at_ms.load());
+}
+
+/* The stream whose queued work runs on this thread now: queue() sets it, and
+ * a graph's replay runs the captured work on the stream that launched it. */
+thread_local CUstream_st *running = nullptr;
+
+void runs_on(CUstream_st *s, const std::function<void()> &f)
+{
+    CUstream_st *outer = running;
+    if (!outer)
+        running = s;
+    f();
+    running = outer;
+}
+
+void running_stream_works()
+{
+    if (kernel_ms() <= 0.0)
+        return;
+    CUstream_st *s = running ? running : &legacy_stream();
+    double start = s == &legacy_stream() ? device_done_at()
+                                         : std::max(now_ms(), s->free_at_ms.load());
+    s->free_at_ms.store(start + kernel_ms());
 }
 
 cudaError_t wait_for_device(double until_ms)
@@ -266,16 +323,21 @@ cudaError_t queue(cudaStream_t stream, std::function<void()> f, bool work = true
     if (work && kernel_ms() > 0.0)
         f = [run = std::move(f)]() {
             run();
-            device_runs_work();
+            running_stream_works();
         };
     if (stream && stream->capture)
         stream->capture->push_back(std::move(f));
     else
-        f();
+        runs_on(timeline_of(stream), f);
     return cudaSuccess;
 }
 
 } // namespace
+
+void emu_host::stream_hangs()
+{
+    (running ? running : &legacy_stream())->free_at_ms.store(INFINITY);
+}
 
 void emu_host::run_on(cudaStream_t stream, std::function<void()> f)
 {
@@ -427,6 +489,9 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned int)
 {
     *stream = new CUstream_st;
     (*stream)->id = next_stream_id();
+    stream_list &l = streams();
+    std::lock_guard<std::mutex> hold(l.lock);
+    l.all.push_back(*stream);
     return cudaSuccess;
 }
 cudaError_t cudaStreamCreateWithPriority(cudaStream_t *stream, unsigned int flags, int)
@@ -448,6 +513,9 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream)
     if (stream) {
         delete stream->capture;
         stop_capturing(stream);
+        stream_list &l = streams();
+        std::lock_guard<std::mutex> hold(l.lock);
+        l.all.erase(std::remove(l.all.begin(), l.all.end(), stream), l.all.end());
     }
     delete stream;
     return cudaSuccess;
@@ -458,18 +526,29 @@ static cudaError_t stream_may_wait(cudaStream_t stream)
         return stream->capture_invalidated = true, cudaErrorStreamCaptureUnsupported;
     return refused_while_capturing();
 }
-/* one timeline: a stream is done when all the device's work is */
 cudaError_t cudaStreamSynchronize(cudaStream_t stream)
 {
     cudaError_t e = stream_may_wait(stream);
-    return e == cudaSuccess ? wait_for_device(device_done_at()) : e;
+    return e == cudaSuccess ? wait_for_device(stream_done_at(stream)) : e;
 }
 cudaError_t cudaStreamQuery(cudaStream_t stream)
 {
     cudaError_t e = stream_may_wait(stream);
-    return e == cudaSuccess && now_ms() < device_done_at() ? cudaErrorNotReady : e;
+    return e == cudaSuccess && now_ms() < stream_done_at(stream) ? cudaErrorNotReady : e;
 }
-cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int) { return cudaSuccess; }
+/* the stream's later work starts when the event's has run (the legacy
+ * stream's waits for every stream's anyway) */
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int)
+{
+    if (!stream)
+        return cudaSuccess;
+    return queue(stream, [=]() {
+        CUstream_st *s = running ? running : stream;
+        double after = event->at_ms.load();
+        if (after > s->free_at_ms.load())
+            s->free_at_ms.store(after);
+    }, false);
+}
 
 cudaError_t cudaEventCreate(cudaEvent_t *event)
 {
@@ -487,7 +566,7 @@ cudaError_t cudaEventDestroy(cudaEvent_t event)
 }
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
 {
-    return queue(stream, [=]() { event->at_ms = device_done_at(); }, false);
+    return queue(stream, [=]() { event->at_ms = stream_done_at(running ? running : stream); }, false);
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t event)
 {

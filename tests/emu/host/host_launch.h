@@ -22,6 +22,11 @@ namespace emu_host {
  * cudaGetLastError (cudaErrorStreamCaptureImplicit), as a GPU refuses it. */
 void run_on(cudaStream_t stream, std::function<void()> f);
 
+/* Called from queued work: its stream never finishes it, so the events
+ * recorded after it never complete and what waits on them waits forever (a
+ * collective whose peer died, as a GPU shows it). */
+void stream_hangs();
+
 /* What a kernel of the stand-ins does, as CUPTI's metric pass would count
  * it (fake_cupti_profiler.cpp): the stand-ins for cuDNN and cuBLASLt state the work of
  * the call they emulate (multiply-adds on the CUDA cores or on the tensor
