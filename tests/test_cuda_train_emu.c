@@ -641,10 +641,11 @@ static int one_nccl_rank(const char *dir, const char *fake, const char *value, c
               dir, fake, value, fake, ROOFLINE_CUDA_TRAIN, args);
 }
 
-/* A GPU behind the host (the stand-in's device timeline: 20 ms a kernel, a
- * step of resnet18-cifar some seconds) and --ddp-timeout 1: the watchdog's
- * clock for the step's reductions starts when the rank's own backward has
- * run on the device, so a step longer than the timeout is no lost peer. */
+/* A GPU behind the host (the stand-in's stream timelines: 20 ms a kernel, a
+ * step of resnet18-cifar some seconds, its own communication 2.5 s of them)
+ * and --ddp-timeout 1: the watchdog's clock for a bucket's reduction starts
+ * when the GPU has packed that bucket, so neither a step nor the rank's own
+ * communication longer than the timeout is a lost peer. */
 Test(cuda_train_emu, nccl_ddp_step_longer_than_the_timeout_is_no_lost_peer, .timeout = 600)
 {
     if (sh("command -v mpirun >/dev/null") != 0)

@@ -126,9 +126,8 @@ int train_ddp_finish(train_ddp *t, char *err, size_t err_len)
     if (ddp_same_weights(t->world, t->ops, t->b, t->net, &t->same_weights, err, err_len))
         return -1;
     if (!t->same_weights) {
-        snprintf(err, err_len, "rank %d of %d: the ranks' weights differ after the run: the "
-                 "reductions did not give every rank the same average", t->world->rank,
-                 t->world->size);
+        snprintf(err, err_len, "the ranks' weights differ after the run: the reductions did not "
+                 "give every rank the same average");
         return -1;
     }
     return 0;

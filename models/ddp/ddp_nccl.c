@@ -65,6 +65,7 @@ typedef struct {
     watch_item one;              /* a single wait's (arm_one) */
     watch_item *steps_watch;     /* a step's: each bucket's reduction */
     bool armed;
+    bool reported;               /* the main thread reported an NCCL error: not again */
     double clock_from, limit_s;
     const ddp_world *world;      /* who this rank is and its timeout option, for the line */
 } nccl_state;
@@ -125,18 +126,37 @@ _Noreturn static void watchdog_end(nccl_state *s, char *why, size_t why_len)
     _exit(1);
 }
 
+/* 1 when ev has completed, 0 while it is pending, -1 with the line in why
+ * when the GPU reports an error (a fault of this rank, not a lost peer). */
+static int event_state(cudaEvent_t ev, const char *what, char *why, size_t why_len)
+{
+    cudaError_t e = cudaEventQuery(ev);
+    if (e == cudaSuccess)
+        return 1;
+    if (e == cudaErrorNotReady)
+        return 0;
+    snprintf(why, why_len, "CUDA error while %s: %s", what, cudaGetErrorString(e));
+    return -1;
+}
+
 /* Called with s->lock held: the watch's next item after this poll, or a
- * line in why when it has waited past the limit. */
+ * line in why when it has waited past the limit or the GPU failed. */
 static void poll_watch(nccl_state *s, char *why, size_t why_len)
 {
     while (s->next_watch < s->n_watch) {
         const watch_item *w = &s->watch[s->next_watch];
-        if (w->done && cudaEventQuery(w->done) == cudaSuccess) {
+        int done = w->done ? event_state(w->done, w->what, why, why_len) : 0;
+        if (done < 0)
+            return;
+        if (done) {
             s->next_watch++;
             s->clock_from = ddp_now();
             continue;
         }
-        if (w->after && cudaEventQuery(w->after) != cudaSuccess)
+        int after = w->after ? event_state(w->after, w->what, why, why_len) : 1;
+        if (after < 0)
+            return;
+        if (!after)
             s->clock_from = ddp_now(); /* the rank's own work still runs: no peer waited for */
         else if (ddp_now() - s->clock_from > s->limit_s)
             ddp_no_answer(why, why_len, s->limit_s, w->what, s->world->timeout_option);
@@ -158,7 +178,8 @@ static void *watchdog_main(void *arg)
             return NULL;
         }
         char why[DDP_ERR_LEN] = "";
-        if (s->have_comm)
+        /* an error the main thread has reported already gets no second line */
+        if (s->have_comm && !s->reported)
             ddp_nccl_async_failed(s->comm,
                                   s->armed ? s->watch[s->next_watch].what : "running the steps",
                                   why, sizeof why);
@@ -406,7 +427,11 @@ static int nccl_step_end(ddp *d, ddp_step_stats *st)
     CUDA_TRY(d, cudaEventSynchronize(s->all_done));
     disarm(s);
     char why[DDP_ERR_LEN];
-    if (ddp_nccl_async_failed(s->comm, "reducing the gradients", why, sizeof why))
+    pthread_mutex_lock(&s->lock);
+    bool failed = ddp_nccl_async_failed(s->comm, "reducing the gradients", why, sizeof why);
+    s->reported = failed;
+    pthread_mutex_unlock(&s->lock);
+    if (failed)
         return ddp_fail(d, "%s", why);
     double comm = 0.0;
     for (int k = 0; k < d->plan.n_buckets; k++) {

@@ -25,8 +25,8 @@ static void *init_guard_main(void *arg)
 {
     init_guard *g = arg;
     double limit_s = DDP_COMM_INIT_TIMEOUTS * g->w->timeout_s;
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
+    struct timespec until = {0, 0};
+    clock_gettime(CLOCK_MONOTONIC, &until); /* no error to expect: the clock always exists */
     until.tv_sec += (time_t)limit_s;
     pthread_mutex_lock(&g->lock);
     int rc = 0;
@@ -42,31 +42,6 @@ static void *init_guard_main(void *arg)
     return NULL;
 }
 
-static ncclResult_t init_bounded(ncclComm_t *comm, const ddp_world *w, const char *prog,
-                                 ncclUniqueId id)
-{
-    init_guard g = {.done = false, .w = w, .prog = prog};
-    pthread_mutex_init(&g.lock, NULL);
-    pthread_condattr_t monotonic;
-    pthread_condattr_init(&monotonic);
-    pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
-    pthread_cond_init(&g.returned, &monotonic);
-    pthread_condattr_destroy(&monotonic);
-    pthread_t guard;
-    bool guarded = pthread_create(&guard, NULL, init_guard_main, &g) == 0;
-    ncclResult_t r = ncclCommInitRank(comm, w->size, id, w->rank);
-    if (guarded) {
-        pthread_mutex_lock(&g.lock);
-        g.done = true;
-        pthread_cond_signal(&g.returned);
-        pthread_mutex_unlock(&g.lock);
-        pthread_join(guard, NULL);
-    }
-    pthread_cond_destroy(&g.returned);
-    pthread_mutex_destroy(&g.lock);
-    return r;
-}
-
 /* "file:line: call failed: NCCL's string: NCCL's last error" into err; -1. */
 static int nccl_fail(char *err, size_t err_len, int line, const char *call, ncclResult_t r)
 {
@@ -74,6 +49,45 @@ static int nccl_fail(char *err, size_t err_len, int line, const char *call, nccl
     snprintf(err, err_len, "%s:%d: %s failed: %s%s%s", __FILE__, line, call,
              ncclGetErrorString(r), detail && *detail ? ": " : "", detail ? detail : "");
     return -1;
+}
+
+/* ncclCommInitRank with its guard running; 0, or -1 with the reason (no
+ * guard, no call: unguarded it could wait forever). */
+static int init_bounded(ncclComm_t *comm, const ddp_world *w, const char *prog, ncclUniqueId id,
+                        char *err, size_t err_len)
+{
+    init_guard g = {.done = false, .w = w, .prog = prog};
+    pthread_condattr_t monotonic;
+    int rc = pthread_condattr_init(&monotonic);
+    if (rc == 0) {
+        rc = pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+        if (rc == 0)
+            rc = pthread_cond_init(&g.returned, &monotonic);
+        pthread_condattr_destroy(&monotonic);
+    }
+    if (rc != 0) {
+        snprintf(err, err_len, "%s:%d: the guard of ncclCommInitRank: its condition: %s",
+                 __FILE__, __LINE__, strerror(rc));
+        return -1;
+    }
+    pthread_mutex_init(&g.lock, NULL);
+    pthread_t guard;
+    if ((rc = pthread_create(&guard, NULL, init_guard_main, &g)) != 0) {
+        snprintf(err, err_len, "%s:%d: the guard of ncclCommInitRank: pthread_create: %s",
+                 __FILE__, __LINE__, strerror(rc));
+        pthread_cond_destroy(&g.returned);
+        pthread_mutex_destroy(&g.lock);
+        return -1;
+    }
+    ncclResult_t r = ncclCommInitRank(comm, w->size, id, w->rank);
+    pthread_mutex_lock(&g.lock);
+    g.done = true;
+    pthread_cond_signal(&g.returned);
+    pthread_mutex_unlock(&g.lock);
+    pthread_join(guard, NULL);
+    pthread_cond_destroy(&g.returned);
+    pthread_mutex_destroy(&g.lock);
+    return r == ncclSuccess ? 0 : nccl_fail(err, err_len, __LINE__, "ncclCommInitRank", r);
 }
 
 int ddp_nccl_comm_open(ddp_world *w, const char *prog, ncclComm_t *comm, char *err,
@@ -88,9 +102,7 @@ int ddp_nccl_comm_open(ddp_world *w, const char *prog, ncclComm_t *comm, char *e
     MPI_TRY(err, err_len, MPI_Ibcast(&id, (int)sizeof id, MPI_BYTE, 0, w->comm, &req));
     if (ddp_wait(w, &req, 0, "broadcasting the NCCL unique id", err, err_len))
         return -1;
-    if ((r = init_bounded(comm, w, prog, id)) != ncclSuccess)
-        return nccl_fail(err, err_len, __LINE__, "ncclCommInitRank", r);
-    return 0;
+    return init_bounded(comm, w, prog, id, err, err_len);
 }
 
 bool ddp_nccl_async_failed(ncclComm_t comm, const char *doing, char *why, size_t why_len)

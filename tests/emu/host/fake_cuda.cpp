@@ -39,6 +39,7 @@ struct CUstream_st {
     /* when the work queued on it so far will have run (FAKE_CUDA_KERNEL_MS),
      * infinity once a reduction on it hangs (emu_host::stream_hangs) */
     std::atomic<double> free_at_ms{0.0};
+    bool blocking = true; /* not cudaStreamNonBlocking: ordered with the legacy stream */
 };
 struct CUevent_st {
     std::atomic<double> at_ms{0.0}; /* read by a watchdog thread too */
@@ -84,7 +85,8 @@ uint64_t now_ns()
  * (kernel, library call, copy, memset) takes N ms of its stream's timeline;
  * streams run side by side (as many at once as there are), a stream waiting
  * on an event goes on no sooner than the event's work has run, and the
- * legacy default stream's work starts when every stream's has run. An event
+ * legacy default stream and the blocking streams wait for each other (a
+ * cudaStreamNonBlocking stream waits for neither). An event
  * is done when the work queued before it on its stream is, a query says so,
  * and the waits (event, stream and device synchronize, cudaMemcpy,
  * cudaMemset) sleep until then. The work itself still runs on the host at
@@ -105,10 +107,12 @@ CUstream_st &legacy_stream()
     return legacy;
 }
 
-/* the streams made and not yet destroyed, for the device's timeline */
+/* the streams made and not yet destroyed, for the device's timeline, and
+ * when the work of those destroyed will have run (a GPU finishes it) */
 struct stream_list {
     std::mutex lock;
     std::vector<CUstream_st *> all;
+    double retired_at_ms = 0.0, retired_blocking_at_ms = 0.0;
 };
 stream_list &streams()
 {
@@ -116,15 +120,23 @@ stream_list &streams()
     return l;
 }
 
-/* when the work queued so far on every stream will have run */
-double device_done_at()
+/* when the work queued so far on the legacy stream and every stream (or
+ * every blocking one) will have run */
+double streams_done_at(bool blocking_only)
 {
     double t = std::max(now_ms(), legacy_stream().free_at_ms.load());
     stream_list &l = streams();
     std::lock_guard<std::mutex> hold(l.lock);
+    t = std::max(t, blocking_only ? l.retired_blocking_at_ms : l.retired_at_ms);
     for (CUstream_st *s : l.all)
-        t = std::max(t, s->free_at_ms.load());
+        if (!blocking_only || s->blocking)
+            t = std::max(t, s->free_at_ms.load());
     return t;
+}
+
+double device_done_at()
+{
+    return streams_done_at(false);
 }
 
 CUstream_st *timeline_of(cudaStream_t stream)
@@ -132,11 +144,12 @@ CUstream_st *timeline_of(cudaStream_t stream)
     return stream ? stream : &legacy_stream();
 }
 
-/* when the work queued so far on `stream` will have run */
+/* when the work queued so far on `stream` will have run (the legacy
+ * stream's waits for the blocking streams') */
 double stream_done_at(cudaStream_t stream)
 {
     if (!stream || stream == &legacy_stream())
-        return device_done_at();
+        return streams_done_at(true);
     return std::max(now_ms(), stream->free_at_ms.load());
 }
 
@@ -158,8 +171,9 @@ void running_stream_works()
     if (kernel_ms() <= 0.0)
         return;
     CUstream_st *s = running ? running : &legacy_stream();
-    double start = s == &legacy_stream() ? device_done_at()
-                                         : std::max(now_ms(), s->free_at_ms.load());
+    double start = stream_done_at(s);
+    if (s != &legacy_stream() && s->blocking)
+        start = std::max(start, legacy_stream().free_at_ms.load());
     s->free_at_ms.store(start + kernel_ms());
 }
 
@@ -414,7 +428,7 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, enum cudaMemcpy
     if (cudaError_t refused = refused_while_capturing())
         return refused;
     cudaError_t e = cudaMemcpyAsync(dst, src, bytes, kind, nullptr);
-    return e == cudaSuccess ? wait_for_device(device_done_at()) : e;
+    return e == cudaSuccess ? wait_for_device(stream_done_at(nullptr)) : e;
 }
 cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes, cudaStream_t stream)
 {
@@ -425,7 +439,7 @@ cudaError_t cudaMemset(void *p, int value, size_t bytes)
     if (cudaError_t refused = refused_while_capturing())
         return refused;
     cudaError_t e = cudaMemsetAsync(p, value, bytes, nullptr);
-    return e == cudaSuccess ? wait_for_device(device_done_at()) : e;
+    return e == cudaSuccess ? wait_for_device(stream_done_at(nullptr)) : e;
 }
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total)
 {
@@ -485,10 +499,11 @@ cudaError_t cudaPeekAtLastError(void) { return launch_error; }
 const char *cudaGetErrorString(cudaError_t error) { return text_of(error)->text; }
 const char *cudaGetErrorName(cudaError_t error) { return text_of(error)->name; }
 
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned int)
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned int flags)
 {
     *stream = new CUstream_st;
     (*stream)->id = next_stream_id();
+    (*stream)->blocking = !(flags & cudaStreamNonBlocking);
     stream_list &l = streams();
     std::lock_guard<std::mutex> hold(l.lock);
     l.all.push_back(*stream);
@@ -516,6 +531,10 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream)
         stream_list &l = streams();
         std::lock_guard<std::mutex> hold(l.lock);
         l.all.erase(std::remove(l.all.begin(), l.all.end(), stream), l.all.end());
+        double pending = stream->free_at_ms.load();
+        l.retired_at_ms = std::max(l.retired_at_ms, pending);
+        if (stream->blocking)
+            l.retired_blocking_at_ms = std::max(l.retired_blocking_at_ms, pending);
     }
     delete stream;
     return cudaSuccess;
