@@ -699,9 +699,9 @@ Test(cuda_train_emu, nccl_ddp_reductions_that_never_end_are_a_lost_peer, .timeou
         cr_skip_test("no mpirun");
     char *dir = temp_dir();
     char *err = nccl_rank_ended(dir, "FAKE_NCCL_HANG");
-    cr_expect(strstr(err, "no answer from the other ranks for 1 s while reducing gradient bucket "
-                          "1 of 3: a peer rank died or hangs (the limit is --ddp-timeout); NCCL "
-                          "communicator aborted"),
+    cr_expect(strstr(err, "no answer from the other ranks for 1 s while reducing gradient "
+                          "bucket 1 of 3: a peer rank died or hangs (the limit is "
+                          "--ddp-timeout); NCCL communicator aborted"),
               "%s", err);
     remove_temp_dir(dir);
 }

@@ -286,7 +286,8 @@ static int nccl_setup(ddp *d)
                  d->plan.n_buckets);
         /* a step's clock for a bucket starts when it is packed: before, the
          * rank's own backward and the buckets before it still run */
-        s->steps_watch[k] = (watch_item){.after = db->packed, .done = db->reduced, .what = db->what};
+        s->steps_watch[k] =
+            (watch_item){.after = db->packed, .done = db->reduced, .what = db->what};
     }
     CUDA_TRY(d, cudaEventCreate(&s->bwd_end));
     CUDA_TRY(d, cudaEventCreate(&s->all_done));

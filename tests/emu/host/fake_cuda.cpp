@@ -585,7 +585,8 @@ cudaError_t cudaEventDestroy(cudaEvent_t event)
 }
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
 {
-    return queue(stream, [=]() { event->at_ms = stream_done_at(running ? running : stream); }, false);
+    return queue(
+        stream, [=]() { event->at_ms = stream_done_at(running ? running : stream); }, false);
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t event)
 {
