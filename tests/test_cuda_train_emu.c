@@ -663,15 +663,19 @@ Test(cuda_train_emu, nccl_ddp_step_longer_than_the_timeout_is_no_lost_peer, .tim
 }
 
 /* One NCCL rank of bin/train --ddp with the stand-ins' switch `fake`=1,
- * which must end on its own (not timeout's 124) with a line naming the rank:
- * its stderr. */
-static char *nccl_rank_ended(const char *dir, const char *fake)
+ * which must end on its own (not timeout's 124) with one line naming the
+ * rank and holding `line` (and `more`, where not NULL). */
+static void nccl_rank_ends_with(const char *fake, const char *line, const char *more)
 {
+    if (sh("command -v mpirun >/dev/null") != 0)
+        cr_skip_test("no mpirun");
+    char *dir = temp_dir();
     int status = one_nccl_rank(dir, fake, "1", "--iters 1");
     char *err = read_text(dir, "ddp.err");
     cr_expect(status != 0 && status != 124, "exit %d: %s", status, err);
     cr_expect(strstr(err, "train: rank 0 of 1 (") != NULL, "%s", err);
-    return err;
+    cr_expect(strstr(err, line) && (!more || strstr(err, more)), "%s", err);
+    remove_temp_dir(dir);
 }
 
 /* bin/train --ddp over NCCL: an asynchronous error (a peer lost, as NCCL
@@ -679,14 +683,8 @@ static char *nccl_rank_ended(const char *dir, const char *fake)
  * step's end sees it first. */
 Test(cuda_train_emu, nccl_ddp_asynchronous_error_ends_the_rank, .timeout = 300)
 {
-    if (sh("command -v mpirun >/dev/null") != 0)
-        cr_skip_test("no mpirun");
-    char *dir = temp_dir();
-    char *err = nccl_rank_ended(dir, "FAKE_NCCL_ASYNC_ERROR");
-    cr_expect(strstr(err, "NCCL asynchronous error while ") &&
-                  strstr(err, ": remote process exited or there was a network error"),
-              "%s", err);
-    remove_temp_dir(dir);
+    nccl_rank_ends_with("FAKE_NCCL_ASYNC_ERROR", "NCCL asynchronous error while ",
+                        ": remote process exited or there was a network error");
 }
 
 /* bin/train --ddp over NCCL: reductions that never complete (a peer lost
@@ -695,15 +693,11 @@ Test(cuda_train_emu, nccl_ddp_asynchronous_error_ends_the_rank, .timeout = 300)
  * first bucket being packed, rather than a hang in the step's sync. */
 Test(cuda_train_emu, nccl_ddp_reductions_that_never_end_are_a_lost_peer, .timeout = 300)
 {
-    if (sh("command -v mpirun >/dev/null") != 0)
-        cr_skip_test("no mpirun");
-    char *dir = temp_dir();
-    char *err = nccl_rank_ended(dir, "FAKE_NCCL_HANG");
-    cr_expect(strstr(err, "no answer from the other ranks for 1 s while reducing gradient "
-                          "bucket 1 of 3: a peer rank died or hangs (the limit is "
-                          "--ddp-timeout); NCCL communicator aborted"),
-              "%s", err);
-    remove_temp_dir(dir);
+    nccl_rank_ends_with("FAKE_NCCL_HANG",
+                        "no answer from the other ranks for 1 s while reducing gradient bucket 1 "
+                        "of 3: a peer rank died or hangs (the limit is --ddp-timeout); NCCL "
+                        "communicator aborted",
+                        NULL);
 }
 
 /* bin/train --ddp over NCCL: a communicator that is never made (a peer lost
@@ -711,15 +705,11 @@ Test(cuda_train_emu, nccl_ddp_reductions_that_never_end_are_a_lost_peer, .timeou
  * after 10 x --ddp-timeout (a guard thread bounds the blocking call). */
 Test(cuda_train_emu, nccl_ddp_communicator_creation_is_bounded, .timeout = 300)
 {
-    if (sh("command -v mpirun >/dev/null") != 0)
-        cr_skip_test("no mpirun");
-    char *dir = temp_dir();
-    char *err = nccl_rank_ended(dir, "FAKE_NCCL_INIT_HANG");
-    cr_expect(strstr(err, "no answer from the other ranks for 10 s while creating the NCCL "
-                          "communicator (given 10 x the timeout): a peer rank died or hangs (the "
-                          "limit is --ddp-timeout)"),
-              "%s", err);
-    remove_temp_dir(dir);
+    nccl_rank_ends_with("FAKE_NCCL_INIT_HANG",
+                        "no answer from the other ranks for 10 s while creating the NCCL "
+                        "communicator (given 10 x the timeout): a peer rank died or hangs (the "
+                        "limit is --ddp-timeout)",
+                        NULL);
 }
 
 /* make bench of a cuda row, end to end, with the emulated bin/train beside

@@ -555,12 +555,14 @@ cudaError_t cudaStreamQuery(cudaStream_t stream)
     cudaError_t e = stream_may_wait(stream);
     return e == cudaSuccess && now_ms() < stream_done_at(stream) ? cudaErrorNotReady : e;
 }
-/* the stream's later work starts when the event's has run (the legacy
- * stream's waits for every stream's anyway) */
+/* the stream's later work starts when the event's has run */
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int)
 {
-    if (!stream)
+    if (!stream) {
+        CUstream_st &legacy = legacy_stream();
+        legacy.free_at_ms.store(std::max(legacy.free_at_ms.load(), event->at_ms.load()));
         return cudaSuccess;
+    }
     return queue(stream, [=]() {
         CUstream_st *s = running ? running : stream;
         double after = event->at_ms.load();
