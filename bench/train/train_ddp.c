@@ -218,9 +218,15 @@ typedef struct {
     double hidden, hidden_hideable;
 } comm_breakdown;
 
+/* true where the reductions run on the host (MPI), false on a device (NCCL) */
+static bool host_transport(const train_ddp *t)
+{
+    return !strcmp(ddp_transport_name(t->d), "mpi");
+}
+
 static comm_breakdown breakdown(const train_ddp *t)
 {
-    bool host = !strcmp(ddp_transport_name(t->d), "mpi");
+    bool host = host_transport(t);
     comm_breakdown b = {
         .step = median_over_steps(t, FIELD(step_ms), OVER_RANKS_MAX),
         .exposed = median_over_steps(t, FIELD(exposed_ms), OVER_RANKS_CRITICAL),
@@ -289,7 +295,7 @@ void train_ddp_print(const train_ddp *t, double flops_per_rank_step)
            "%.2f images/s over the world, %.1f GFLOP/s per rank\n",
            b.step, b.step - b.exposed, b.exposed, b.imbalance, o->batch * size / (b.step * 1e-3),
            flops_per_rank_step / (b.step * 1e-3) / 1e9);
-    if (!strcmp(ddp_transport_name(t->d), "mpi"))
+    if (host_transport(t))
         printf("ddp: exposed = copying gradients into and out of the buckets %.2f ms + the "
                "reductions' own %.2f ms; ",
                b.copy, b.exposed - b.copy);

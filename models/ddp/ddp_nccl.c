@@ -73,9 +73,8 @@ typedef struct {
 static int nccl_failed(ddp *d, const char *file, int line, const char *call, ncclResult_t r)
 {
     nccl_state *s = d->state;
-    const char *detail = s && s->have_comm ? ncclGetLastError(s->comm) : ncclGetLastError(NULL);
-    return ddp_fail(d, "%s:%d: %s failed: %s%s%s", file, line, call, ncclGetErrorString(r),
-                    detail && *detail ? ": " : "", detail ? detail : "");
+    return ddp_nccl_fail(s && s->have_comm ? s->comm : NULL, d->err, sizeof d->err, file, line,
+                         call, r);
 }
 
 #define NCCL_TRY(d, call)                                                                     \

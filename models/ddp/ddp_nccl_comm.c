@@ -42,12 +42,12 @@ static void *init_guard_main(void *arg)
     return NULL;
 }
 
-/* "file:line: call failed: NCCL's string: NCCL's last error" into err; -1. */
-static int nccl_fail(char *err, size_t err_len, int line, const char *call, ncclResult_t r)
+int ddp_nccl_fail(ncclComm_t comm, char *err, size_t err_len, const char *file, int line,
+                  const char *call, ncclResult_t r)
 {
-    const char *detail = ncclGetLastError(NULL);
-    snprintf(err, err_len, "%s:%d: %s failed: %s%s%s", __FILE__, line, call,
-             ncclGetErrorString(r), detail && *detail ? ": " : "", detail ? detail : "");
+    const char *detail = ncclGetLastError(comm);
+    snprintf(err, err_len, "%s:%d: %s failed: %s%s%s", file, line, call, ncclGetErrorString(r),
+             detail && *detail ? ": " : "", detail ? detail : "");
     return -1;
 }
 
@@ -87,7 +87,9 @@ static int init_bounded(ncclComm_t *comm, const ddp_world *w, const char *prog, 
     pthread_join(guard, NULL);
     pthread_cond_destroy(&g.returned);
     pthread_mutex_destroy(&g.lock);
-    return r == ncclSuccess ? 0 : nccl_fail(err, err_len, __LINE__, "ncclCommInitRank", r);
+    return r == ncclSuccess
+               ? 0
+               : ddp_nccl_fail(NULL, err, err_len, __FILE__, __LINE__, "ncclCommInitRank", r);
 }
 
 int ddp_nccl_comm_open(ddp_world *w, const char *prog, ncclComm_t *comm, char *err,
@@ -97,7 +99,7 @@ int ddp_nccl_comm_open(ddp_world *w, const char *prog, ncclComm_t *comm, char *e
     memset(&id, 0, sizeof id);
     ncclResult_t r;
     if (w->rank == 0 && (r = ncclGetUniqueId(&id)) != ncclSuccess)
-        return nccl_fail(err, err_len, __LINE__, "ncclGetUniqueId", r);
+        return ddp_nccl_fail(NULL, err, err_len, __FILE__, __LINE__, "ncclGetUniqueId", r);
     MPI_Request req;
     MPI_TRY(err, err_len, MPI_Ibcast(&id, (int)sizeof id, MPI_BYTE, 0, w->comm, &req));
     if (ddp_wait(w, &req, 0, "broadcasting the NCCL unique id", err, err_len))

@@ -15,6 +15,12 @@
 
 #include "ddp_world.h"
 
+/* Writes "file:line: call failed: NCCL's string: NCCL's last error" into
+ * err (the last error of comm, or of any communicator where comm is NULL);
+ * returns -1. Every NCCL call of the suite reports through it. */
+int ddp_nccl_fail(ncclComm_t comm, char *err, size_t err_len, const char *file, int line,
+                  const char *call, ncclResult_t r);
+
 /* Rank 0's ncclGetUniqueId, broadcast to every rank (a wait bounded by the
  * world's timeout), then ncclCommInitRank on the current device.
  * ncclCommInitRank blocks until every rank has joined and has no timeout of

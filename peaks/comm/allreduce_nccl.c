@@ -42,8 +42,7 @@ struct nccl_bench {
     do {                                                                                      \
         ncclResult_t r_ = (call);                                                             \
         if (r_ != ncclSuccess) {                                                              \
-            snprintf(err, err_len, "%s:%d: %s failed: %s", __FILE__, __LINE__, #call,         \
-                     ncclGetErrorString(r_));                                                 \
+            ddp_nccl_fail(nb->comm, err, err_len, __FILE__, __LINE__, #call, r_);             \
             goto fail;                                                                        \
         }                                                                                     \
     } while (0)

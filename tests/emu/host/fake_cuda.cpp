@@ -564,10 +564,10 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
         return cudaSuccess;
     }
     return queue(stream, [=]() {
-        CUstream_st *s = running ? running : stream;
+        /* running: this stream, or at a replay the graph's launching stream */
         double after = event->at_ms.load();
-        if (after > s->free_at_ms.load())
-            s->free_at_ms.store(after);
+        if (after > running->free_at_ms.load())
+            running->free_at_ms.store(after);
     }, false);
 }
 
@@ -587,8 +587,7 @@ cudaError_t cudaEventDestroy(cudaEvent_t event)
 }
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
 {
-    return queue(
-        stream, [=]() { event->at_ms = stream_done_at(running ? running : stream); }, false);
+    return queue(stream, [=]() { event->at_ms = stream_done_at(running); }, false);
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t event)
 {
