@@ -12,7 +12,7 @@
 # Stages run in this order whatever order STAGES gives them. The default,
 # build,test,train,torch, validates a node (issue 11: the tests, the gpu-quick
 # row, PyTorch beside it); STAGES=all adds peaks, allreduce, ddp and counters,
-# the GPU proofs of issues 13, 15 and 14. The default's estimate (750 s) is
+# the GPU proofs of issues 13, 15 and 14. The default's estimate (715 s) is
 # over the device tool's 10 minutes a command: there, give DEADLINE=570 (or
 # run it in the calls below).
 # Device time estimated from the work each does on one H100 with 16 cores
@@ -32,9 +32,10 @@
 #                    configurations x (1 repeat + 1 trace pass), each process searching
 #                    its cuDNN algorithms; quick peaks; the report; per configuration
 #                    the traced step's four largest layer type x phase groups
-#   torch      150 s scripts/pytorch_ref.py on the same 8 configurations (a process and a
-#                    cudnn.benchmark search each); the table: ours and PyTorch's images/s
-#                    and peak memory (ours from this OUT's train stage)
+#   torch      115 s scripts/pytorch_ref.py on the same 8 configurations, in one process
+#                    (one import of torch and one CUDA context, a cudnn.benchmark search
+#                    each); the table: ours and PyTorch's images/s and peak memory (ours
+#                    from this OUT's train stage)
 #   ddp         60 s resnet50 bf16 batch 64: one NCCL rank (mpirun -np 1 bin/train --ddp)
 #                    and the plain step; the losses of the timed steps compared
 #   counters   330 s resnet50 bf16 batch 64 --trace --counters cupti: kernels per step,
@@ -48,14 +49,14 @@
 #   bash scripts/check_gpu.sh STAGES=build,test,peaks,allreduce DEADLINE=510 OUT=runs/check-gpu/1 TAR=$OUT/check-gpu-1.tgz
 #   bash scripts/check_gpu.sh STAGES=build,train,torch DEADLINE=570 OUT=runs/check-gpu/2 TAR=$OUT/check-gpu-2.tgz
 #   bash scripts/check_gpu.sh STAGES=build,ddp,counters DEADLINE=480 OUT=runs/check-gpu/3 TAR=$OUT/check-gpu-3.tgz
-# (about 400, 480 and 420 s estimated; the deadlines leave the 30 minutes of
+# (about 400, 445 and 420 s estimated; the deadlines leave the 30 minutes of
 # device time a machine start and the transfers). DEADLINE=s: no stage starts with less
 # than 30 s left (30 s more are kept for the end); each runs under `timeout`
 # with what is left (a stage cut short reads "timed out", one never started
 # "not run"), so the summary and the archive always come before the caller's
 # limit. TAR=file: OUT archived there after every stage and at the end (the
 # device tool brings back 8 files at most). Within a stage a tests/gpu program
-# gets TEST_LIMIT s and a process under mpirun or a pytorch_ref.py run
+# gets TEST_LIMIT s and a process under mpirun or a pytorch_ref.py configuration
 # RANK_LIMIT s (below), so that one hang leaves the stage's time to the rest;
 # what a stage leaves running is ended before the next starts.
 #
@@ -72,7 +73,7 @@ SELF=scripts/check_gpu.sh
 
 ALL_STAGES=(build test peaks allreduce train torch ddp counters)
 DEFAULT_STAGES=(build test train torch)
-declare -A ESTIMATE=([build]=30 [test]=270 [peaks]=60 [allreduce]=40 [train]=300 [torch]=150
+declare -A ESTIMATE=([build]=30 [test]=270 [peaks]=60 [allreduce]=40 [train]=300 [torch]=115
     [ddp]=60 [counters]=330)
 # under DEADLINE: seconds kept for the summary and the archive, and the least a
 # stage is started with (the tests make both small)
@@ -290,29 +291,72 @@ config_figures() { # MODEL RES BATCH PREC FILE -> "img/s GiB" or "- -"
                   printf "%.1f %.2f\n", b / med * 1000, mem / 2^30 }'
 }
 
+# The table's row of one configuration: ours and PyTorch's images/s, the ratio, the
+# memory of each.
+torch_row() { # MODEL RES BATCH PREC OURS_CSV TORCH_CSV
+    local o o_ips o_gib t_ips t_gib
+    read -r o_ips o_gib <<<"$(config_figures "$1" "$2" "$3" "$4" "$5")"
+    read -r t_ips t_gib <<<"$(config_figures "$1" "$2" "$3" "$4" "$6")"
+    o=-
+    [[ $o_ips != - && $t_ips != - ]] && o=$(awk -v a="$o_ips" -v b="$t_ips" 'BEGIN { printf "%.2f", a / b }')
+    printf '%-13s %-5s %5s %11s %11s %6s %9s %9s' "$1" "$4" "$3" "$o_ips" "$t_ips" "$o" "$o_gib" "$t_gib"
+}
+
+# One pytorch_ref.py process for the 8 configurations (one import of torch and one
+# CUDA context for all), each within RANK_LIMIT s; a row as soon as its
+# configuration has run (its summary line on the process's stdout), so that a
+# stage cut short keeps them. A configuration without its line failed: PyTorch's
+# line about it is in pytorch.log.
 stage_torch() {
-    local dir=$OUT/torch torch_csv=$OUT/torch/pytorch_steps.csv status=0 ours_csv=''
+    local dir=$OUT/torch torch_csv=$OUT/torch/pytorch_steps.csv ours_csv=/dev/null status=0
     need "$BIN/matrix"
     have_torch || skip "PyTorch with CUDA is not importable ($(tail -n 1 "$dir/torch-import.txt"))"
     [[ -f $OUT/train/run_folder.txt ]] && ours_csv=$(cat "$OUT/train/run_folder.txt")/steps.csv
+    "$BIN/matrix" gpu-quick >"$dir/configs.tsv" || {
+        result "bin/matrix gpu-quick: FAILED"
+        return 1
+    }
+    local configs=()
+    mapfile -t configs <"$dir/configs.tsv"
     result "$(printf '%-13s %-5s %5s %11s %11s %6s %9s %9s' model prec batch 'ours img/s' 'torch img/s' ratio 'ours GiB' 'torch GiB')"
-    # a row as soon as its configuration has run: a stage cut short keeps them
-    local model res batch prec warmup iters o o_ips o_gib t_ips t_gib
-    while IFS=$'\t' read -r model res batch prec warmup iters _; do
-        timeout -k 10 "$RANK_LIMIT" "$PYTHON" scripts/pytorch_ref.py --device cuda --channels-last \
-            --model "$model" --res "$res" --batch "$batch" --precision "$prec" --warmup "$warmup" \
-            --iters "$iters" --env check-gpu --out "$torch_csv" \
-            >"$dir/pytorch_${model}_$prec.log" 2>&1 </dev/null || {
-            status=1
-            result "pytorch_ref $model $prec: FAILED (see pytorch_${model}_$prec.log)"
-        }
-        read -r o_ips o_gib <<<"$(config_figures "$model" "$res" "$batch" "$prec" "${ours_csv:-/dev/null}")"
-        read -r t_ips t_gib <<<"$(config_figures "$model" "$res" "$batch" "$prec" "$torch_csv")"
-        o=-
-        [[ $o_ips != - && $t_ips != - ]] && o=$(awk -v a="$o_ips" -v b="$t_ips" 'BEGIN { printf "%.2f", a / b }')
-        result "$(printf '%-13s %-5s %5s %11s %11s %6s %9s %9s' "$model" "$prec" "$batch" "$o_ips" "$t_ips" "$o" "$o_gib" "$t_gib")"
-    done < <("$BIN/matrix" gpu-quick)
-    result "(ratio = ours / PyTorch in images/s, medians of the timed steps; ours from ${ours_csv:-no train stage in this OUT}; memory: what our backend holds, torch.cuda.max_memory_allocated)"
+    local next=0 line model res batch prec rc
+    # the rows of configurations[next..k): those before k that gave no line failed
+    rows_up_to() { # K
+        local c
+        for ((; next < $1; next++)); do
+            IFS=$'\t' read -r model res batch prec _ <<<"${configs[next]}"
+            c=$(torch_row "$model" "$res" "$batch" "$prec" "$ours_csv" "$torch_csv")
+            if [[ -n ${ran[next]:-} ]]; then
+                result "$c"
+            else
+                result "$c  FAILED (see pytorch.log)"
+                status=1
+            fi
+        done
+    }
+    local ran=()
+    while IFS= read -r line; do
+        echo "$line" >>"$dir/pytorch.log"
+        [[ $line =~ ^pytorch\ ([^ ]+)\ res=([0-9]+)\ batch=([0-9]+)\ precision=([a-z0-9]+)\  ]] || continue
+        local k
+        for ((k = next; k < ${#configs[@]}; k++)); do
+            IFS=$'\t' read -r model res batch prec _ <<<"${configs[k]}"
+            [[ "$model $res $batch $prec" == "${BASH_REMATCH[1]} ${BASH_REMATCH[2]} ${BASH_REMATCH[3]} ${BASH_REMATCH[4]}" ]] && break
+        done
+        ((k < ${#configs[@]})) || continue
+        ran[k]=1
+        rows_up_to $((k + 1))
+    done < <(timeout -k 10 $((RANK_LIMIT * ${#configs[@]})) "$PYTHON" scripts/pytorch_ref.py --device cuda \
+        --channels-last --configs "$dir/configs.tsv" --limit "$RANK_LIMIT" --env check-gpu \
+        --out "$torch_csv" 2>&1 </dev/null)
+    wait $! 2>/dev/null
+    rc=$?
+    ((rc == 0)) || status=1
+    ((rc == 124 || rc == 137)) &&
+        echo "check-gpu: stopped after RANK_LIMIT=$RANK_LIMIT s x ${#configs[@]} configurations" >>"$dir/pytorch.log"
+    rows_up_to ${#configs[@]}
+    ((rc == 0)) || result "pytorch_ref.py: exit $rc (see pytorch.log)"
+    result "(ratio = ours / PyTorch in images/s, medians of the timed steps; ours from $([[ $ours_csv == /dev/null ]] && echo "no train stage in this OUT" || echo "$ours_csv"); memory: what our backend holds, torch.cuda.max_memory_allocated)"
     return $status
 }
 

@@ -8,6 +8,20 @@ needs the Debian packages python3-torch and python3-torchvision (run it with
   python3 scripts/pytorch_ref.py --model M [--res R] [--batch N] [--device cpu|cuda]
       [--precision fp32|tf32|fp16|bf16] [--warmup W] [--iters I] [--threads T] [--seed S]
       [--lr X] [--repeat K] [--env NAME] [--classes K] [--out steps.csv] [--channels-last]
+      [--limit S]
+  python3 scripts/pytorch_ref.py --configs FILE [the options above but --model, --res,
+      --batch, --precision, --warmup and --iters]
+
+--configs FILE runs several configurations in this one process, one after another: a line
+each, "model res batch precision warmup iters" separated by tabs or spaces (what
+`bin/matrix ENV` prints; later fields are ignored). One import of torch and one CUDA
+context serve them all, which `make check-gpu` would otherwise pay for each. Every line is
+checked before the first runs. A configuration whose step fails (out of memory, say) gets
+its line on stderr and the next one runs; the exit status is then 1. The peak memory is
+each configuration's own (torch.cuda.reset_peak_memory_stats on a GPU, the peak RSS reset
+through /proc/self/clear_refs on the CPU). --limit S: a configuration still running after
+S seconds ends the process, with the stack of every thread on stderr (faulthandler: it
+fires even while a CUDA call blocks).
 
 Step: model.train(); one seeded synthetic batch (torch.randn images, random labels) reused
 every step; SGD(lr, momentum 0.9, weight decay 5e-4); zero_grad(set_to_none=True),
@@ -23,6 +37,7 @@ On the CPU the step is timed with time.perf_counter (the CPU is synchronous). On
 scale, as bin/train's), bf16 under autocast; the master weights stay fp32.
 """
 
+import faulthandler
 import math
 import os
 import re
@@ -62,19 +77,24 @@ def fail(msg):
     sys.exit(1)
 
 
-def int_option(opt, text, lo, hi):
+def int_option(opt, text, lo, hi, where=""):
     if not re.fullmatch(r"[+-]?[0-9]+", text or "") or not lo <= int(text) <= hi:
-        usage_error(f"{opt}: '{text}' is not an integer in {lo}..{hi}")
+        usage_error(f"{where}{opt}: '{text}' is not an integer in {lo}..{hi}")
     return int(text)
 
 
+CONFIG_OPTS = ("--model", "--res", "--batch", "--precision", "--warmup", "--iters")
+
+
 def parse_args(argv):
+    """The process's options, and its configurations: one from the options or, with
+    --configs, one per line of that file."""
     ncpu = len(os.sched_getaffinity(0))
-    opts = {"--model": None, "--res": None, "--batch": None, "--precision": "fp32",
+    opts = {"--model": None, "--res": None, "--batch": None, "--precision": None,
             "--device": "cpu",
-            "--warmup": "5", "--iters": "20", "--threads": str(ncpu), "--seed": "1",
+            "--warmup": None, "--iters": None, "--threads": str(ncpu), "--seed": "1",
             "--lr": None, "--repeat": "0", "--env": "local", "--out": None,
-            "--classes": None}
+            "--classes": None, "--configs": None, "--limit": None}
     flags = {"--channels-last": False}
     i = 0
     while i < len(argv):
@@ -99,52 +119,96 @@ def parse_args(argv):
         i += 1
 
     a = {}
-    model = opts["--model"]
-    if model is None:
-        usage_error("--model: missing (accepted: " + ", ".join(MODELS) + ")")
-    if model not in MODELS:
-        usage_error(f"--model: '{model}' is not one of " + ", ".join(MODELS))
-    a["model"] = model
-    dcls, dres, _, minres = MODELS[model]
-    a["res"] = (int_option("--res", opts["--res"], minres, 4096)
-                if opts["--res"] is not None else dres)
-    a["batch"] = (int_option("--batch", opts["--batch"], 1, 1 << 20)
-                  if opts["--batch"] is not None else 32)
     device = opts["--device"]
     if device not in ("cpu", "cuda"):
         usage_error(f"--device: '{device}' is not cpu or cuda")
     a["device"] = device
-    prec = opts["--precision"]
-    if prec not in PRECISIONS_KNOWN:
-        usage_error(f"--precision: '{prec}' is not a precision (accepted: "
-                    + ", ".join(PRECISIONS_KNOWN) + ")")
-    if prec != "fp32" and device == "cpu":
-        usage_error(f"--precision: '{prec}' needs --device cuda (the CPU reference runs fp32)")
-    a["precision"] = prec
-    a["warmup"] = int_option("--warmup", opts["--warmup"], 0, 1_000_000)
-    a["iters"] = int_option("--iters", opts["--iters"], 1, 1_000_000)
     a["threads"] = int_option("--threads", opts["--threads"], 1, 4096)
     a["seed"] = int_option("--seed", opts["--seed"], 0, 2**63 - 1)
     a["repeat"] = int_option("--repeat", opts["--repeat"], 0, 1_000_000)
     a["classes"] = (int_option("--classes", opts["--classes"], 1, 1_000_000)
-                    if opts["--classes"] is not None else dcls)
-    if opts["--lr"] is None:  # bin/train's default: the recipe's rate scaled to the batch
-        base = 0.01 if a["model"] == "vgg16" else 0.1
-        opts["--lr"] = repr(base * a["batch"] / 256)
-    try:
-        lr = float(opts["--lr"])
-    except ValueError:
-        lr = float("nan")
-    if not (math.isfinite(lr) and lr > 0):
-        usage_error(f"--lr: '{opts['--lr']}' is not a finite number > 0")
-    a["lr"] = lr
+                    if opts["--classes"] is not None else None)
+    a["lr"] = None
+    if opts["--lr"] is not None:
+        try:
+            a["lr"] = float(opts["--lr"])
+        except ValueError:
+            a["lr"] = float("nan")
+        if not (math.isfinite(a["lr"]) and a["lr"] > 0):
+            usage_error(f"--lr: '{opts['--lr']}' is not a finite number > 0")
     env = opts["--env"]
     if not re.fullmatch(r"[A-Za-z0-9._+:@-]+", env):
         usage_error(f"--env: '{env}' is not a name of letters, digits and ._+:@-")
     a["env"] = env
     a["out"] = opts["--out"] or "steps.csv"
     a["channels_last"] = flags["--channels-last"]
+    a["limit"] = (int_option("--limit", opts["--limit"], 1, 1_000_000)
+                  if opts["--limit"] is not None else None)
+
+    if opts["--configs"] is None:
+        fields = {o: opts[o] for o in CONFIG_OPTS}
+        fields["--precision"] = fields["--precision"] or "fp32"
+        fields["--warmup"] = fields["--warmup"] or "5"
+        fields["--iters"] = fields["--iters"] or "20"
+        a["configs"] = [config_of(fields, device, "")]
+        return a
+    given = [o for o in CONFIG_OPTS if opts[o] is not None]
+    if given:
+        usage_error(f"{given[0]}: not taken with --configs (its lines give model, res, "
+                    "batch, precision, warmup and iters)")
+    a["configs"] = read_configs(opts["--configs"], device)
     return a
+
+
+def read_configs(path, device):
+    """The configurations of a --configs file, every line checked."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        usage_error(f"--configs: cannot read '{path}': {getattr(e, 'strerror', None) or e}")
+    configs = []
+    for n, line in enumerate(lines, 1):
+        words = line.split()
+        if not words or words[0].startswith("#"):
+            continue
+        if len(words) < len(CONFIG_OPTS):
+            usage_error(f"--configs: {path} line {n}: '{line}' is not 'model res batch "
+                        "precision warmup iters'")
+        configs.append(config_of(dict(zip(CONFIG_OPTS, words)), device,
+                                 f"{path} line {n}: "))
+    if not configs:
+        usage_error(f"--configs: {path} holds no configuration")
+    return configs
+
+
+def config_of(fields, device, where):
+    """One configuration from its six fields (option name: text), checked; `where` starts
+    every complaint (the --configs line, or nothing for the options)."""
+    def number(opt, lo, hi):
+        return int_option(opt, fields[opt], lo, hi, where)
+
+    c = {}
+    model = fields["--model"]
+    if model is None:
+        usage_error("--model: missing (accepted: " + ", ".join(MODELS) + ")")
+    if model not in MODELS:
+        usage_error(f"{where}--model: '{model}' is not one of " + ", ".join(MODELS))
+    c["model"] = model
+    _, dres, _, minres = MODELS[model]
+    c["res"] = number("--res", minres, 4096) if fields["--res"] is not None else dres
+    c["batch"] = number("--batch", 1, 1 << 20) if fields["--batch"] is not None else 32
+    prec = fields["--precision"]
+    if prec not in PRECISIONS_KNOWN:
+        usage_error(f"{where}--precision: '{prec}' is not a precision (accepted: "
+                    + ", ".join(PRECISIONS_KNOWN) + ")")
+    if prec != "fp32" and device == "cpu":
+        usage_error(f"{where}--precision: '{prec}' needs --device cuda (the CPU reference "
+                    "runs fp32)")
+    c["precision"] = prec
+    c["warmup"] = number("--warmup", 0, 1_000_000)
+    c["iters"] = number("--iters", 1, 1_000_000)
+    return c
 
 
 def build_model(name, classes, res):
@@ -208,34 +272,56 @@ def open_out(path):
         fail(f"cannot open --out '{path}': {e.strerror}")
 
 
-def main():
-    a = parse_args(sys.argv[1:])
+def reset_peak_memory(torch, cuda):
+    """Starts a configuration's peak memory afresh: false where the CPU's peak RSS
+    cannot be reset (then it is the process's)."""
+    if cuda:
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+        return True
     try:
-        import torch
-        import torch.nn.functional as F
-    except ImportError:
-        fail("PyTorch is not importable by this python; run /usr/bin/python3 after "
-             "'apt-get install -y python3-torch python3-torchvision'")
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
+            f.write("5")  # resets VmHWM, the peak RSS (Linux 4.0)
+        return True
+    except OSError:
+        return False
 
-    torch.set_num_threads(a["threads"])
+
+def peak_memory(torch, cuda):
+    if cuda:
+        return torch.cuda.max_memory_allocated()
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def run_config(torch, a, c, out):
+    """Trains configuration c for its warm-up and timed steps, a row to out for each
+    timed step; its summary line, or raises the step's error."""
+    import torch.nn.functional as F
+
     torch.manual_seed(a["seed"])
-    model = build_model(a["model"], a["classes"], a["res"])
+    classes = a["classes"] or MODELS[c["model"]][0]
+    model = build_model(c["model"], classes, c["res"])
     nparams = sum(p.numel() for p in model.parameters())
-    want = expected_params(a["model"], a["classes"], a["res"])
+    want = expected_params(c["model"], classes, c["res"])
     if nparams != want:
-        fail(f"self-check failed: {a['model']} with {a['classes']} classes at res "
-             f"{a['res']} has {nparams:,} parameters, expected {want:,}")
+        raise ValueError(f"self-check failed: {c['model']} with {classes} classes at res "
+                         f"{c['res']} has {nparams:,} parameters, expected {want:,}")
 
     gen = torch.Generator().manual_seed(a["seed"])
-    n, r = a["batch"], a["res"]
+    n, r = c["batch"], c["res"]
     images = torch.randn(n, 3, r, r, generator=gen)
-    labels = torch.randint(0, a["classes"], (n,), generator=gen)
+    labels = torch.randint(0, classes, (n,), generator=gen)
     cuda = a["device"] == "cuda"
     if cuda:
-        if not torch.cuda.is_available():
-            fail("--device cuda: torch sees no CUDA device")
         torch.backends.cudnn.benchmark = True
-        tf32 = a["precision"] == "tf32"
+        tf32 = c["precision"] == "tf32"
         torch.backends.cuda.matmul.allow_tf32 = tf32
         torch.backends.cudnn.allow_tf32 = tf32
         model, images, labels = model.cuda(), images.cuda(), labels.cuda()
@@ -243,11 +329,12 @@ def main():
         model = model.to(memory_format=torch.channels_last)
         images = images.contiguous(memory_format=torch.channels_last)
     model.train()
-    opt = torch.optim.SGD(model.parameters(), lr=a["lr"], momentum=0.9,
-                          weight_decay=5e-4)
-    autocast_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(a["precision"])
+    # bin/train's default: the recipe's rate scaled to the batch
+    lr = a["lr"] or (0.01 if c["model"] == "vgg16" else 0.1) * n / 256
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=5e-4)
+    autocast_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(c["precision"])
     scaler = None
-    if a["precision"] == "fp16":  # torch.amp's since 2.3, torch.cuda.amp's before
+    if c["precision"] == "fp16":  # torch.amp's since 2.3, torch.cuda.amp's before
         amp = getattr(torch, "amp", None)
         scaler = (amp.GradScaler("cuda") if hasattr(amp, "GradScaler")
                   else torch.cuda.amp.GradScaler())
@@ -282,44 +369,74 @@ def main():
         t1 = time.perf_counter()
         return loss.item(), (t1 - t0) * 1e3
 
-    def peak_memory():
-        if cuda:
-            return torch.cuda.max_memory_allocated()
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-    out = open_out(a["out"])
-    prefix = (f"{a['env']},pytorch,{a['model']},{r},{n},{a['precision']},1,0,"
+    prefix = (f"{a['env']},pytorch,{c['model']},{r},{n},{c['precision']},1,0,"
               f"{a['repeat']},")
     times = []
-    try:
-        for i in range(a["warmup"] + a["iters"]):
-            lv, ms = timed_step()
-            if i < a["warmup"]:
-                continue
-            times.append(ms)
-            out.write(prefix + f"{i - a['warmup']},{ms:.4f},{n / (ms / 1e3):.3f},"
-                      f"{lv:.6g},{peak_memory()}\n")
-            out.flush()
-    except (RuntimeError, ValueError, MemoryError) as e:
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        fail(f"training step failed for {a['model']} res {r} batch {n}: {msg}")
-    finally:
-        out.close()
+    for i in range(c["warmup"] + c["iters"]):
+        lv, ms = timed_step()
+        if i < c["warmup"]:
+            continue
+        times.append(ms)
+        out.write(prefix + f"{i - c['warmup']},{ms:.4f},{n / (ms / 1e3):.3f},"
+                  f"{lv:.6g},{peak_memory(torch, cuda)}\n")
+        out.flush()
 
     med = statistics.median(times)
     if cuda:
         where = (f"device={torch.cuda.get_device_name()} "
-                 f"peak_mem_gib={peak_memory() / 2**30:.2f}")
+                 f"peak_mem_gib={peak_memory(torch, cuda) / 2**30:.2f}")
     else:
         alloc = "glibc"
         if "jemalloc" in os.environ.get("LD_PRELOAD", ""):
             conf = os.environ.get("MALLOC_CONF", "")
             alloc = "jemalloc" + (f"[{conf}]" if conf else "")
         where = (f"threads={a['threads']} malloc={alloc} "
-                 f"peak_rss_mib={peak_memory() / 2**20:.0f}")
-    print(f"pytorch {a['model']} res={r} batch={n} precision={a['precision']} "
-          f"{where}{' channels_last' if a['channels_last'] else ''} "
-          f"median_step_ms={med:.2f} images_per_s={n / (med / 1e3):.2f}")
+                 f"peak_rss_mib={peak_memory(torch, cuda) / 2**20:.0f}")
+    return (f"pytorch {c['model']} res={r} batch={n} precision={c['precision']} "
+            f"{where}{' channels_last' if a['channels_last'] else ''} "
+            f"median_step_ms={med:.2f} images_per_s={n / (med / 1e3):.2f}")
+
+
+def main():
+    a = parse_args(sys.argv[1:])
+    try:
+        import torch
+    except ImportError:
+        fail("PyTorch is not importable by this python; run /usr/bin/python3 after "
+             "'apt-get install -y python3-torch python3-torchvision'")
+    torch.set_num_threads(a["threads"])
+    cuda = a["device"] == "cuda"
+    if cuda and not torch.cuda.is_available():
+        fail("--device cuda: torch sees no CUDA device")
+
+    out = open_out(a["out"])
+    failed = 0
+    try:
+        for c in a["configs"]:
+            if not reset_peak_memory(torch, cuda) and len(a["configs"]) > 1:
+                fail("cannot reset the peak RSS (/proc/self/clear_refs): run one "
+                     "configuration a process")
+            if a["limit"]:
+                faulthandler.dump_traceback_later(a["limit"], exit=True)
+            try:
+                line = run_config(torch, a, c, out)
+            except (RuntimeError, ValueError, MemoryError) as e:
+                msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                line = None
+            if a["limit"]:
+                faulthandler.cancel_dump_traceback_later()
+            if line is None:
+                # the failed step's tensors go with the exception, before the next
+                # configuration measures its peak memory
+                print(f"{PROG}: {c['model']} res {c['res']} batch {c['batch']} "
+                      f"{c['precision']} failed: {msg}", file=sys.stderr, flush=True)
+                failed += 1
+                continue
+            print(line, flush=True)
+    finally:
+        out.close()
+    if failed:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

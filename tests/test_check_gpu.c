@@ -299,6 +299,34 @@ Test(check_gpu, without_torch_or_ncu_their_parts_are_skipped)
     remove_temp_dir(d);
 }
 
+/* The torch stage runs PyTorch once for the 8 configurations; one that fails
+ * there is a FAILED row and the stage's failure, the rest keep their rows. */
+Test(check_gpu, torch_runs_once_and_a_failed_configuration_is_its_row)
+{
+    char *d = fakes();
+    cr_expect_eq(check_gpu(d, "FAKE_TORCH_FAIL='resnet50 bf16'", "STAGES=train,torch"), 1);
+    char *summary = read_text(d, "out/summary.txt");
+    cr_expect(stage_is(summary, "train", "ok"), "%s", summary);
+    cr_expect(stage_is(summary, "torch", "FAILED"), "%s", summary);
+    cr_expect(strstr(summary, "resnet50      bf16    256      2560.0           -      -      2.00"
+                              "         -  FAILED (see pytorch.log)"),
+              "%s", summary);
+    cr_expect(strstr(summary, "resnet50      fp32    256      2560.0      1280.0   2.00"), "%s",
+              summary);
+    cr_expect(strstr(summary, "mobilenet_v2  bf16    256      2560.0      1280.0   2.00"), "%s",
+              summary);
+    cr_expect(strstr(summary, "pytorch_ref.py: exit 1 (see pytorch.log)"), "%s", summary);
+    char *log = read_text(d, "out/torch/pytorch.log");
+    cr_expect(strstr(log, "resnet50 res 224 batch 256 bf16 failed: CUDA out of memory"), "%s",
+              log);
+    char *calls = read_text(d, "calls.log");
+    cr_expect_eq(count_of(calls, "pytorch_ref.py"), 1, "%s", calls);
+    free(calls);
+    free(log);
+    free(summary);
+    remove_temp_dir(d);
+}
+
 Test(check_gpu, no_gpu_and_bad_arguments_exit_2)
 {
     char *d = fakes();

@@ -6,7 +6,8 @@
 # lets the script's stages read their results: the rows and lines the real
 # programs write. Calls are logged to $FAKE_LOG. Knobs: FAKE_NO_GPU,
 # FAKE_NO_TORCH, FAKE_COUNTERS_DENIED (bin/train's metric pass refused), FAKE_FAIL=<name>
-# (that program fails), FAKE_SLOW=<name>
+# (that program fails), FAKE_TORCH_FAIL='<model> <precision>' (pytorch_ref.py fails that
+# configuration and goes on), FAKE_SLOW=<name>
 # (sleeps FAKE_SLEEP seconds first).
 set -u
 name=${0##*/}
@@ -77,9 +78,18 @@ python)
             echo "fake,H100,hbm_triad,2995,GB/s,pytorch,,,"
         } >"$out"
         ;;
-    *pytorch_ref.py)
-        steps_rows "$(opt --out "$@")" "$(opt --model "$@")" "$(opt --res "$@")" "$(opt --batch "$@")" \
-            "$(opt --precision "$@")" "$(opt --iters "$@")" 200.0
+    *pytorch_ref.py) # one configuration a line of --configs, as the real one
+        out=$(opt --out "$@") rc=0
+        while read -r model res batch prec _ iters _; do
+            if [[ ${FAKE_TORCH_FAIL:-} == "$model $prec" ]]; then
+                echo "pytorch_ref.py: $model res $res batch $batch $prec failed: CUDA out of memory" >&2
+                rc=1
+                continue
+            fi
+            steps_rows "$out" "$model" "$res" "$batch" "$prec" "$iters" 200.0
+            echo "pytorch $model res=$res batch=$batch precision=$prec device=fake peak_mem_gib=2.00 median_step_ms=200.00"
+        done <"$(opt --configs "$@")"
+        exit $rc
         ;;
     *) exit 5 ;;
     esac
