@@ -319,7 +319,7 @@ stage_torch() {
     local configs=()
     mapfile -t configs <"$dir/configs.tsv"
     result "$(printf '%-13s %-5s %5s %11s %11s %6s %9s %9s' model prec batch 'ours img/s' 'torch img/s' ratio 'ours GiB' 'torch GiB')"
-    local next=0 line model res batch prec rc
+    local next=0 line model res batch prec rc k
     # the rows of configurations[next..k): those before k that gave no line failed
     rows_up_to() { # K
         local c
@@ -338,7 +338,6 @@ stage_torch() {
     while IFS= read -r line; do
         echo "$line" >>"$dir/pytorch.log"
         [[ $line =~ ^pytorch\ ([^ ]+)\ res=([0-9]+)\ batch=([0-9]+)\ precision=([a-z0-9]+)\  ]] || continue
-        local k
         for ((k = next; k < ${#configs[@]}; k++)); do
             IFS=$'\t' read -r model res batch prec _ <<<"${configs[k]}"
             [[ "$model $res $batch $prec" == "${BASH_REMATCH[1]} ${BASH_REMATCH[2]} ${BASH_REMATCH[3]} ${BASH_REMATCH[4]}" ]] && break
