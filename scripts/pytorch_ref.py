@@ -28,7 +28,7 @@ every step; SGD(lr, momentum 0.9, weight decay 5e-4); zero_grad(set_to_none=True
 forward, cross-entropy, backward, optimizer.step(). The default lr is bin/train's:
 base x batch / 256 (base 0.1, 0.01 for vgg16). Warm-up steps are not written. One row per
 timed step is appended to --out and flushed at once, so an interrupted run loses nothing
-measured; peak_mem_bytes is the process's peak RSS on the CPU and
+measured; peak_mem_bytes is the configuration's peak RSS on the CPU (VmHWM) and
 torch.cuda.max_memory_allocated() on a GPU.
 
 On the CPU the step is timed with time.perf_counter (the CPU is synchronous). On a GPU
