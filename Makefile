@@ -99,6 +99,8 @@ CU_OBJS := $(CU_SRCS:%.cu=$(BUILD)/cu/%.o)
 # Each tests/gpu/*.cu is a program; device_check runs first and decides whether to skip;
 # every other one runs even after one fails (the failed ones are listed last).
 GPU_TESTS := $(patsubst tests/gpu/%.cu,$(BUILD)/tests/gpu/%,$(wildcard tests/gpu/*.cu))
+# Bugs planted on purpose, for check-gpu's sanitize stage (never run by test-gpu).
+SANITIZE_PROBE := $(BUILD)/tests/sanitize/planted
 
 # ---- targets -----------------------------------------------------------------
 .SECONDARY:
@@ -400,6 +402,10 @@ $(BUILD)/tests/gpu/%: $(BUILD)/cu/tests/gpu/%.o $(GPU_TEST_OBJS) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $^ -o $@ $(LDLIBS)
 
+$(SANITIZE_PROBE): $(BUILD)/cu/tests/sanitize/planted.o
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $^ -o $@ $(LDLIBS)
+
 test-gpu:
 ifeq ($(NVCC),)
 	@echo "skipped: no CUDA toolkit under CUDA_HOME=$(CUDA_HOME)"
@@ -414,7 +420,7 @@ endif
 
 # The one command that proves the GPU code on a GPU node (scripts/check_gpu.sh
 # says what each stage does and how long it takes): STAGES=build,test,peaks,
-# allreduce,train,torch,ddp,counters or all (default build,test,train,torch: the
+# allreduce,train,torch,ddp,counters,sanitize or all (default build,test,train,torch: the
 # node's validation), OUT=dir, DEADLINE=seconds,
 # TAR=file.tgz; taken from the command line only (the device tool's machines
 # export an OUT of their own).

@@ -12,7 +12,8 @@
 # Stages run in this order whatever order STAGES gives them. The default,
 # build,test,train,torch, validates a node (issue 11: the tests, the gpu-quick
 # row, PyTorch beside it); STAGES=all adds peaks, allreduce, ddp and counters,
-# the GPU proofs of issues 13, 15 and 14. The default's estimate (715 s) is
+# the GPU proofs of issues 13, 15 and 14, and sanitize (the suite's kernels
+# under compute-sanitizer). The default's estimate (715 s) is
 # over the device tool's 10 minutes a command: there, give DEADLINE=570 (or
 # run it in the calls below).
 # Device time estimated from the work each does on one H100 with 16 cores
@@ -42,6 +43,11 @@
 #                    replay passes, the metric pass's wall time, the timing pass's
 #                    overhead on the step; then ncu on one step of the same run with the
 #                    same metrics, totals side by side (skipped where ncu is missing)
+#   sanitize   360 s the suite's kernels (models/cuda) under compute-sanitizer's memcheck,
+#                    racecheck and synccheck: the layer check and three small steps
+#                    (ResNet-18 fp32, MobileNetV2 fp16, VGG-16 bf16), each tool first
+#                    made to report the bug tests/sanitize/planted.cu plants for it
+#                    (skipped where compute-sanitizer is missing)
 #
 # Three calls of the device tool's `run` (timeout_s 600, no carry: each call
 # builds, about 30 s, nothing when the machine is still warm from the call
@@ -49,6 +55,8 @@
 #   bash scripts/check_gpu.sh STAGES=build,test,peaks,allreduce DEADLINE=510 OUT=runs/check-gpu/1 TAR=$OUT/check-gpu-1.tgz
 #   bash scripts/check_gpu.sh STAGES=build,train,torch DEADLINE=570 OUT=runs/check-gpu/2 TAR=$OUT/check-gpu-2.tgz
 #   bash scripts/check_gpu.sh STAGES=build,ddp,counters DEADLINE=480 OUT=runs/check-gpu/3 TAR=$OUT/check-gpu-3.tgz
+# and, in a later session or when a GPU check fails that passes on the host emulator:
+#   bash scripts/check_gpu.sh STAGES=build,sanitize DEADLINE=570 OUT=runs/check-gpu/4 TAR=$OUT/check-gpu-4.tgz
 # (about 400, 445 and 420 s estimated; the deadlines leave the 30 minutes of
 # device time a machine start and the transfers). DEADLINE=s: no stage starts with less
 # than 30 s left (30 s more are kept for the end); each runs under `timeout`
@@ -71,10 +79,10 @@ set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 SELF=scripts/check_gpu.sh
 
-ALL_STAGES=(build test peaks allreduce train torch ddp counters)
+ALL_STAGES=(build test peaks allreduce train torch ddp counters sanitize)
 DEFAULT_STAGES=(build test train torch)
 declare -A ESTIMATE=([build]=30 [test]=270 [peaks]=60 [allreduce]=40 [train]=300 [torch]=115
-    [ddp]=60 [counters]=330)
+    [ddp]=60 [counters]=330 [sanitize]=360)
 # under DEADLINE: seconds kept for the summary and the archive, and the least a
 # stage is started with (the tests make both small)
 RESERVE=${CHECK_GPU_RESERVE:-30} MIN_STAGE_S=${CHECK_GPU_MIN_STAGE:-30}
@@ -123,21 +131,21 @@ one_rank() {
 stage_build() {
     ${MAKE:-make} --no-print-directory info >"$OUT/build/info.txt" 2>&1
     grep -E 'missing' "$OUT/build/info.txt" | sed 's/^ */not built here: /' >>"$OUT/build/result.txt"
-    local tests=()
+    local tests=() planted=$BUILD/tests/sanitize/planted
     for t in tests/gpu/*.cu; do
         t=${t##*/}
         tests+=("$BUILD/tests/gpu/${t%.cu}")
     done
     # -k: a program that does not build leaves the others to their stages
     ${MAKE:-make} --no-print-directory -k -j"$JOBS" GPU_ARCH="$GPU_ARCH" BUILD="$BUILD" BIN="$BIN" \
-        all "${tests[@]}" || {
+        all "${tests[@]}" "$planted" || {
         result "the build failed (see build.log): the stages run what was built"
         # a copy left by an earlier build (a warm machine) is not this tree's
         # program: make -q says it is out of date; the stages then say "not built".
         # -o: the Makefile's two FORCE files (rewritten only when their text
         # changes) would make every program look out of date
         local f
-        for f in "$BIN"/* "${tests[@]}"; do
+        for f in "$BIN"/* "${tests[@]}" "$planted"; do
             [[ -f $f ]] || continue
             ${MAKE:-make} --no-print-directory -q GPU_ARCH="$GPU_ARCH" BUILD="$BUILD" BIN="$BIN" \
                 -o "$BUILD/git-commit.txt" -o "$BUILD/own-depthwise-id.txt" "$f" >/dev/null 2>&1
@@ -147,7 +155,7 @@ stage_build() {
         done
         return 1
     }
-    result "built $BIN/ and ${#tests[@]} GPU test programs in $BUILD/tests/gpu/ for GPU_ARCH=$GPU_ARCH"
+    result "built $BIN/, ${#tests[@]} GPU test programs in $BUILD/tests/gpu/ and $planted for GPU_ARCH=$GPU_ARCH"
 }
 
 # Every tests/gpu program, device_check first (it decides whether to skip), from
@@ -447,6 +455,125 @@ stage_counters() {
     "$PYTHON" scripts/check_gpu_ncu.py "$dir/ncu.csv" "$dir/kernels.csv" >>"$dir/result.txt" 2>"$dir/compare.log"
 }
 
+# The __global__ functions of the suite's training kernels (models/cuda), as one
+# regex alternation for compute-sanitizer's --kernel-name.
+own_kernels() {
+    local f
+    for f in models/cuda/*.cu models/cuda/*.cuh; do
+        tr '\n' ' ' <"$f" | grep -oE '__global__[[:space:]]+void[[:space:]]+(__launch_bounds__\(([^()]|\([^()]*\))*\)[[:space:]]*)?[A-Za-z_][A-Za-z0-9_]*[[:space:]]*\('
+    done | sed -E 's/[[:space:]]*\($//; s/.*[[:space:]]//' | sort -u | paste -sd '|'
+}
+
+# PROGRAM under compute-sanitizer's TOOL with the stage's flags, output to LOG:
+# prints the errors its summary line counts (ERROR SUMMARY; racecheck's RACECHECK
+# SUMMARY: its hazards of error severity), nothing where the tool did not
+# finish; the exit status is the program's.
+under_tool() { # TOOL LOG PROGRAM ARGS...
+    local tool=$1 log=$2 rc
+    shift 2
+    timeout -k 10 "$TEST_LIMIT" "$SANITIZER" --tool "$tool" "${SANITIZER_FLAGS[@]}" "$@" >"$log" 2>&1
+    rc=$?
+    ((rc == 124 || rc == 137)) && echo "check-gpu: stopped after TEST_LIMIT=$TEST_LIMIT s" >>"$log"
+    sed -n -e 's/^========= ERROR SUMMARY: \([0-9][0-9]*\) error.*/\1/p' \
+        -e 's/^========= RACECHECK SUMMARY: .*(\([0-9][0-9]*\) error.*/\1/p' "$log" | tail -n 1
+    return $rc
+}
+
+# The first lines of LOG's reports (what, where: the kernel), for the summary.
+first_reports() { # LOG
+    grep -E '^========= ' "$1" | grep -vE '^========= (COMPUTE-SANITIZER|[A-Z]+ SUMMARY|Process ID)' |
+        grep -vE '^=========[[:space:]]+(Saved host|Host Frame|by thread|Address|Device Frame|$)' |
+        head -n 6 | sed 's/^=========/ /'
+}
+
+# TOOL must report the bug tests/sanitize/planted.cu plants for it in KERNEL.
+planted() { # TOOL KERNEL
+    local log=$OUT/sanitize/$1-planted.log errors
+    errors=$(under_tool "$1" "$log" "$BUILD/tests/sanitize/planted" "$1")
+    if [[ -n $errors ]] && ((errors > 0)) && grep -q "$2" "$log"; then
+        result "$(printf '%-9s %-24s the planted bug reported, as it must be (%d error(s))' "$1" "$2" \
+            "$errors")"
+        return 0
+    fi
+    result "$(printf '%-9s %-24s the planted bug NOT reported (%s): %s' "$1" "$2" \
+        "${errors:-no summary line}${errors:+ errors}" "this tool's 0 errors below prove nothing")"
+    first_reports "$log" >>"$OUT/sanitize/result.txt"
+    return 1
+}
+
+# One program of the suite under TOOL: its result line, and its first reports.
+sanitized() { # TOOL LABEL PROGRAM ARGS...
+    local tool=$1 label=$2 t0=$SECONDS errors rc what warnings
+    shift 2
+    local log=$OUT/sanitize/$tool-${label// /-}.log
+    errors=$(under_tool "$tool" "$log" "$@")
+    rc=$?
+    if [[ -z $errors ]]; then
+        what="FAILED: no summary line (the tool did not finish: exit $rc)"
+    elif ((errors > 0)); then
+        what="FAILED: $errors error(s)"
+    elif ((rc != 0)); then
+        what="FAILED: 0 errors, but the program failed (exit $rc)"
+    else
+        what="0 errors"
+    fi
+    # racecheck's warnings: hazards it judges possibly benign (shown, not failed)
+    warnings=$(sed -n 's/^========= RACECHECK SUMMARY: .*, \([1-9][0-9]*\) warning.*/\1/p' "$log")
+    result "$(printf '%-9s %-24s %s in %d s%s' "$tool" "$label" "$what" $((SECONDS - t0)) \
+        "${warnings:+ ($warnings racecheck warning(s): see $log)}")"
+    [[ $what == "0 errors" ]] && return 0
+    first_reports "$log" >>"$OUT/sanitize/result.txt"
+    return 1
+}
+
+# The suite's kernels under NVIDIA's compute-sanitizer, where the host emulator
+# cannot look: it runs a block's threads one after another on x86, so a missing
+# barrier, a shared-memory race or a misaligned vector access may pass there
+# (and in make test-gpu, by luck of timing). memcheck (out-of-bounds and
+# misaligned accesses), racecheck (shared-memory hazards) and synccheck (barrier
+# misuse), each over the layer check (every layer alone, every precision) and
+# three small whole steps that reach the fused kernels: ResNet-18 fp32 (NCHW
+# batch norm + ReLU and add + ReLU, max pool, loss, SGD), MobileNetV2 fp16 with
+# the own depthwise kernels (NHWC kernels, ReLU6, dropout, the loss scale) and
+# VGG-16 bf16 with the own bias + ReLU. Only the suite's kernels are instrumented
+# (--kernel-name): cuDNN's and cuBLAS's run at full speed, and their hazards are
+# not the suite's. Before the tool's "0 errors" counts, it must report the bug
+# tests/sanitize/planted.cu plants for it under the same filter.
+stage_sanitize() {
+    local dir=$OUT/sanitize status=0 own tool
+    [[ -n $SANITIZER && -x $SANITIZER ]] ||
+        skip "NVIDIA compute-sanitizer not found (on PATH or in CUDA's bin/; COMPUTE_SANITIZER=path): nothing checked"
+    need "$BUILD/tests/sanitize/planted"
+    need "$BUILD/tests/gpu/cuda_layers_check"
+    need "$BIN/train"
+    own=$(own_kernels)
+    [[ -n $own ]] || {
+        result "no __global__ function found in models/cuda: nothing to instrument"
+        return 1
+    }
+    local -a SANITIZER_FLAGS=(--kernel-name "regex=$own|planted_oob_kernel|planted_race_kernel"
+        --report-api-errors no --print-limit 20)
+    "$SANITIZER" --version 2>&1 | grep -m1 -i 'version' | sed 's/^/compute-sanitizer: /' >>"$dir/result.txt"
+    result "instrumented: $(tr '|' '\n' <<<"$own" | wc -l) kernels of models/cuda and the planted ones"
+    # the same steps as each other under every tool: one cuDNN search
+    local step=(--backend cuda --warmup 1 --iters 2 --env check-gpu --algo-cache "$dir/algos.csv")
+    for tool in memcheck racecheck synccheck; do
+        case $tool in
+        memcheck) planted memcheck planted_oob_kernel || status=1 ;;
+        racecheck) planted racecheck planted_race_kernel || status=1 ;;
+        *) result "$(printf '%-9s %-24s %s' "$tool" - "no planted bug (a barrier misused on purpose may hang a GPU)")" ;;
+        esac
+        sanitized "$tool" cuda_layers_check "$BUILD/tests/gpu/cuda_layers_check" || status=1
+        sanitized "$tool" "resnet18 fp32" "$BIN/train" "${step[@]}" --model resnet18 --res 64 \
+            --batch 4 --precision fp32 || status=1
+        sanitized "$tool" "mobilenet_v2 fp16 own dw" "$BIN/train" "${step[@]}" --model mobilenet_v2 \
+            --res 64 --batch 4 --precision fp16 --depthwise own || status=1
+        sanitized "$tool" "vgg16 bf16 own bias" "$BIN/train" "${step[@]}" --model vgg16 --res 32 \
+            --batch 2 --precision bf16 --conv-bias own || status=1
+    done
+    return $status
+}
+
 if [[ -n ${CHECK_GPU_STAGE:-} ]]; then
     STAGE=$CHECK_GPU_STAGE
     echo $$ >"$OUT/$STAGE/.session" # for kill_session, should the stage be cut short
@@ -512,6 +639,12 @@ fi
 NCU=${NCU-$(command -v ncu || ls "${CUDA_HOME:-/usr/local/cuda}"/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)}
 [[ -n $NCU ]] && PATH=$(dirname "$NCU"):$PATH
 export NCU PATH
+# NVIDIA's compute-sanitizer (the sanitize stage), on PATH or in the toolkit
+# shellcheck disable=SC2012 # fixed install paths
+SANITIZER=${COMPUTE_SANITIZER-$(command -v compute-sanitizer ||
+    ls "${CUDA_HOME:-/usr/local/cuda}"/bin/compute-sanitizer \
+        "${CUDA_HOME:-/usr/local/cuda}"/compute-sanitizer/compute-sanitizer 2>/dev/null | head -n 1)}
+export SANITIZER
 export OUT JOBS GPU_ARCH BUILD BIN PYTHON MODEL PREC BATCH PYTHONUNBUFFERED=1
 
 say() {

@@ -1,7 +1,8 @@
 /* scripts/check_gpu.sh (make check-gpu) on a machine without a GPU: the whole
  * flow over fakes of everything it calls (tests/fakes/check_gpu_fake.sh as
- * nvidia-smi, mpirun, ncu, make, python, the runner, bin/train, bin/peaks,
- * bin/allreduce and every tests/gpu program; bin/matrix is the real one over
+ * nvidia-smi, mpirun, ncu, compute-sanitizer, make, python, the runner, bin/train,
+ * bin/peaks, bin/allreduce, every tests/gpu program and tests/sanitize/planted;
+ * bin/matrix is the real one over
  * the real run_matrix.md), so that a broken line in any stage fails here and
  * not on the next GPU node: every stage's results reach the summary, a
  * failing stage does not stop the others, a failed build leaves them what was
@@ -21,14 +22,15 @@
 static char *fakes(void)
 {
     char *d = temp_dir();
-    cr_assert_eq(sh("cd '%s' && mkdir -p path bin build/tests/gpu && "
-                    "for n in nvidia-smi mpirun ncu; do ln -s '%s' path/$n || exit 1; done && "
+    cr_assert_eq(sh("cd '%s' && mkdir -p path bin build/tests/gpu build/tests/sanitize && "
+                    "for n in nvidia-smi mpirun ncu compute-sanitizer; do "
+                    "ln -s '%s' path/$n || exit 1; done && "
                     "for n in make python bench; do ln -s '%s' $n || exit 1; done && "
                     "for n in train peaks allreduce; do ln -s '%s' bin/$n || exit 1; done && "
-                    "ln -s '%s/matrix' bin/matrix && "
+                    "ln -s '%s/matrix' bin/matrix && ln -s '%s' build/tests/sanitize/planted && "
                     "for t in '%s'/tests/gpu/*.cu; do t=${t##*/}; ln -s '%s' build/tests/gpu/${t%%.cu} "
                     "|| exit 1; done",
-                    d, FAKE, FAKE, FAKE, ROOFLINE_BIN_DIR, ROOFLINE_SOURCE_DIR, FAKE),
+                    d, FAKE, FAKE, FAKE, ROOFLINE_BIN_DIR, FAKE, ROOFLINE_SOURCE_DIR, FAKE),
                  0);
     return d;
 }
@@ -37,7 +39,7 @@ static char *fakes(void)
  * status, its output (stdout and stderr) into d/stdout.txt. */
 static int check_gpu(const char *d, const char *env, const char *args)
 {
-    return sh("env -u NCU -u OUT PATH='%s/path':\"$PATH\" MAKE='%s/make' PYTHON='%s/python' "
+    return sh("env -u NCU -u OUT -u COMPUTE_SANITIZER PATH='%s/path':\"$PATH\" MAKE='%s/make' PYTHON='%s/python' "
               "BENCH='%s/bench' FAKE_LOG='%s/calls.log' %s bash '%s/scripts/check_gpu.sh' "
               "OUT='%s/out' BUILD='%s/build' BIN='%s/bin' %s >'%s/stdout.txt' 2>&1",
               d, d, d, d, d, env, ROOFLINE_SOURCE_DIR, d, d, d, args, d);
@@ -69,8 +71,8 @@ Test(check_gpu, every_stage_over_fakes)
 {
     char *d = fakes(), *out;
     const char *stages[] = {"build", "test", "peaks", "allreduce", "train", "torch", "ddp",
-                            "counters"};
-    char *summary = summary_of_passing(d, "STAGES=all", stages, 8, &out);
+                            "counters", "sanitize"};
+    char *summary = summary_of_passing(d, "STAGES=all", stages, 9, &out);
     /* each stage's results reached the summary */
     cr_expect(strstr(summary, "cuda_train_check   ok"), "%s", summary);
     cr_expect(strstr(summary, "device_check: ok (device 0: NVIDIA H100"), "%s", summary);
@@ -94,6 +96,13 @@ Test(check_gpu, every_stage_over_fakes)
     cr_expect(strstr(summary, "the traced step took 101.00 ms on the host, +1.0%"), "%s", summary);
     cr_expect(strstr(summary, "kernels in the step: suite 2, ncu 2"), "%s", summary);
     cr_expect(strstr(summary, "suite and ncu agree within 2%"), "%s", summary);
+    /* each tool shown its planted bug first, then the suite's programs */
+    cr_expect(strstr(summary, "memcheck  planted_oob_kernel       the planted bug reported, as it "
+                              "must be (1 error(s))"),
+              "%s", summary);
+    cr_expect(strstr(summary, "racecheck planted_race_kernel      the planted bug reported"), "%s",
+              summary);
+    cr_expect(strstr(summary, "synccheck vgg16 bf16 own bias      0 errors in"), "%s", summary);
     cr_expect(strstr(summary, "== exit 0: every stage run passed"), "%s", summary);
     cr_expect(strstr(out, "== check-gpu summary"), "the summary is printed last:\n%s", out);
     /* what was called: one rank under mpirun, ncu on step 2 only */
@@ -103,6 +112,14 @@ Test(check_gpu, every_stage_over_fakes)
     cr_expect(strstr(calls, "--ddp --out"), "%s", calls);
     cr_expect(strstr(calls, "ncu --profile-from-start off"), "%s", calls);
     cr_expect(strstr(calls, "sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32.sum"), "%s", calls);
+    /* only the suite's kernels instrumented: the __global__ functions of models/cuda */
+    cr_expect(strstr(calls, "compute-sanitizer --tool racecheck --kernel-name "
+                            "regex=activate_backward_kernel|") &&
+                  strstr(calls, "|sgd_kernel|") && strstr(calls, "|planted_race_kernel "),
+              "%s", calls);
+    cr_expect(strstr(calls, "--precision fp16 --depthwise own") &&
+                  strstr(calls, "--precision bf16 --conv-bias own"),
+              "%s", calls);
     free(calls);
     free(summary);
     free(out);
@@ -116,11 +133,11 @@ Test(check_gpu, the_default_validates_the_node)
     char *d = fakes(), *out;
     const char *run[] = {"build", "test", "train", "torch"};
     char *summary = summary_of_passing(d, "", run, 4, &out);
-    const char *left_out[] = {"peaks", "allreduce", "ddp", "counters"};
+    const char *left_out[] = {"peaks", "allreduce", "ddp", "counters", "sanitize"};
     for (size_t i = 0; i < sizeof left_out / sizeof *left_out; i++)
         cr_expect(!stage_is(summary, left_out[i], ""), "%s ran:\n%s", left_out[i], summary);
-    cr_expect(strstr(summary, "-- not asked: peaks allreduce ddp counters (STAGES=all runs every "
-                              "stage)"),
+    cr_expect(strstr(summary, "-- not asked: peaks allreduce ddp counters sanitize (STAGES=all "
+                              "runs every stage)"),
               "%s", summary);
     free(summary);
     free(out);
@@ -323,6 +340,43 @@ Test(check_gpu, torch_runs_once_and_a_failed_configuration_is_its_row)
     cr_expect_eq(count_of(calls, "pytorch_ref.py"), 1, "%s", calls);
     free(calls);
     free(log);
+    free(summary);
+    remove_temp_dir(d);
+}
+
+/* A hazard in one of the suite's kernels fails the stage with its report in
+ * the summary, the other programs still run; a tool that misses its planted
+ * bug makes its 0 errors worthless, and says so; without compute-sanitizer
+ * the stage is skipped. */
+Test(check_gpu, sanitize_reports_hazards_and_trusts_no_blind_tool)
+{
+    char *d = fakes();
+    cr_expect_eq(check_gpu(d, "FAKE_SANITIZER_FINDS='racecheck cuda_layers_check'",
+                           "STAGES=sanitize"),
+                 1);
+    char *summary = read_text(d, "out/summary.txt");
+    cr_expect(stage_is(summary, "sanitize", "FAILED (exit 1)"), "%s", summary);
+    cr_expect(strstr(summary, "racecheck cuda_layers_check        FAILED: 1 error(s) in"), "%s",
+              summary);
+    cr_expect(strstr(summary, "  Error: Race reported between Write access at bn_apply_kernel("),
+              "%s", summary);
+    cr_expect(strstr(summary, "memcheck  cuda_layers_check        0 errors in"), "%s", summary);
+    cr_expect(strstr(summary, "synccheck resnet18 fp32            0 errors in"), "%s", summary);
+    free(summary);
+
+    cr_expect_eq(check_gpu(d, "FAKE_SANITIZER_BLIND=memcheck", "STAGES=sanitize"), 1);
+    summary = read_text(d, "out/summary.txt");
+    cr_expect(strstr(summary, "memcheck  planted_oob_kernel       the planted bug NOT reported "
+                              "(0 errors): this tool's 0 errors below prove nothing"),
+              "%s", summary);
+    cr_expect(strstr(summary, "racecheck planted_race_kernel      the planted bug reported"), "%s",
+              summary);
+    free(summary);
+
+    cr_expect_eq(check_gpu(d, "COMPUTE_SANITIZER=", "STAGES=sanitize"), 0);
+    summary = read_text(d, "out/summary.txt");
+    cr_expect(stage_is(summary, "sanitize", "skipped"), "%s", summary);
+    cr_expect(strstr(summary, "compute-sanitizer not found"), "%s", summary);
     free(summary);
     remove_temp_dir(d);
 }

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Every outside program scripts/check_gpu.sh calls, faked for
 # tests/test_check_gpu.c, which links this file under each name: nvidia-smi,
-# mpirun, ncu, make, python, the runner (BENCH), bin/train, bin/peaks,
-# bin/allreduce and the tests/gpu programs. What each does is the least that
+# mpirun, ncu, compute-sanitizer, make, python, the runner (BENCH), bin/train,
+# bin/peaks, bin/allreduce, the tests/gpu programs and tests/sanitize/planted. What each does is the least that
 # lets the script's stages read their results: the rows and lines the real
 # programs write. Calls are logged to $FAKE_LOG. Knobs: FAKE_NO_GPU,
 # FAKE_NO_TORCH, FAKE_COUNTERS_DENIED (bin/train's metric pass refused), FAKE_FAIL=<name>
 # (that program fails), FAKE_TORCH_FAIL='<model> <precision>' (pytorch_ref.py fails that
-# configuration and goes on), FAKE_SLOW=<name>
-# (sleeps FAKE_SLEEP seconds first).
+# configuration and goes on), FAKE_SANITIZER_FINDS='<tool> <program>' (compute-sanitizer
+# reports a hazard in one of the suite's kernels there), FAKE_SANITIZER_BLIND=<tool> (it
+# misses the planted bug), FAKE_SLOW=<name> (sleeps FAKE_SLEEP seconds first).
 set -u
 name=${0##*/}
 echo "$name $*" >>"${FAKE_LOG:-/dev/null}"
@@ -52,6 +53,37 @@ mpirun)
     [[ $1 == -np && $2 == 1 ]] || exit 7
     shift 2
     exec "$@"
+    ;;
+compute-sanitizer) # --option value ... PROGRAM ARGS: the program, and the tool's reports
+    tool=memcheck
+    while [[ ${1:-} == --* ]]; do
+        [[ $1 == --version ]] && {
+            echo "NVIDIA (R) Compute Sanitizer"
+            echo "Version 2025.3.1.0 (fake)"
+            exit 0
+        }
+        [[ $1 == --tool ]] && tool=$2
+        shift 2
+    done
+    echo "========= COMPUTE-SANITIZER"
+    "$@"
+    rc=$? errors=0 program=${1##*/}
+    report() { # KERNEL
+        echo "========= Error: Race reported between Write access at $1(int *)+0x90"
+        echo "=========     and Read access at $1(int *)+0xa0 [64 hazards]"
+        errors=$((errors + 1))
+    }
+    if [[ $program == planted && ${FAKE_SANITIZER_BLIND:-} != "$tool" ]]; then
+        [[ $tool == memcheck ]] && report planted_oob_kernel
+        [[ $tool == racecheck ]] && report planted_race_kernel
+    fi
+    [[ ${FAKE_SANITIZER_FINDS:-} == "$tool $program" ]] && report bn_apply_kernel
+    if [[ $tool == racecheck ]]; then # its own summary line
+        echo "========= RACECHECK SUMMARY: $errors hazards displayed ($errors errors, 0 warnings)"
+    else
+        echo "========= ERROR SUMMARY: $errors error$( ((errors == 1)) || echo s)"
+    fi
+    exit $rc
     ;;
 make)
     [[ " $* " == *" info "* ]] && echo "  gnuplot        missing  -> no figures"
