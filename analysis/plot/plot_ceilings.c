@@ -85,7 +85,8 @@ void plot_write_ceilings(FILE *f, const roof_lines *roofs, const char *main_comp
         char own[96], value[FMT_LEN], joined[256];
         fmt_gbs(value, m->value);
         snprintf(own, sizeof own, "%s %.*s", m->label, (int)strcspn(value, " "), value);
-        snprintf(joined, sizeof joined, "%s%s%s", own, label[0] ? ", " : "", label);
+        /* the levels joined so far kept to what fits beside this one's name */
+        snprintf(joined, sizeof joined, "%s%s%.150s", own, label[0] ? ", " : "", label);
         snprintf(label, sizeof label, "%s", joined);
         bool next_close = i + 1 < roofs->n_memory && roofs->memory[i + 1].value < 1.35 * m->value;
         char shown[300] = "";
