@@ -47,7 +47,8 @@
 #                    racecheck and synccheck: the layer check and three small steps
 #                    (ResNet-18 fp32, MobileNetV2 fp16, VGG-16 bf16), each tool first
 #                    made to report the bug tests/sanitize/planted.cu plants for it
-#                    (skipped where compute-sanitizer is missing)
+#                    under the same kernel filter (skipped where compute-sanitizer is
+#                    missing)
 #
 # Three calls of the device tool's `run` (timeout_s 600, no carry: each call
 # builds, about 30 s, nothing when the machine is still warm from the call
@@ -55,10 +56,11 @@
 #   bash scripts/check_gpu.sh STAGES=build,test,peaks,allreduce DEADLINE=510 OUT=runs/check-gpu/1 TAR=$OUT/check-gpu-1.tgz
 #   bash scripts/check_gpu.sh STAGES=build,train,torch DEADLINE=570 OUT=runs/check-gpu/2 TAR=$OUT/check-gpu-2.tgz
 #   bash scripts/check_gpu.sh STAGES=build,ddp,counters DEADLINE=480 OUT=runs/check-gpu/3 TAR=$OUT/check-gpu-3.tgz
-# and, in a later session or when a GPU check fails that passes on the host emulator:
-#   bash scripts/check_gpu.sh STAGES=build,sanitize DEADLINE=570 OUT=runs/check-gpu/4 TAR=$OUT/check-gpu-4.tgz
 # (about 400, 445 and 420 s estimated; the deadlines leave the 30 minutes of
-# device time a machine start and the transfers). DEADLINE=s: no stage starts with less
+# device time a machine start and the transfers). A fourth call, for a later
+# session or after a GPU check that fails where the host emulator passes:
+#   bash scripts/check_gpu.sh STAGES=build,sanitize DEADLINE=570 OUT=runs/check-gpu/4 TAR=$OUT/check-gpu-4.tgz
+# DEADLINE=s: no stage starts with less
 # than 30 s left (30 s more are kept for the end); each runs under `timeout`
 # with what is left (a stage cut short reads "timed out", one never started
 # "not run"), so the summary and the archive always come before the caller's
@@ -72,9 +74,9 @@
 # mpirun, torch and ncu where present): without oneDNN, Criterion or gnuplot
 # it says what is skipped and goes on. Exit status: 0 every stage run passed
 # (or was skipped for a missing optional tool), 1 one failed, timed out or was
-# not started, 2 a bad argument or no GPU. MAKE, PYTHON, BENCH (the runner) and
-# NCU may be set in the environment (tests/test_check_gpu.c runs the whole flow
-# with fakes of them and of nvidia-smi, mpirun and the programs).
+# not started, 2 a bad argument or no GPU. MAKE, PYTHON, BENCH (the runner), NCU
+# and COMPUTE_SANITIZER may be set in the environment (tests/test_check_gpu.c runs
+# the whole flow with fakes of them and of nvidia-smi, mpirun and the programs).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 SELF=scripts/check_gpu.sh
@@ -464,18 +466,23 @@ own_kernels() {
     done | sed -E 's/[[:space:]]*\($//; s/.*[[:space:]]//' | sort -u | paste -sd '|'
 }
 
-# PROGRAM under compute-sanitizer's TOOL with the stage's flags, output to LOG:
-# prints the errors its summary line counts (ERROR SUMMARY; racecheck's RACECHECK
-# SUMMARY: its hazards of error severity), nothing where the tool did not
-# finish; the exit status is the program's.
-under_tool() { # TOOL LOG PROGRAM ARGS...
-    local tool=$1 log=$2 rc
-    shift 2
-    timeout -k 10 "$TEST_LIMIT" "$SANITIZER" --tool "$tool" "${SANITIZER_FLAGS[@]}" "$@" >"$log" 2>&1
+# PROGRAM under compute-sanitizer's TOOL with the stage's flags, within LIMIT s:
+# the program's output to NAME.log, the tool's reports to NAME.sanitizer.log (so
+# that the program's buffered output cannot split a report); prints the errors
+# the tool's summary line counts (ERROR SUMMARY; racecheck's RACECHECK SUMMARY:
+# its hazards of error severity), nothing where the tool did not finish; the
+# exit status is the program's.
+under_tool() { # TOOL LIMIT NAME PROGRAM ARGS...
+    local tool=$1 limit=$2 log=$3.log reports=$3.sanitizer.log rc
+    shift 3
+    timeout -k 10 "$limit" "$SANITIZER" --tool "$tool" "${SANITIZER_FLAGS[@]}" --log-file "$reports" \
+        "$@" >"$log" 2>&1
     rc=$?
-    ((rc == 124 || rc == 137)) && echo "check-gpu: stopped after TEST_LIMIT=$TEST_LIMIT s" >>"$log"
-    sed -n -e 's/^========= ERROR SUMMARY: \([0-9][0-9]*\) error.*/\1/p' \
-        -e 's/^========= RACECHECK SUMMARY: .*(\([0-9][0-9]*\) error.*/\1/p' "$log" | tail -n 1
+    ((rc == 124 || rc == 137)) && echo "check-gpu: stopped after $limit s" >>"$log"
+    # past --print-limit a second ERROR SUMMARY line counts the reports not printed
+    sed -n -e '/not printed/d' -e 's/^========= ERROR SUMMARY: \([0-9][0-9]*\) error.*/\1/p' \
+        -e 's/^========= RACECHECK SUMMARY: .*(\([0-9][0-9]*\) error.*/\1/p' "$reports" 2>/dev/null |
+        tail -n 1
     return $rc
 }
 
@@ -486,18 +493,19 @@ first_reports() { # LOG
         head -n 6 | sed 's/^=========/ /'
 }
 
-# TOOL must report the bug tests/sanitize/planted.cu plants for it in KERNEL.
+# TOOL must report the bug tests/sanitize/planted.cu plants for it in KERNEL
+# (within a minute: synccheck's bug is undefined behaviour on the GPU).
 planted() { # TOOL KERNEL
-    local log=$OUT/sanitize/$1-planted.log errors
-    errors=$(under_tool "$1" "$log" "$BUILD/tests/sanitize/planted" "$1")
-    if [[ -n $errors ]] && ((errors > 0)) && grep -q "$2" "$log"; then
+    local name=$OUT/sanitize/$1-planted errors
+    errors=$(under_tool "$1" 60 "$name" "$BUILD/tests/sanitize/planted" "$1")
+    if [[ -n $errors ]] && ((errors > 0)) && grep -q "$2" "$name.sanitizer.log"; then
         result "$(printf '%-9s %-24s the planted bug reported, as it must be (%d error(s))' "$1" "$2" \
             "$errors")"
         return 0
     fi
     result "$(printf '%-9s %-24s the planted bug NOT reported (%s): %s' "$1" "$2" \
         "${errors:-no summary line}${errors:+ errors}" "this tool's 0 errors below prove nothing")"
-    first_reports "$log" >>"$OUT/sanitize/result.txt"
+    first_reports "$name.sanitizer.log" >>"$OUT/sanitize/result.txt"
     return 1
 }
 
@@ -505,8 +513,8 @@ planted() { # TOOL KERNEL
 sanitized() { # TOOL LABEL PROGRAM ARGS...
     local tool=$1 label=$2 t0=$SECONDS errors rc what warnings
     shift 2
-    local log=$OUT/sanitize/$tool-${label// /-}.log
-    errors=$(under_tool "$tool" "$log" "$@")
+    local name=$OUT/sanitize/$tool-${label// /-}
+    errors=$(under_tool "$tool" "$TEST_LIMIT" "$name" "$@")
     rc=$?
     if [[ -z $errors ]]; then
         what="FAILED: no summary line (the tool did not finish: exit $rc)"
@@ -518,11 +526,12 @@ sanitized() { # TOOL LABEL PROGRAM ARGS...
         what="0 errors"
     fi
     # racecheck's warnings: hazards it judges possibly benign (shown, not failed)
-    warnings=$(sed -n 's/^========= RACECHECK SUMMARY: .*, \([1-9][0-9]*\) warning.*/\1/p' "$log")
+    warnings=$(sed -n 's/^========= RACECHECK SUMMARY: .*, \([1-9][0-9]*\) warning.*/\1/p' \
+        "$name.sanitizer.log" 2>/dev/null)
     result "$(printf '%-9s %-24s %s in %d s%s' "$tool" "$label" "$what" $((SECONDS - t0)) \
-        "${warnings:+ ($warnings racecheck warning(s): see $log)}")"
+        "${warnings:+ ($warnings racecheck warning(s): see $name.sanitizer.log)}")"
     [[ $what == "0 errors" ]] && return 0
-    first_reports "$log" >>"$OUT/sanitize/result.txt"
+    first_reports "$name.sanitizer.log" >>"$OUT/sanitize/result.txt"
     return 1
 }
 
@@ -536,9 +545,11 @@ sanitized() { # TOOL LABEL PROGRAM ARGS...
 # batch norm + ReLU and add + ReLU, max pool, loss, SGD), MobileNetV2 fp16 with
 # the own depthwise kernels (NHWC kernels, ReLU6, dropout, the loss scale) and
 # VGG-16 bf16 with the own bias + ReLU. Only the suite's kernels are instrumented
-# (--kernel-name): cuDNN's and cuBLAS's run at full speed, and their hazards are
-# not the suite's. Before the tool's "0 errors" counts, it must report the bug
-# tests/sanitize/planted.cu plants for it under the same filter.
+# (--kernel-name; a name counts where no letter or '_' comes before it, so that
+# a vendor's bias_add_kernel is not taken for add_kernel): cuDNN's and
+# cuBLAS's run at full speed, and their hazards are not the suite's. Before a
+# tool's "0 errors" counts, it must report the bug tests/sanitize/planted.cu
+# plants for it under the same filter.
 stage_sanitize() {
     local dir=$OUT/sanitize status=0 own tool
     [[ -n $SANITIZER && -x $SANITIZER ]] ||
@@ -551,18 +562,17 @@ stage_sanitize() {
         result "no __global__ function found in models/cuda: nothing to instrument"
         return 1
     }
-    local -a SANITIZER_FLAGS=(--kernel-name "regex=$own|planted_oob_kernel|planted_race_kernel"
+    local -a SANITIZER_FLAGS=(
+        --kernel-name "regex=(^|[^A-Za-z_])($own|planted_oob_kernel|planted_race_kernel|planted_sync_kernel)"
         --report-api-errors no --print-limit 20)
     "$SANITIZER" --version 2>&1 | grep -m1 -i 'version' | sed 's/^/compute-sanitizer: /' >>"$dir/result.txt"
     result "instrumented: $(tr '|' '\n' <<<"$own" | wc -l) kernels of models/cuda and the planted ones"
     # the same steps as each other under every tool: one cuDNN search
     local step=(--backend cuda --warmup 1 --iters 2 --env check-gpu --algo-cache "$dir/algos.csv")
+    local -A planted_in=([memcheck]=planted_oob_kernel [racecheck]=planted_race_kernel
+        [synccheck]=planted_sync_kernel)
     for tool in memcheck racecheck synccheck; do
-        case $tool in
-        memcheck) planted memcheck planted_oob_kernel || status=1 ;;
-        racecheck) planted racecheck planted_race_kernel || status=1 ;;
-        *) result "$(printf '%-9s %-24s %s' "$tool" - "no planted bug (a barrier misused on purpose may hang a GPU)")" ;;
-        esac
+        planted "$tool" "${planted_in[$tool]}" || status=1
         sanitized "$tool" cuda_layers_check "$BUILD/tests/gpu/cuda_layers_check" || status=1
         sanitized "$tool" "resnet18 fp32" "$BIN/train" "${step[@]}" --model resnet18 --res 64 \
             --batch 4 --precision fp32 || status=1

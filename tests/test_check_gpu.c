@@ -102,6 +102,8 @@ Test(check_gpu, every_stage_over_fakes)
               "%s", summary);
     cr_expect(strstr(summary, "racecheck planted_race_kernel      the planted bug reported"), "%s",
               summary);
+    cr_expect(strstr(summary, "synccheck planted_sync_kernel      the planted bug reported"), "%s",
+              summary);
     cr_expect(strstr(summary, "synccheck vgg16 bf16 own bias      0 errors in"), "%s", summary);
     cr_expect(strstr(summary, "== exit 0: every stage run passed"), "%s", summary);
     cr_expect(strstr(out, "== check-gpu summary"), "the summary is printed last:\n%s", out);
@@ -114,8 +116,8 @@ Test(check_gpu, every_stage_over_fakes)
     cr_expect(strstr(calls, "sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32.sum"), "%s", calls);
     /* only the suite's kernels instrumented: the __global__ functions of models/cuda */
     cr_expect(strstr(calls, "compute-sanitizer --tool racecheck --kernel-name "
-                            "regex=activate_backward_kernel|") &&
-                  strstr(calls, "|sgd_kernel|") && strstr(calls, "|planted_race_kernel "),
+                            "regex=(^|[^A-Za-z_])(activate_backward_kernel|") &&
+                  strstr(calls, "|sgd_kernel|") && strstr(calls, "|planted_sync_kernel) "),
               "%s", calls);
     cr_expect(strstr(calls, "--precision fp16 --depthwise own") &&
                   strstr(calls, "--precision bf16 --conv-bias own"),

@@ -54,8 +54,8 @@ mpirun)
     shift 2
     exec "$@"
     ;;
-compute-sanitizer) # --option value ... PROGRAM ARGS: the program, and the tool's reports
-    tool=memcheck
+compute-sanitizer) # --option value ... PROGRAM ARGS: the program, the tool's reports
+    tool=memcheck reports=/dev/stdout
     while [[ ${1:-} == --* ]]; do
         [[ $1 == --version ]] && {
             echo "NVIDIA (R) Compute Sanitizer"
@@ -63,26 +63,31 @@ compute-sanitizer) # --option value ... PROGRAM ARGS: the program, and the tool'
             exit 0
         }
         [[ $1 == --tool ]] && tool=$2
+        [[ $1 == --log-file ]] && reports=$2
         shift 2
     done
-    echo "========= COMPUTE-SANITIZER"
+    echo "========= COMPUTE-SANITIZER" >>"$reports"
     "$@"
     rc=$? errors=0 program=${1##*/}
     report() { # KERNEL
         echo "========= Error: Race reported between Write access at $1(int *)+0x90"
         echo "=========     and Read access at $1(int *)+0xa0 [64 hazards]"
         errors=$((errors + 1))
-    }
+    } >>"$reports"
     if [[ $program == planted && ${FAKE_SANITIZER_BLIND:-} != "$tool" ]]; then
-        [[ $tool == memcheck ]] && report planted_oob_kernel
-        [[ $tool == racecheck ]] && report planted_race_kernel
+        case $tool in
+        memcheck) report planted_oob_kernel ;;
+        racecheck) report planted_race_kernel ;;
+        synccheck) report planted_sync_kernel ;;
+        esac
     fi
     [[ ${FAKE_SANITIZER_FINDS:-} == "$tool $program" ]] && report bn_apply_kernel
     if [[ $tool == racecheck ]]; then # its own summary line
         echo "========= RACECHECK SUMMARY: $errors hazards displayed ($errors errors, 0 warnings)"
     else
         echo "========= ERROR SUMMARY: $errors error$( ((errors == 1)) || echo s)"
-    fi
+        ((errors > 0)) && echo "========= ERROR SUMMARY: 7 errors were not printed"
+    fi >>"$reports"
     exit $rc
     ;;
 make)
@@ -200,6 +205,10 @@ allreduce)
         echo "fake,H100,allreduce,1342.1773,GB/s,nccl_allreduce,,1,x"
         echo "fake,H100,allreduce_latency,5.000,us,nccl_allreduce,,1,x"
     } >"$peaks"
+    ;;
+planted) # what the real one prints: the kernel it ran (not a report of the tool's)
+    declare -A kernel_of=([memcheck]=oob [racecheck]=race [synccheck]=sync)
+    echo "planted_${kernel_of[${1:-}]:-x}_kernel: launch no error, run no error"
     ;;
 device_check)
     echo "device 0: NVIDIA H100 80GB HBM3, 132 SMs, 79.1 GiB, compute 9.0"

@@ -8,6 +8,9 @@
  *   planted memcheck    one write one element past the end of a buffer
  *   planted racecheck   two warps writing and reading one shared word with no
  *                       barrier between
+ *   planted synccheck   a __syncwarp whose mask leaves out the calling lane
+ *                       (synccheck's "invalid arguments"; undefined outside
+ *                       the tool, where the stage gives it a short limit)
  *
  * Not a test of the suite: make test-gpu does not run it, and outside the
  * sanitizer the out-of-bounds write lands in the allocation's rounding. */
@@ -31,27 +34,42 @@ __global__ void planted_race_kernel(int *out)
     out[threadIdx.x] = word;
 }
 
+/* lane 1 never calls __syncwarp and exits: nothing waits on it */
+__global__ void planted_sync_kernel(int *out)
+{
+    unsigned lane = threadIdx.x % 32;
+    if (lane == 0)
+        __syncwarp(0x2u); /* the bug: lane 0 is not in its own mask */
+    out[threadIdx.x] = (int)lane;
+}
+
 int main(int argc, char **argv)
 {
-    bool memcheck = argc == 2 && strcmp(argv[1], "memcheck") == 0;
-    bool racecheck = argc == 2 && strcmp(argv[1], "racecheck") == 0;
-    if (!memcheck && !racecheck) {
-        fprintf(stderr, "usage: planted memcheck|racecheck (under compute-sanitizer's tool of "
-                        "that name: check-gpu's sanitize stage)\n");
+    const char *tools[] = {"memcheck", "racecheck", "synccheck"};
+    const char *kernels[] = {"planted_oob_kernel", "planted_race_kernel", "planted_sync_kernel"};
+    int tool = -1;
+    for (int i = 0; i < 3 && argc == 2; i++)
+        if (strcmp(argv[1], tools[i]) == 0)
+            tool = i;
+    if (tool < 0) {
+        fprintf(stderr, "usage: planted memcheck|racecheck|synccheck (under compute-sanitizer's "
+                        "tool of that name: check-gpu's sanitize stage)\n");
         return 2;
     }
     const int n = 1000;
     int *buffer;
     CUDA_CHECK(cudaMalloc(&buffer, n * sizeof(int)));
-    if (memcheck)
+    if (tool == 0)
         planted_oob_kernel<<<(n + 1 + 255) / 256, 256>>>(buffer, n);
-    else
+    else if (tool == 1)
         planted_race_kernel<<<1, 64>>>(buffer);
+    else
+        planted_sync_kernel<<<1, 32>>>(buffer);
     /* not checked: the sanitizer may end the kernel it reports */
     cudaError_t launched = cudaGetLastError();
     cudaError_t ran = cudaDeviceSynchronize();
-    printf("planted_%s_kernel: launch %s, run %s\n", memcheck ? "oob" : "race",
-           cudaGetErrorString(launched), cudaGetErrorString(ran));
+    printf("%s: launch %s, run %s\n", kernels[tool], cudaGetErrorString(launched),
+           cudaGetErrorString(ran));
     cudaFree(buffer);
     return 0;
 }
