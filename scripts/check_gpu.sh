@@ -486,11 +486,18 @@ under_tool() { # TOOL LIMIT NAME PROGRAM ARGS...
     return $rc
 }
 
-# The first lines of LOG's reports (what, where: the kernel), for the summary.
-first_reports() { # LOG
-    grep -E '^========= ' "$1" | grep -vE '^========= (COMPUTE-SANITIZER|[A-Z]+ SUMMARY|Process ID)' |
-        grep -vE '^=========[[:space:]]+(Saved host|Host Frame|by thread|Address|Device Frame|$)' |
-        head -n 6 | sed 's/^=========/ /'
+# The first lines of NAME's reports (what, where: the kernel), for the summary;
+# where the tool wrote none (it did not start: a refused option, a device it
+# cannot attach to), the last lines of the output, which say why.
+first_reports() { # NAME
+    if [[ -s $1.sanitizer.log ]]; then
+        grep -E '^========= ' "$1.sanitizer.log" |
+            grep -vE '^========= (COMPUTE-SANITIZER|[A-Z]+ SUMMARY|Process ID)' |
+            grep -vE '^=========[[:space:]]+(Saved host|Host Frame|by thread|Address|Device Frame|$)' |
+            head -n 6 | sed 's/^=========/ /'
+    else
+        tail -n 3 "$1.log" | sed 's/^/  /'
+    fi
 }
 
 # TOOL must report the bug tests/sanitize/planted.cu plants for it in KERNEL
@@ -505,7 +512,7 @@ planted() { # TOOL KERNEL
     fi
     result "$(printf '%-9s %-24s the planted bug NOT reported (%s): %s' "$1" "$2" \
         "${errors:-no summary line}${errors:+ errors}" "this tool's 0 errors below prove nothing")"
-    first_reports "$name.sanitizer.log" >>"$OUT/sanitize/result.txt"
+    first_reports "$name" >>"$OUT/sanitize/result.txt"
     return 1
 }
 
@@ -531,7 +538,7 @@ sanitized() { # TOOL LABEL PROGRAM ARGS...
     result "$(printf '%-9s %-24s %s in %d s%s' "$tool" "$label" "$what" $((SECONDS - t0)) \
         "${warnings:+ ($warnings racecheck warning(s): see $name.sanitizer.log)}")"
     [[ $what == "0 errors" ]] && return 0
-    first_reports "$name.sanitizer.log" >>"$OUT/sanitize/result.txt"
+    first_reports "$name" >>"$OUT/sanitize/result.txt"
     return 1
 }
 

@@ -375,6 +375,19 @@ Test(check_gpu, sanitize_reports_hazards_and_trusts_no_blind_tool)
               summary);
     free(summary);
 
+    /* a tool that does not start: its own line says why */
+    cr_expect_eq(check_gpu(d, "FAKE_SANITIZER_REFUSES=1", "STAGES=sanitize"), 1);
+    summary = read_text(d, "out/summary.txt");
+    cr_expect(strstr(summary, "memcheck  planted_oob_kernel       the planted bug NOT reported "
+                              "(no summary line)"),
+              "%s", summary);
+    cr_expect(strstr(summary, "memcheck  cuda_layers_check        FAILED: no summary line (the "
+                              "tool did not finish: exit 1)"),
+              "%s", summary);
+    cr_expect(strstr(summary, "  ========= Error: invalid value for option --kernel-name"), "%s",
+              summary);
+    free(summary);
+
     cr_expect_eq(check_gpu(d, "COMPUTE_SANITIZER=", "STAGES=sanitize"), 0);
     summary = read_text(d, "out/summary.txt");
     cr_expect(stage_is(summary, "sanitize", "skipped"), "%s", summary);

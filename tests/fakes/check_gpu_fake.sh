@@ -9,7 +9,8 @@
 # (that program fails), FAKE_TORCH_FAIL='<model> <precision>' (pytorch_ref.py fails that
 # configuration and goes on), FAKE_SANITIZER_FINDS='<tool> <program>' (compute-sanitizer
 # reports a hazard in one of the suite's kernels there), FAKE_SANITIZER_BLIND=<tool> (it
-# misses the planted bug), FAKE_SLOW=<name> (sleeps FAKE_SLEEP seconds first).
+# misses the planted bug), FAKE_SANITIZER_REFUSES (it refuses the kernel filter),
+# FAKE_SLOW=<name> (sleeps FAKE_SLEEP seconds first).
 set -u
 name=${0##*/}
 echo "$name $*" >>"${FAKE_LOG:-/dev/null}"
@@ -63,6 +64,10 @@ compute-sanitizer) # --option value ... PROGRAM ARGS: the program, the tool's re
             exit 0
         }
         [[ $1 == --tool ]] && tool=$2
+        [[ $1 == --kernel-name && -n ${FAKE_SANITIZER_REFUSES:-} ]] && {
+            echo "========= Error: invalid value for option --kernel-name" >&2
+            exit 1
+        }
         [[ $1 == --log-file ]] && reports=$2
         shift 2
     done
