@@ -348,8 +348,9 @@ Test(check_gpu, torch_runs_once_and_a_failed_configuration_is_its_row)
 
 /* A hazard in one of the suite's kernels fails the stage with its report in
  * the summary, the other programs still run; a tool that misses its planted
- * bug makes its 0 errors worthless, and says so; without compute-sanitizer
- * the stage is skipped. */
+ * bug makes its 0 errors worthless, and says so; one that does not start says
+ * why; without compute-sanitizer, or with a GPU it cannot attach to, the
+ * stage is skipped. */
 Test(check_gpu, sanitize_reports_hazards_and_trusts_no_blind_tool)
 {
     char *d = fakes();
@@ -386,6 +387,15 @@ Test(check_gpu, sanitize_reports_hazards_and_trusts_no_blind_tool)
               "%s", summary);
     cr_expect(strstr(summary, "  ========= Error: invalid value for option --kernel-name"), "%s",
               summary);
+    free(summary);
+
+    /* a GPU the tool cannot attach to (gVisor's): a skip with the tool's line */
+    cr_expect_eq(check_gpu(d, "FAKE_SANITIZER_NO_DEVICE=1", "STAGES=sanitize"), 0);
+    summary = read_text(d, "out/summary.txt");
+    cr_expect(stage_is(summary, "sanitize", "skipped"), "%s", summary);
+    cr_expect(strstr(summary, "skipped: compute-sanitizer cannot check this GPU here (========= "
+                              "Error: Device not supported)"),
+              "%s", summary);
     free(summary);
 
     cr_expect_eq(check_gpu(d, "COMPUTE_SANITIZER=", "STAGES=sanitize"), 0);

@@ -10,6 +10,7 @@
 # configuration and goes on), FAKE_SANITIZER_FINDS='<tool> <program>' (compute-sanitizer
 # reports a hazard in one of the suite's kernels there), FAKE_SANITIZER_BLIND=<tool> (it
 # misses the planted bug), FAKE_SANITIZER_REFUSES (it refuses the kernel filter),
+# FAKE_SANITIZER_NO_DEVICE (it cannot attach to the GPU, as under gVisor),
 # FAKE_SLOW=<name> (sleeps FAKE_SLEEP seconds first).
 set -u
 name=${0##*/}
@@ -72,6 +73,10 @@ compute-sanitizer) # --option value ... PROGRAM ARGS: the program, the tool's re
         shift 2
     done
     echo "========= COMPUTE-SANITIZER" >>"$reports"
+    [[ -n ${FAKE_SANITIZER_NO_DEVICE:-} ]] && {
+        echo "========= Error: Device not supported" >>"$reports"
+        exit 1
+    }
     "$@"
     rc=$? errors=0 program=${1##*/}
     report() { # KERNEL
