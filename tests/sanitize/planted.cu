@@ -9,8 +9,8 @@
  *   planted racecheck   two warps writing and reading one shared word with no
  *                       barrier between
  *   planted synccheck   a __syncwarp whose mask leaves out the calling lane
- *                       (synccheck's "invalid arguments"; undefined outside
- *                       the tool, where the stage gives it a short limit)
+ *                       (synccheck's "invalid arguments"; undefined behaviour
+ *                       on the GPU, so the stage gives it a minute)
  *
  * Not a test of the suite: make test-gpu does not run it, and outside the
  * sanitizer the out-of-bounds write lands in the allocation's rounding. */
