@@ -569,16 +569,21 @@ stage_sanitize() {
         result "no __global__ function found in models/cuda: nothing to instrument"
         return 1
     }
+    # the tools in the order they run, each with the kernel its planted bug is in
+    local tools=(memcheck racecheck synccheck) planted_kernels=''
+    local -A planted_in=([memcheck]=planted_oob_kernel [racecheck]=planted_race_kernel
+        [synccheck]=planted_sync_kernel)
+    for tool in "${tools[@]}"; do
+        planted_kernels+="|${planted_in[$tool]}"
+    done
     local -a SANITIZER_FLAGS=(
-        --kernel-name "regex=(^|[^A-Za-z_])($own|planted_oob_kernel|planted_race_kernel|planted_sync_kernel)"
+        --kernel-name "regex=(^|[^A-Za-z_])($own$planted_kernels)"
         --report-api-errors no --print-limit 20)
     "$SANITIZER" --version 2>&1 | grep -m1 -i 'version' | sed 's/^/compute-sanitizer: /' >>"$dir/result.txt"
     result "instrumented: $(tr '|' '\n' <<<"$own" | wc -l) kernels of models/cuda and the planted ones"
     # the same steps as each other under every tool: one cuDNN search
     local step=(--backend cuda --warmup 1 --iters 2 --env check-gpu --algo-cache "$dir/algos.csv")
-    local -A planted_in=([memcheck]=planted_oob_kernel [racecheck]=planted_race_kernel
-        [synccheck]=planted_sync_kernel)
-    for tool in memcheck racecheck synccheck; do
+    for tool in "${tools[@]}"; do
         if ! planted "$tool" "${planted_in[$tool]}"; then
             status=1
             # a device the tool refuses (seen under gVisor): nothing here to check
