@@ -13,7 +13,7 @@
 # build,test,train,torch, validates a node (issue 11: the tests, the gpu-quick
 # row, PyTorch beside it); STAGES=all adds peaks, allreduce, ddp and counters,
 # the GPU proofs of issues 13, 15 and 14, and sanitize (the suite's kernels
-# under compute-sanitizer). The default's estimate (715 s) is
+# under compute-sanitizer). The default's estimate (725 s) is
 # over the device tool's 10 minutes a command: there, give DEADLINE=570 (or
 # run it in the calls below).
 # Device time estimated from the work each does on one H100 with 16 cores
@@ -33,10 +33,12 @@
 #                    configurations x (1 repeat + 1 trace pass), each process searching
 #                    its cuDNN algorithms; quick peaks; the report; per configuration
 #                    the traced step's four largest layer type x phase groups
-#   torch      115 s scripts/pytorch_ref.py on the same 8 configurations, in one process
+#   torch      125 s scripts/pytorch_ref.py on the same 8 configurations, in one process
 #                    (one import of torch and one CUDA context, a cudnn.benchmark search
 #                    each); the table: ours and PyTorch's images/s and peak memory (ours
-#                    from this OUT's train stage)
+#                    from this OUT's train stage); then one step of each under PyTorch's
+#                    profiler (--profile, some 10 s in all), its kernel time by layer
+#                    group beside our traced step's: where ours is behind
 #   ddp         60 s resnet50 bf16 batch 64: one NCCL rank (mpirun -np 1 bin/train --ddp)
 #                    and the plain step; the losses of the timed steps compared
 #   counters   330 s resnet50 bf16 batch 64 --trace --counters cupti: kernels per step,
@@ -56,7 +58,7 @@
 #   bash scripts/check_gpu.sh STAGES=build,test,peaks,allreduce DEADLINE=510 OUT=runs/check-gpu/1 TAR=$OUT/check-gpu-1.tgz
 #   bash scripts/check_gpu.sh STAGES=build,train,torch DEADLINE=570 OUT=runs/check-gpu/2 TAR=$OUT/check-gpu-2.tgz
 #   bash scripts/check_gpu.sh STAGES=build,ddp,counters DEADLINE=480 OUT=runs/check-gpu/3 TAR=$OUT/check-gpu-3.tgz
-# (about 400, 445 and 420 s estimated; the deadlines leave the 30 minutes of
+# (about 400, 455 and 420 s estimated; the deadlines leave the 30 minutes of
 # device time a machine start and the transfers). A fourth call, for a later
 # session or after a GPU check that fails where the host emulator passes:
 #   bash scripts/check_gpu.sh STAGES=build,sanitize DEADLINE=570 OUT=runs/check-gpu/4 TAR=$OUT/check-gpu-4.tgz
@@ -83,7 +85,7 @@ SELF=scripts/check_gpu.sh
 
 ALL_STAGES=(build test peaks allreduce train torch ddp counters sanitize)
 DEFAULT_STAGES=(build test train torch)
-declare -A ESTIMATE=([build]=30 [test]=270 [peaks]=60 [allreduce]=40 [train]=300 [torch]=115
+declare -A ESTIMATE=([build]=30 [test]=270 [peaks]=60 [allreduce]=40 [train]=300 [torch]=125
     [ddp]=60 [counters]=330 [sanitize]=360)
 # under DEADLINE: seconds kept for the summary and the archive, and the least a
 # stage is started with (the tests make both small)
@@ -312,6 +314,75 @@ torch_row() { # MODEL RES BATCH PREC OURS_CSV TORCH_CSV
     printf '%-13s %-5s %5s %11s %11s %6s %9s %9s' "$1" "$4" "$3" "$o_ips" "$t_ips" "$o" "$o_gib" "$t_gib"
 }
 
+# Where each configuration's kernel time differs from PyTorch's: ours, the train
+# stage's traced step (kernels.csv), against one step of PyTorch's under its
+# profiler (pytorch_ref.py --profile: kernel time by the layer type and phase
+# bin/train would give each operation), in groups both sides can be cut into:
+# batch norm, activations, adds and dropout are one group, as ours fuses them,
+# and a convolution's data and weight gradients are one pass, as PyTorch's.
+# Every group of every configuration into TABLE; for each configuration a line
+# with both totals and the three groups where ours is furthest behind.
+time_gaps() { # CONFIGS_TSV OURS_KERNELS_CSV TORCH_PROFILE_CSV TABLE
+    awk -F'[,\t]' -v table="$4" '
+        function group(type, phase,   name) {
+            if (type == "conv" || type == "fc") name = type
+            else if (type ~ /^(bn|relu|relu6|add|dropout)$/) name = "bn+eltwise"
+            else if (type ~ /pool$/) name = "pool"
+            else if (type == "loss") return "loss"
+            else if (type == "sgd") return "update"
+            else name = "other"
+            return name " " (phase ~ /^bwd/ ? "bwd" : "fwd")
+        }
+        function note(side, cfg, type, phase, ns,   g) {
+            g = group(type, phase)
+            t[side, cfg, g] += ns; total[side, cfg] += ns; has[side, cfg] = 1; seen[cfg, g] = 1
+        }
+        FILENAME == ARGV[1] { if (NF >= 4 && $1 !~ /^#/) order[++n] = $1 " " $2 " " $3 " " $4; next }
+        FNR == 1 { delete col; for (i = 1; i <= NF; i++) col[$i] = i; next }
+        FILENAME == ARGV[2] {
+            note("ours", $col["model"] " " $col["res"] " " $col["batch"] " " $col["precision"],
+                 $col["layer_type"], $col["phase"], $col["duration_ns"]); next }
+        { note("torch", $col["model"] " " $col["res"] " " $col["batch"] " " $col["precision"],
+               $col["layer_type"], $col["phase"], $col["duration_ns"]) }
+        END {
+            ng = split("conv fwd,conv bwd,bn+eltwise fwd,bn+eltwise bwd,pool fwd,pool bwd,fc fwd," \
+                       "fc bwd,loss,update,other fwd,other bwd", all, ",")
+            print "where the kernel time differs (ours, the traced step, minus PyTorch'"'"'s, one profiled step; every group in " table "):"
+            printf "%-13s %-5s %5s %-16s %10s %10s %10s\n", "model", "prec", "batch", "group", "ours ms", "torch ms", "diff ms" >table
+            for (k = 1; k <= n; k++) {
+                cfg = order[k]; split(cfg, f, " ")
+                label = sprintf("  %-20s", f[1] " " f[4] ":")
+                if (!has["torch", cfg]) { print label " no profiled step of PyTorch'"'"'s"; continue }
+                if (!has["ours", cfg]) {
+                    printf "%s no traced step of ours (PyTorch'"'"'s %.2f ms)\n", label, total["torch", cfg] / 1e6
+                    continue
+                }
+                m = 0
+                for (j = 1; j <= ng; j++)
+                    if ((cfg, all[j]) in seen) g[++m] = all[j]
+                for (j = 1; j <= m; j++) {
+                    d[j] = t["ours", cfg, g[j]] - t["torch", cfg, g[j]]
+                    printf "%-13s %-5s %5s %-16s %10.3f %10.3f %+10.3f\n", f[1], f[4], f[3], g[j],
+                        t["ours", cfg, g[j]] / 1e6, t["torch", cfg, g[j]] / 1e6, d[j] / 1e6 >table
+                }
+                line = sprintf("%s %8.2f ms against %.2f ms; behind most in", label,
+                               total["ours", cfg] / 1e6, total["torch", cfg] / 1e6)
+                for (shown = 0; shown < 3; shown++) {
+                    best = 0
+                    for (j = 1; j <= m; j++)
+                        if (!(j in used) && d[j] > 0 && (!best || d[j] > d[best])) best = j
+                    if (!best) break
+                    used[best] = 1
+                    line = line sprintf("%s %s +%.2f ms (%.2f against %.2f)", shown ? "," : "",
+                                        g[best], d[best] / 1e6, t["ours", cfg, g[best]] / 1e6,
+                                        t["torch", cfg, g[best]] / 1e6)
+                }
+                delete used
+                print shown ? line : line " no group"
+            }
+        }' "$1" "$2" "$3"
+}
+
 # One pytorch_ref.py process for the 8 configurations (one import of torch and one
 # CUDA context for all), each within RANK_LIMIT s; a row as soon as its
 # configuration has run (its summary line on the process's stdout), so that a
@@ -319,9 +390,13 @@ torch_row() { # MODEL RES BATCH PREC OURS_CSV TORCH_CSV
 # line about it is in pytorch.log.
 stage_torch() {
     local dir=$OUT/torch torch_csv=$OUT/torch/pytorch_steps.csv ours_csv=/dev/null status=0
+    local profile=$OUT/torch/pytorch_profile.csv ours_kernels=/dev/null
     need "$BIN/matrix"
     have_torch || skip "PyTorch with CUDA is not importable ($(tail -n 1 "$dir/torch-import.txt"))"
-    [[ -f $OUT/train/run_folder.txt ]] && ours_csv=$(cat "$OUT/train/run_folder.txt")/steps.csv
+    if [[ -f $OUT/train/run_folder.txt ]]; then
+        ours_csv=$(cat "$OUT/train/run_folder.txt")/steps.csv
+        [[ -f ${ours_csv%/*}/kernels.csv ]] && ours_kernels=${ours_csv%/*}/kernels.csv
+    fi
     "$BIN/matrix" gpu-quick >"$dir/configs.tsv" || {
         result "bin/matrix gpu-quick: FAILED"
         return 1
@@ -357,7 +432,7 @@ stage_torch() {
         rows_up_to $((k + 1))
     done < <(timeout -k 10 $((RANK_LIMIT * ${#configs[@]})) "$PYTHON" scripts/pytorch_ref.py --device cuda \
         --channels-last --configs "$dir/configs.tsv" --limit "$RANK_LIMIT" --env check-gpu \
-        --out "$torch_csv" 2>&1 </dev/null)
+        --out "$torch_csv" --profile "$profile" 2>&1 </dev/null)
     wait $! 2>/dev/null
     rc=$?
     ((rc == 0)) || status=1
@@ -366,6 +441,7 @@ stage_torch() {
     rows_up_to ${#configs[@]}
     ((rc == 0)) || result "pytorch_ref.py: exit $rc (see pytorch.log)"
     result "(ratio = ours / PyTorch in images/s, medians of the timed steps; ours from $([[ $ours_csv == /dev/null ]] && echo "no train stage in this OUT" || echo "$ours_csv"); memory: what our backend holds, torch.cuda.max_memory_allocated)"
+    [[ -s $profile ]] && time_gaps "$dir/configs.tsv" "$ours_kernels" "$profile" "$dir/time_by_group.txt" >>"$dir/result.txt"
     return $status
 }
 

@@ -8,7 +8,7 @@ needs the Debian packages python3-torch and python3-torchvision (run it with
   python3 scripts/pytorch_ref.py --model M [--res R] [--batch N] [--device cpu|cuda]
       [--precision fp32|tf32|fp16|bf16] [--warmup W] [--iters I] [--threads T] [--seed S]
       [--lr X] [--repeat K] [--env NAME] [--classes K] [--out steps.csv] [--channels-last]
-      [--limit S]
+      [--limit S] [--profile FILE]
   python3 scripts/pytorch_ref.py --configs FILE [the options above but --model, --res,
       --batch, --precision, --warmup and --iters]
 
@@ -22,6 +22,14 @@ each configuration's own (torch.cuda.reset_peak_memory_stats on a GPU, the peak 
 through /proc/self/clear_refs on the CPU). --limit S: a configuration still running after
 S seconds ends the process, with the stack of every thread on stderr (faulthandler: it
 fires even while a CUDA call blocks).
+
+--profile FILE: after a configuration's timed steps, one more step (neither timed nor
+written to --out) under torch.profiler, and a row of FILE for each operation PyTorch ran
+in it, appended (header PROFILE_HEADER below): its name, calls, the layer type and phase
+bin/train's kernels.csv would give it (classify_op), and its time: on a GPU the device
+time of the kernels it launched, its children's included (kernels, copies and fills no
+operation launched are one row "(no operation)"), on the CPU its host time. Beside
+bin/train's trace pass it says which layers cost the difference (scripts/check_gpu.sh).
 
 Step: model.train(); one seeded synthetic batch (torch.randn images, random labels) reused
 every step; SGD(lr, momentum 0.9, weight decay 5e-4); zero_grad(set_to_none=True),
@@ -62,6 +70,7 @@ MODELS = {
     "vgg16-cifar": (10, 32, 14_728_266, 32),
     "mobilenet_v2-cifar": (10, 32, 2_236_682, 1),
 }
+PROFILE_HEADER = "env,model,res,batch,precision,op,calls,layer_type,phase,duration_ns"
 PRECISIONS_KNOWN = ("fp32", "tf32", "fp16", "bf16")
 VGG_D = [64, 64, "M", 128, 128, "M", 256, 256, 256, "M",
          512, 512, 512, "M", 512, 512, 512, "M"]
@@ -94,7 +103,7 @@ def parse_args(argv):
             "--device": "cpu",
             "--warmup": None, "--iters": None, "--threads": str(ncpu), "--seed": "1",
             "--lr": None, "--repeat": "0", "--env": "local", "--out": None,
-            "--classes": None, "--configs": None, "--limit": None}
+            "--classes": None, "--configs": None, "--limit": None, "--profile": None}
     flags = {"--channels-last": False}
     i = 0
     while i < len(argv):
@@ -141,6 +150,7 @@ def parse_args(argv):
         usage_error(f"--env: '{env}' is not a name of letters, digits and ._+:@-")
     a["env"] = env
     a["out"] = opts["--out"] or "steps.csv"
+    a["profile"] = opts["--profile"]
     a["channels_last"] = flags["--channels-last"]
     a["limit"] = (int_option("--limit", opts["--limit"], 1, 1_000_000)
                   if opts["--limit"] is not None else None)
@@ -255,21 +265,62 @@ def expected_params(name, classes, res):
     return count - (fc_in(name, dres) + 1) * dcls + (fc_in(name, res) + 1) * classes
 
 
-def open_out(path):
+def open_out(path, header=HEADER, option="--out"):
     """Appends to path, writing the header when the file is new or empty."""
     try:
         f = open(path, "a+", encoding="ascii", newline="")
         f.seek(0)
         first = f.readline().rstrip("\r\n")
         if first == "":
-            f.write(HEADER + "\n")
+            f.write(header + "\n")
             f.flush()
-        elif first != HEADER:
-            fail(f"{path} has a different header; expected '{HEADER}' "
-                 "(use another --out)")
+        elif first != header:
+            fail(f"{path} has a different header; expected '{header}' "
+                 f"(use another {option})")
         return f
     except OSError as e:
-        fail(f"cannot open --out '{path}': {e.strerror}")
+        fail(f"cannot open {option} '{path}': {e.strerror}")
+
+
+# PyTorch's operations by the layer type bin/train's kernels.csv gives the same work:
+# the pattern matches the name as op_family leaves it. First match wins; the rest is
+# "other" (views, casts, allocations).
+OP_TYPES = (
+    (r"(cudnn|mkldnn|slow|thnn)?conv\w*", "conv"),
+    (r"(native|cudnn|miopen)?batchnorm\w*", "bn"),
+    (r"relu|threshold", "relu"),
+    (r"hardtanh|relu6", "relu6"),
+    (r"add", "add"),
+    (r"maxpool\w*", "maxpool"),
+    (r"(adaptive)?avgpool\w*|mean", "avgpool"),
+    (r"linear|addmm|mm|matmul|t", "fc"),
+    (r"(native|feature)?dropout", "dropout"),
+    (r"crossentropyloss|nllloss\w*|logsoftmax|oneslike", "loss"),
+    (r"optimizer\.\w+|foreach\w*|ampforeach\w*|ampupdatescale|accumulategrad", "sgd"),
+)
+
+
+def op_family(name):
+    """An operation's name without its namespace, underscores, case and backward
+    suffix, and whether it is backward work: ('convolution', True) for
+    'autograd::engine::evaluate_function: ConvolutionBackward0'."""
+    bare = name.split(": ", 1)[-1].split("#", 1)[0]
+    bare = bare.rsplit("::", 1)[-1].replace("_", "").lower()
+    backward = "evaluate_function" in name or bool(re.search(r"backward\d*$", bare))
+    return re.sub(r"backward\d*$", "", bare), backward
+
+
+def classify_op(name):
+    """(layer_type, phase) of an operation in kernels.csv's terms: the update's and the
+    loss's work are phases of their own, the rest fwd or bwd (PyTorch computes a
+    convolution's data and weight gradients in one operation)."""
+    family, backward = op_family(name)
+    kind = next((t for pattern, t in OP_TYPES if re.fullmatch(pattern, family)), "other")
+    if kind == "sgd":
+        return kind, "update"
+    if kind == "loss":
+        return kind, "loss"
+    return kind, "bwd" if backward else "fwd"
 
 
 def reset_peak_memory(torch, cuda):
@@ -300,9 +351,59 @@ def peak_memory(torch, cuda):
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def run_config(torch, a, c, out):
+def profile_step(torch, step, cuda):
+    """One step under torch.profiler: {operation name: [calls, ns]} over the
+    operations no other encloses (each thread's outermost), with the time of what
+    runs inside them (on a GPU the device time of their kernels, copies and fills,
+    on the CPU the host time), and the device work no operation launched as
+    '(no operation)'; a warning where a GPU step shows no device work."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    with profile(activities=activities) as prof:
+        step()
+        if cuda:
+            torch.cuda.synchronize()
+    events = prof.events()
+    # a range the profiler also draws on the GPU's timeline (record_function's,
+    # the optimizer's) has its operation's name: not device work of its own
+    ranges = {e.name for e in events if e.device_type == DeviceType.CPU}
+    ops, device_ns, attributed = {}, 0, 0
+    for e in events:
+        if e.device_type != DeviceType.CPU:
+            if e.name not in ranges and not getattr(e, "is_user_annotation", False):
+                device_ns += e.time_range.elapsed_us() * 1000
+            continue
+        if e.cpu_parent is not None or e.is_async:
+            continue
+        if cuda:  # device_time_total since torch 2.4, cuda_time_total before
+            us = getattr(e, "device_time_total", None)
+            us = e.cuda_time_total if us is None else us
+        else:
+            us = e.cpu_time_total
+        if us <= 0:
+            continue
+        calls_ns = ops.setdefault(e.name.replace(",", ";"), [0, 0])
+        calls_ns[0] += 1
+        calls_ns[1] += round(us * 1000)
+        attributed += round(us * 1000)
+    if cuda and device_ns == 0:
+        print(f"{PROG}: --profile: the profiler saw no device work (is CUPTI "
+              "usable here?)", file=sys.stderr, flush=True)
+    if device_ns > attributed:
+        ops["(no operation)"] = [1, round(device_ns - attributed)]
+    elif cuda and attributed > 1.01 * device_ns > 0:
+        print(f"{PROG}: --profile: the operations' device time, {attributed / 1e6:.2f} ms, "
+              f"exceeds the device's, {device_ns / 1e6:.2f} ms: some counted twice",
+              file=sys.stderr, flush=True)
+    return ops
+
+
+def run_config(torch, a, c, out, profile_out=None):
     """Trains configuration c for its warm-up and timed steps, a row to out for each
-    timed step; its summary line, or raises the step's error."""
+    timed step, then profiles one more step into profile_out (when given); its
+    summary line, or raises the step's error."""
     import torch.nn.functional as F
 
     torch.manual_seed(a["seed"])
@@ -392,9 +493,16 @@ def run_config(torch, a, c, out):
             alloc = "jemalloc" + (f"[{conf}]" if conf else "")
         where = (f"threads={a['threads']} malloc={alloc} "
                  f"peak_rss_mib={peak_memory(torch, cuda) / 2**20:.0f}")
-    return (f"pytorch {c['model']} res={r} batch={n} precision={c['precision']} "
-            f"{where}{' channels_last' if a['channels_last'] else ''} "
-            f"median_step_ms={med:.2f} images_per_s={n / (med / 1e3):.2f}")
+    summary = (f"pytorch {c['model']} res={r} batch={n} precision={c['precision']} "
+               f"{where}{' channels_last' if a['channels_last'] else ''} "
+               f"median_step_ms={med:.2f} images_per_s={n / (med / 1e3):.2f}")
+    if profile_out is not None:  # after the peak memory is read: it adds nothing to it
+        at = f"{a['env']},{c['model']},{r},{n},{c['precision']},"
+        for name, (calls, ns) in profile_step(torch, step, cuda).items():
+            kind, phase = classify_op(name)
+            profile_out.write(f"{at}{name},{calls},{kind},{phase},{ns}\n")
+        profile_out.flush()
+    return summary
 
 
 def main():
@@ -410,6 +518,8 @@ def main():
         fail("--device cuda: torch sees no CUDA device")
 
     out = open_out(a["out"])
+    profile_out = (open_out(a["profile"], PROFILE_HEADER, "--profile") if a["profile"]
+                   else None)
     failed = 0
     try:
         for c in a["configs"]:
@@ -419,7 +529,7 @@ def main():
             if a["limit"]:
                 faulthandler.dump_traceback_later(a["limit"], exit=True)
             try:
-                line = run_config(torch, a, c, out)
+                line = run_config(torch, a, c, out, profile_out)
             except (RuntimeError, ValueError, MemoryError) as e:
                 msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
                 line = None
@@ -435,6 +545,8 @@ def main():
             print(line, flush=True)
     finally:
         out.close()
+        if profile_out is not None:
+            profile_out.close()
     if failed:
         sys.exit(1)
 

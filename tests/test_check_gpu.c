@@ -335,6 +335,19 @@ Test(check_gpu, torch_runs_once_and_a_failed_configuration_is_its_row)
     cr_expect(strstr(summary, "mobilenet_v2  bf16    256      2560.0      1280.0   2.00"), "%s",
               summary);
     cr_expect(strstr(summary, "pytorch_ref.py: exit 1 (see pytorch.log)"), "%s", summary);
+    /* where ours (the runner's traced step) is behind PyTorch's profiled step */
+    cr_expect(strstr(summary, "  resnet50 fp32:         100.00 ms against 85.00 ms; behind most"
+                              " in conv bwd +10.00 ms (50.00 against 40.00), conv fwd +5.00 ms"
+                              " (30.00 against 25.00), bn+eltwise fwd +5.00 ms (20.00 against"
+                              " 15.00)"),
+              "%s", summary);
+    cr_expect(strstr(summary, "  resnet50 bf16:       no profiled step of PyTorch's"), "%s",
+              summary);
+    char *table = read_text(d, "out/torch/time_by_group.txt");
+    cr_expect(strstr(table, "vgg16         bf16    128 update                0.000      5.000"
+                            "     -5.000"),
+              "%s", table);
+    free(table);
     char *log = read_text(d, "out/torch/pytorch.log");
     cr_expect(strstr(log, "resnet50 res 224 batch 256 bf16 failed: CUDA out of memory"), "%s",
               log);
@@ -343,6 +356,68 @@ Test(check_gpu, torch_runs_once_and_a_failed_configuration_is_its_row)
     free(calls);
     free(log);
     free(summary);
+    remove_temp_dir(d);
+}
+
+/* pytorch_ref.py --profile gives PyTorch's operations, as torch 2.x's GPU
+ * profile names them, the layer type and phase kernels.csv gives the same work,
+ * so that the torch stage compares like with like. */
+Test(check_gpu, pytorch_operations_take_the_suite_layer_types)
+{
+    static const char *const cases[][2] = {
+        {"aten::conv2d", "conv fwd"},
+        {"autograd::engine::evaluate_function: ConvolutionBackward0", "conv bwd"},
+        {"aten::batch_norm", "bn fwd"},
+        {"autograd::engine::evaluate_function: CudnnBatchNormBackward0", "bn bwd"},
+        {"aten::relu_", "relu fwd"},
+        {"autograd::engine::evaluate_function: ReluBackward0", "relu bwd"},
+        {"aten::hardtanh_", "relu6 fwd"},
+        {"autograd::engine::evaluate_function: HardtanhBackward0", "relu6 bwd"},
+        {"aten::add_", "add fwd"},
+        {"autograd::engine::evaluate_function: AddBackward0", "add bwd"},
+        {"aten::max_pool2d", "maxpool fwd"},
+        {"autograd::engine::evaluate_function: MaxPool2DWithIndicesBackward0", "maxpool bwd"},
+        {"aten::adaptive_avg_pool2d", "avgpool fwd"},
+        {"autograd::engine::evaluate_function: MeanBackward1", "avgpool bwd"},
+        {"aten::linear", "fc fwd"},
+        {"autograd::engine::evaluate_function: AddmmBackward0", "fc bwd"},
+        {"aten::dropout", "dropout fwd"},
+        {"autograd::engine::evaluate_function: NativeDropoutBackward0", "dropout bwd"},
+        {"aten::cross_entropy_loss", "loss loss"},
+        {"autograd::engine::evaluate_function: LogSoftmaxBackward0", "loss loss"},
+        {"Optimizer.step#SGD.step", "sgd update"},
+        {"Optimizer.zero_grad#SGD.zero_grad", "sgd update"},
+        {"aten::_amp_foreach_non_finite_check_and_unscale_", "sgd update"},
+        {"autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", "sgd update"},
+        {"aten::_to_copy", "other fwd"},
+        {"autograd::engine::evaluate_function: ToCopyBackward0", "other bwd"},
+        {"(no operation)", "other fwd"},
+    };
+    size_t n = sizeof cases / sizeof cases[0];
+    char *d = temp_dir();
+    char path[512];
+    format_or_fail(path, sizeof path, "%s/names.txt", d);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "%s\n", cases[i][0]);
+    cr_assert_eq(fclose(f), 0);
+    /* -B: no bytecode left in the source tree */
+    cr_assert_eq(sh("cd '%s/scripts' && python3 -B -c 'import sys, pytorch_ref as p\n"
+                    "for n in open(sys.argv[1]).read().splitlines(): print(*p.classify_op(n))' "
+                    "'%s' >'%s/types.txt'",
+                    ROOFLINE_SOURCE_DIR, path, d),
+                 0);
+    char *types = read_text(d, "types.txt");
+    char *line = types;
+    for (size_t i = 0; i < n; i++) {
+        char *end = strchr(line, '\n');
+        cr_assert(end, "%zu lines for %zu names:\n%s", i, n, types);
+        *end = '\0';
+        cr_expect_str_eq(line, cases[i][1], "%s", cases[i][0]);
+        line = end + 1;
+    }
+    free(types);
     remove_temp_dir(d);
 }
 

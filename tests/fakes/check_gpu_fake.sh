@@ -126,7 +126,8 @@ python)
         } >"$out"
         ;;
     *pytorch_ref.py) # one configuration a line of --configs, as the real one
-        out=$(opt --out "$@") rc=0
+        out=$(opt --out "$@") profile=$(opt --profile "$@") rc=0
+        [[ -n $profile ]] && echo "env,model,res,batch,precision,op,calls,layer_type,phase,duration_ns" >"$profile"
         while read -r model res batch prec _ iters _; do
             if [[ ${FAKE_TORCH_FAIL:-} == "$model $prec" ]]; then
                 echo "pytorch_ref.py: $model res $res batch $batch $prec failed: CUDA out of memory" >&2
@@ -134,6 +135,12 @@ python)
                 continue
             fi
             steps_rows "$out" "$model" "$res" "$batch" "$prec" "$iters" 200.0
+            # a profiled step of 85 ms beside the runner's traced step of 100
+            [[ -n $profile ]] && for k in "aten::conv2d,20,conv,fwd,25000000" \
+                "autograd::engine::evaluate_function: ConvolutionBackward0,20,conv,bwd,40000000" \
+                "aten::batch_norm,20,bn,fwd,15000000" "Optimizer.step#SGD.step,1,sgd,update,5000000"; do
+                echo "check-gpu,$model,$res,$batch,$prec,$k" >>"$profile"
+            done
             echo "pytorch $model res=$res batch=$batch precision=$prec device=fake peak_mem_gib=2.00 median_step_ms=200.00"
         done <"$(opt --configs "$@")"
         exit $rc
