@@ -121,6 +121,18 @@ have_torch() {
     "$PYTHON" -c 'import torch, torchvision; assert torch.cuda.is_available()' >"$OUT/$STAGE/torch-import.txt" 2>&1
 }
 
+# COMMAND within LIMIT s (KILL 10 s after TERM), its output to LOG; one stopped
+# there ends its log with "check-gpu: stopped after WHY". The exit status is
+# the command's (124 or 137 where it was stopped).
+limited() { # LIMIT WHY LOG COMMAND ARGS...
+    local limit=$1 why=$2 log=$3 rc
+    shift 3
+    timeout -k 10 "$limit" "$@" >"$log" 2>&1
+    rc=$?
+    ((rc == 124 || rc == 137)) && echo "check-gpu: stopped after $why" >>"$log"
+    return $rc
+}
+
 # mpirun -np 1 where mpirun is (root needs Open MPI's consent), else alone;
 # within RANK_LIMIT s (a hung mpirun ignores SIGTERM: KILL 10 s later), so
 # that a hang leaves the stage's time to what comes after it.
@@ -185,9 +197,8 @@ stage_test() {
             continue
         fi
         t0=$SECONDS
-        timeout -k 10 "$TEST_LIMIT" "$BUILD/tests/gpu/$name" >"$dir/$name.log" 2>&1
+        limited "$TEST_LIMIT" "TEST_LIMIT=$TEST_LIMIT s" "$dir/$name.log" "$BUILD/tests/gpu/$name"
         rc=$?
-        ((rc == 124 || rc == 137)) && echo "check-gpu: stopped after TEST_LIMIT=$TEST_LIMIT s" >>"$dir/$name.log"
         result "$(printf '%-18s %s in %d s: %s' "$name" "$( ((rc == 0)) && echo ok || echo "FAILED (exit $rc)")" \
             $((SECONDS - t0)) "$(grep -E '^[0-9]+ passed, [0-9]+ failed|^skipped' "$dir/$name.log" | tail -n 1)")"
         grep -E '^(FAIL|SKIP)' "$dir/$name.log" | head -n 12 | sed "s/^/  $name: /" >>"$dir/result.txt"
@@ -551,10 +562,9 @@ own_kernels() {
 under_tool() { # TOOL LIMIT NAME PROGRAM ARGS...
     local tool=$1 limit=$2 log=$3.log reports=$3.sanitizer.log rc
     shift 3
-    timeout -k 10 "$limit" "$SANITIZER" --tool "$tool" "${SANITIZER_FLAGS[@]}" --log-file "$reports" \
-        "$@" >"$log" 2>&1
+    limited "$limit" "$limit s" "$log" "$SANITIZER" --tool "$tool" "${SANITIZER_FLAGS[@]}" \
+        --log-file "$reports" "$@"
     rc=$?
-    ((rc == 124 || rc == 137)) && echo "check-gpu: stopped after $limit s" >>"$log"
     # past --print-limit a second ERROR SUMMARY line counts the reports not printed
     sed -n -e '/not printed/d' -e 's/^========= ERROR SUMMARY: \([0-9][0-9]*\) error.*/\1/p' \
         -e 's/^========= RACECHECK SUMMARY: .*(\([0-9][0-9]*\) error.*/\1/p' "$reports" 2>/dev/null |
