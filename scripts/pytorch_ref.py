@@ -497,8 +497,16 @@ def run_config(torch, a, c, out, profile_out=None):
                f"{where}{' channels_last' if a['channels_last'] else ''} "
                f"median_step_ms={med:.2f} images_per_s={n / (med / 1e3):.2f}")
     if profile_out is not None:  # after the peak memory is read: it adds nothing to it
+        try:
+            ops = profile_step(torch, step, cuda)
+        except Exception as e:  # pylint: disable=broad-except
+            # the profile only explains the figures: they stand without it
+            print(f"{PROG}: --profile: {c['model']} res {r} batch {n} {c['precision']}: "
+                  f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}",
+                  file=sys.stderr, flush=True)
+            ops = {}
         at = f"{a['env']},{c['model']},{r},{n},{c['precision']},"
-        for name, (calls, ns) in profile_step(torch, step, cuda).items():
+        for name, (calls, ns) in ops.items():
             kind, phase = classify_op(name)
             profile_out.write(f"{at}{name},{calls},{kind},{phase},{ns}\n")
         profile_out.flush()
