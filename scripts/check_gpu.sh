@@ -344,6 +344,10 @@ time_gaps() { # CONFIGS_TSV OURS_KERNELS_CSV TORCH_PROFILE_CSV TABLE
             else name = "other"
             return name " " (phase ~ /^bwd/ ? "bwd" : "fwd")
         }
+        function signed_ms(ns,   text) {
+            text = sprintf("%+.3f", ns / 1e6)
+            return text == "-0.000" ? "+0.000" : text
+        }
         function note(side, cfg, type, phase, ns,   g) {
             g = group(type, phase)
             t[side, cfg, g] += ns; total[side, cfg] += ns; has[side, cfg] = 1; seen[cfg, g] = 1
@@ -373,8 +377,8 @@ time_gaps() { # CONFIGS_TSV OURS_KERNELS_CSV TORCH_PROFILE_CSV TABLE
                     if ((cfg, all[j]) in seen) g[++m] = all[j]
                 for (j = 1; j <= m; j++) {
                     d[j] = t["ours", cfg, g[j]] - t["torch", cfg, g[j]]
-                    printf "%-13s %-5s %5s %-16s %10.3f %10.3f %+10.3f\n", f[1], f[4], f[3], g[j],
-                        t["ours", cfg, g[j]] / 1e6, t["torch", cfg, g[j]] / 1e6, d[j] / 1e6 >table
+                    printf "%-13s %-5s %5s %-16s %10.3f %10.3f %10s\n", f[1], f[4], f[3], g[j],
+                        t["ours", cfg, g[j]] / 1e6, t["torch", cfg, g[j]] / 1e6, signed_ms(d[j]) >table
                 }
                 line = sprintf("%s %8.2f ms against %.2f ms; behind most in", label,
                                total["ours", cfg] / 1e6, total["torch", cfg] / 1e6)

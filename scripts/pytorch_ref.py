@@ -23,13 +23,17 @@ through /proc/self/clear_refs on the CPU). --limit S: a configuration still runn
 S seconds ends the process, with the stack of every thread on stderr (faulthandler: it
 fires even while a CUDA call blocks).
 
---profile FILE: after a configuration's timed steps, one more step (neither timed nor
-written to --out) under torch.profiler, and a row of FILE for each operation PyTorch ran
-in it, appended (header PROFILE_HEADER below): its name, calls, the layer type and phase
-bin/train's kernels.csv would give it (classify_op), and its time: on a GPU the device
-time of the kernels it launched, its children's included (kernels, copies and fills no
-operation launched are one row "(no operation)"), on the CPU its host time. Beside
-bin/train's trace pass it says which layers cost the difference (scripts/check_gpu.sh).
+--profile FILE: once every configuration's timed steps are done (the profiler may leave
+CUPTI attached to the process, which slows what runs after it), each configuration that
+ran is built again, warmed by one step (its cuDNN algorithms are cached in the process)
+and profiled for one more step under torch.profiler, neither timed nor written to --out:
+a row of FILE for each operation PyTorch ran in it, appended (header PROFILE_HEADER
+below): its name, calls, the layer type and phase bin/train's kernels.csv would give it
+(classify_op), and its time: on a GPU the device time of the kernels it launched, its
+children's included (kernels, copies and fills no operation launched are one row
+"(no operation)"), on the CPU its host time. Beside bin/train's trace pass it says which
+layers cost the difference (scripts/check_gpu.sh). A profile that fails is one line on
+stderr and no rows; the figures stand.
 
 Step: model.train(); one seeded synthetic batch (torch.randn images, random labels) reused
 every step; SGD(lr, momentum 0.9, weight decay 5e-4); zero_grad(set_to_none=True),
@@ -375,7 +379,9 @@ def profile_step(torch, step, cuda):
             if e.name not in ranges and not getattr(e, "is_user_annotation", False):
                 device_ns += e.time_range.elapsed_us() * 1000
             continue
-        if e.cpu_parent is not None or e.is_async:
+        # a CUDA runtime or driver call outside any operation (the synchronize
+        # above) launches nothing; its id is CUPTI's, which an operation's may equal
+        if e.cpu_parent is not None or e.is_async or re.match(r"cu(da)?[A-Z]", e.name):
             continue
         if cuda:  # device_time_total since torch 2.4, cuda_time_total before
             us = getattr(e, "device_time_total", None)
@@ -400,10 +406,9 @@ def profile_step(torch, step, cuda):
     return ops
 
 
-def run_config(torch, a, c, out, profile_out=None):
-    """Trains configuration c for its warm-up and timed steps, a row to out for each
-    timed step, then profiles one more step into profile_out (when given); its
-    summary line, or raises the step's error."""
+def training_step(torch, a, c):
+    """Configuration c's model, optimiser and batch, built afresh: its step function,
+    which returns the loss (a tensor; on a GPU the step may still be running)."""
     import torch.nn.functional as F
 
     torch.manual_seed(a["seed"])
@@ -456,6 +461,16 @@ def run_config(torch, a, c, out, profile_out=None):
             opt.step()
         return loss
 
+    return step
+
+
+def run_config(torch, a, c, out):
+    """Trains configuration c for its warm-up and timed steps, a row to out for each
+    timed step; its summary line, or raises the step's error."""
+    step = training_step(torch, a, c)
+    cuda = a["device"] == "cuda"
+    n, r = c["batch"], c["res"]
+
     def timed_step():
         """The step's loss and milliseconds: CUDA events on a GPU, else the host's clock."""
         if cuda:
@@ -496,21 +511,29 @@ def run_config(torch, a, c, out, profile_out=None):
     summary = (f"pytorch {c['model']} res={r} batch={n} precision={c['precision']} "
                f"{where}{' channels_last' if a['channels_last'] else ''} "
                f"median_step_ms={med:.2f} images_per_s={n / (med / 1e3):.2f}")
-    if profile_out is not None:  # after the peak memory is read: it adds nothing to it
-        try:
-            ops = profile_step(torch, step, cuda)
-        except Exception as e:  # pylint: disable=broad-except
-            # the profile only explains the figures: they stand without it
-            print(f"{PROG}: --profile: {c['model']} res {r} batch {n} {c['precision']}: "
-                  f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}",
-                  file=sys.stderr, flush=True)
-            ops = {}
-        at = f"{a['env']},{c['model']},{r},{n},{c['precision']},"
-        for name, (calls, ns) in ops.items():
-            kind, phase = classify_op(name)
-            profile_out.write(f"{at}{name},{calls},{kind},{phase},{ns}\n")
-        profile_out.flush()
     return summary
+
+
+def profile_config(torch, a, c, profile_out):
+    """Configuration c built again, one step to warm it (the cuDNN algorithms its
+    timed run chose are cached in this process), then one step under the profiler:
+    its operations' rows to profile_out. A profile that fails is one line on stderr:
+    it only explains the figures, which stand without it."""
+    what = f"{c['model']} res {c['res']} batch {c['batch']} {c['precision']}"
+    try:
+        step = training_step(torch, a, c)
+        step()
+        ops = profile_step(torch, step, a["device"] == "cuda")
+    except Exception as e:  # pylint: disable=broad-except
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        print(f"{PROG}: --profile: {what}: {type(e).__name__}: {first}", file=sys.stderr,
+              flush=True)
+        return
+    at = f"{a['env']},{c['model']},{c['res']},{c['batch']},{c['precision']},"
+    for name, (calls, ns) in ops.items():
+        kind, phase = classify_op(name)
+        profile_out.write(f"{at}{name},{calls},{kind},{phase},{ns}\n")
+    profile_out.flush()
 
 
 def main():
@@ -528,7 +551,7 @@ def main():
     out = open_out(a["out"])
     profile_out = (open_out(a["profile"], PROFILE_HEADER, "--profile") if a["profile"]
                    else None)
-    failed = 0
+    failed, ran = 0, []
     try:
         for c in a["configs"]:
             if not reset_peak_memory(torch, cuda) and len(a["configs"]) > 1:
@@ -537,7 +560,7 @@ def main():
             if a["limit"]:
                 faulthandler.dump_traceback_later(a["limit"], exit=True)
             try:
-                line = run_config(torch, a, c, out, profile_out)
+                line = run_config(torch, a, c, out)
             except (RuntimeError, ValueError, MemoryError) as e:
                 msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
                 line = None
@@ -551,6 +574,16 @@ def main():
                 failed += 1
                 continue
             print(line, flush=True)
+            ran.append(c)
+        # after every timed step: the profiler may keep CUPTI attached to the
+        # process once it is done, which slows the kernels launched after it
+        for c in ran if profile_out is not None else []:
+            reset_peak_memory(torch, cuda)  # the cache of the previous one freed
+            if a["limit"]:
+                faulthandler.dump_traceback_later(a["limit"], exit=True)
+            profile_config(torch, a, c, profile_out)
+            if a["limit"]:
+                faulthandler.cancel_dump_traceback_later()
     finally:
         out.close()
         if profile_out is not None:
