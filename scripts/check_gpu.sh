@@ -39,7 +39,7 @@
 #                    from this OUT's train stage); then, after the timed steps, each
 #                    built again and one step under PyTorch's profiler (--profile, some
 #                    25 s in all), its kernel time by layer group beside our traced
-#                    step's: where ours is behind
+#                    step's: where ours is behind, and the largest kernels there
 #   ddp         60 s resnet50 bf16 batch 64: one NCCL rank (mpirun -np 1 bin/train --ddp)
 #                    and the plain step; the losses of the timed steps compared
 #   counters   330 s resnet50 bf16 batch 64 --trace --counters cupti: kernels per step,
@@ -332,8 +332,9 @@ torch_row() { # MODEL RES BATCH PREC OURS_CSV TORCH_CSV
 # bin/train would give each operation), in groups both sides can be cut into:
 # batch norm, activations, adds and dropout are one group, as ours fuses them,
 # and a convolution's data and weight gradients are one pass, as PyTorch's.
-# Every group of every configuration into TABLE; for each configuration a line
-# with both totals and the three groups where ours is furthest behind.
+# Every group of every configuration into TABLE, each group where ours is
+# behind with the three largest kernels of each side; for each configuration a
+# line with both totals and the three groups where ours is furthest behind.
 time_gaps() { # CONFIGS_TSV OURS_KERNELS_CSV TORCH_PROFILE_CSV TABLE
     awk -F'[,\t]' -v table="$4" '
         function group(type, phase,   name) {
@@ -349,17 +350,36 @@ time_gaps() { # CONFIGS_TSV OURS_KERNELS_CSV TORCH_PROFILE_CSV TABLE
             text = sprintf("%+.3f", ns / 1e6)
             return text == "-0.000" ? "+0.000" : text
         }
-        function note(side, cfg, type, phase, ns,   g) {
+        function note(side, cfg, type, phase, kernel, ns,   g) {
             g = group(type, phase)
             t[side, cfg, g] += ns; total[side, cfg] += ns; has[side, cfg] = 1; seen[cfg, g] = 1
+            if (kernel == "") kernel = "(host time)"
+            if (!((side, cfg, g, kernel) in kt))
+                kernels[side, cfg, g] = kernels[side, cfg, g] SUBSEP kernel
+            kt[side, cfg, g, kernel] += ns
+        }
+        # the three largest kernels of a side in a group, a line each
+        function largest(side, cfg, g,   m, k, j, best, shown, name) {
+            m = split(substr(kernels[side, cfg, g], 2), name, SUBSEP)
+            for (shown = 0; shown < 3; shown++) {
+                best = 0
+                for (j = 1; j <= m; j++)
+                    if (!(j in taken) && (!best || kt[side, cfg, g, name[j]] > kt[side, cfg, g, name[best]]))
+                        best = j
+                if (!best) break
+                taken[best] = 1
+                printf "    %-6s %10.3f  %s\n", side, kt[side, cfg, g, name[best]] / 1e6,
+                    substr(name[best], 1, 100) >table
+            }
+            delete taken
         }
         FILENAME == ARGV[1] { if (NF >= 4 && $1 !~ /^#/) order[++n] = $1 " " $2 " " $3 " " $4; next }
         FNR == 1 { delete col; for (i = 1; i <= NF; i++) col[$i] = i; next }
-        FILENAME == ARGV[2] {
-            note("ours", $col["model"] " " $col["res"] " " $col["batch"] " " $col["precision"],
-                 $col["layer_type"], $col["phase"], $col["duration_ns"]); next }
-        { note("torch", $col["model"] " " $col["res"] " " $col["batch"] " " $col["precision"],
-               $col["layer_type"], $col["phase"], $col["duration_ns"]) }
+        {
+            note(FILENAME == ARGV[2] ? "ours" : "torch",
+                 $col["model"] " " $col["res"] " " $col["batch"] " " $col["precision"],
+                 $col["layer_type"], $col["phase"], $col["kernel"], $col["duration_ns"])
+        }
         END {
             ng = split("conv fwd,conv bwd,bn+eltwise fwd,bn+eltwise bwd,pool fwd,pool bwd,fc fwd," \
                        "fc bwd,loss,update,other fwd,other bwd", all, ",")
@@ -380,6 +400,7 @@ time_gaps() { # CONFIGS_TSV OURS_KERNELS_CSV TORCH_PROFILE_CSV TABLE
                     d[j] = t["ours", cfg, g[j]] - t["torch", cfg, g[j]]
                     printf "%-13s %-5s %5s %-16s %10.3f %10.3f %10s\n", f[1], f[4], f[3], g[j],
                         t["ours", cfg, g[j]] / 1e6, t["torch", cfg, g[j]] / 1e6, signed_ms(d[j]) >table
+                    if (d[j] > 0) { largest("ours", cfg, g[j]); largest("torch", cfg, g[j]) }
                 }
                 line = sprintf("%s %8.2f ms against %.2f ms; behind most in", label,
                                total["ours", cfg] / 1e6, total["torch", cfg] / 1e6)

@@ -27,13 +27,14 @@ fires even while a CUDA call blocks).
 CUPTI attached to the process, which slows what runs after it), each configuration that
 ran is built again, warmed by one step (its cuDNN algorithms are cached in the process)
 and profiled for one more step under torch.profiler, neither timed nor written to --out:
-a row of FILE for each operation PyTorch ran in it, appended (header PROFILE_HEADER
-below): its name, calls, the layer type and phase bin/train's kernels.csv would give it
-(classify_op), and its time: on a GPU the device time of the kernels it launched, its
-children's included (kernels, copies and fills no operation launched are one row
-"(no operation)"), on the CPU its host time. Beside bin/train's trace pass it says which
-layers cost the difference (scripts/check_gpu.sh). A profile that fails is one line on
-stderr and no rows; the figures stand.
+rows appended to FILE (header PROFILE_HEADER below) for each outermost operation PyTorch
+ran in it, with the layer type and phase bin/train's kernels.csv would give it
+(classify_op): on a GPU a row for each kernel (copy, fill) it or what it called
+launched, with its launches and device time (what no operation launched is one row
+"(no operation)"), on the CPU one row, its calls and host time, the kernel empty.
+Beside bin/train's trace pass it says which layers and kernels cost the difference
+(scripts/check_gpu.sh). A profile that fails is one line on stderr and no rows; the
+figures stand.
 
 Step: model.train(); one seeded synthetic batch (torch.randn images, random labels) reused
 every step; SGD(lr, momentum 0.9, weight decay 5e-4); zero_grad(set_to_none=True),
@@ -74,7 +75,8 @@ MODELS = {
     "vgg16-cifar": (10, 32, 14_728_266, 32),
     "mobilenet_v2-cifar": (10, 32, 2_236_682, 1),
 }
-PROFILE_HEADER = "env,model,res,batch,precision,op,calls,layer_type,phase,duration_ns"
+PROFILE_HEADER = ("env,model,res,batch,precision,op,kernel,calls,layer_type,phase,"
+                  "duration_ns")
 PRECISIONS_KNOWN = ("fp32", "tf32", "fp16", "bf16")
 VGG_D = [64, 64, "M", 128, 128, "M", 256, 256, 256, "M",
          512, 512, 512, "M", 512, 512, 512, "M"]
@@ -355,12 +357,51 @@ def peak_memory(torch, cuda):
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def op_rows(events, cuda, cpu):
+    """{(operation, kernel): [calls, ns]} of a profiled step's events (FunctionEvents;
+    cpu: the profiler's DeviceType.CPU) over the operations no other encloses (each
+    thread's outermost). On a GPU, each kernel, copy and fill they and what they
+    called launched (calls: its launches), and the device work no operation
+    launched as ('(no operation)', ''); on the CPU each operation's host time,
+    kernel ''. Also the device time seen and the part of it attributed."""
+    # a range the profiler also draws on the GPU's timeline (record_function's,
+    # the optimizer's) has its operation's name: not device work of its own
+    ranges = {e.name for e in events if e.device_type == cpu}
+    rows, device_ns, attributed = {}, 0, 0
+
+    def add(op, kernel, calls, ns):
+        field = (op.replace(",", ";"), re.sub(r"[\r\n]", " ", kernel.replace(",", ";")))
+        row = rows.setdefault(field, [0, 0])
+        row[0] += calls
+        row[1] += ns
+
+    for e in events:
+        if e.device_type != cpu:
+            if e.name not in ranges and not getattr(e, "is_user_annotation", False):
+                device_ns += round(e.time_range.elapsed_us() * 1000)
+            continue
+        # a CUDA runtime or driver call outside any operation (a synchronize)
+        # launches nothing; its id is CUPTI's, which an operation's may equal
+        if e.cpu_parent is not None or e.is_async or re.match(r"cu(da)?[A-Z]", e.name):
+            continue
+        if not cuda:
+            add(e.name, "", 1, round(e.cpu_time_total * 1000))
+            continue
+        under = [e]
+        while under:  # the kernels the profiler attached to e and to what e called
+            ev = under.pop()
+            for k in ev.kernels:
+                add(e.name, k.name, 1, round(k.duration * 1000))
+                attributed += round(k.duration * 1000)
+            under.extend(ev.cpu_children)
+    if device_ns > attributed:
+        add("(no operation)", "", 1, device_ns - attributed)
+    return {key: row for key, row in rows.items() if row[1] > 0}, device_ns, attributed
+
+
 def profile_step(torch, step, cuda):
-    """One step under torch.profiler: {operation name: [calls, ns]} over the
-    operations no other encloses (each thread's outermost), with the time of what
-    runs inside them (on a GPU the device time of their kernels, copies and fills,
-    on the CPU the host time), and the device work no operation launched as
-    '(no operation)'; a warning where a GPU step shows no device work."""
+    """One step under torch.profiler: its op_rows, with a line on stderr where a GPU
+    step shows no device work or more attributed than seen."""
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
@@ -369,41 +410,15 @@ def profile_step(torch, step, cuda):
         step()
         if cuda:
             torch.cuda.synchronize()
-    events = prof.events()
-    # a range the profiler also draws on the GPU's timeline (record_function's,
-    # the optimizer's) has its operation's name: not device work of its own
-    ranges = {e.name for e in events if e.device_type == DeviceType.CPU}
-    ops, device_ns, attributed = {}, 0, 0
-    for e in events:
-        if e.device_type != DeviceType.CPU:
-            if e.name not in ranges and not getattr(e, "is_user_annotation", False):
-                device_ns += e.time_range.elapsed_us() * 1000
-            continue
-        # a CUDA runtime or driver call outside any operation (the synchronize
-        # above) launches nothing; its id is CUPTI's, which an operation's may equal
-        if e.cpu_parent is not None or e.is_async or re.match(r"cu(da)?[A-Z]", e.name):
-            continue
-        if cuda:  # device_time_total since torch 2.4, cuda_time_total before
-            us = getattr(e, "device_time_total", None)
-            us = e.cuda_time_total if us is None else us
-        else:
-            us = e.cpu_time_total
-        if us <= 0:
-            continue
-        calls_ns = ops.setdefault(e.name.replace(",", ";"), [0, 0])
-        calls_ns[0] += 1
-        calls_ns[1] += round(us * 1000)
-        attributed += round(us * 1000)
+    rows, device_ns, attributed = op_rows(prof.events(), cuda, DeviceType.CPU)
     if cuda and device_ns == 0:
         print(f"{PROG}: --profile: the profiler saw no device work (is CUPTI "
               "usable here?)", file=sys.stderr, flush=True)
-    if device_ns > attributed:
-        ops["(no operation)"] = [1, round(device_ns - attributed)]
-    elif cuda and attributed > 1.01 * device_ns > 0:
+    elif attributed > 1.01 * device_ns:
         print(f"{PROG}: --profile: the operations' device time, {attributed / 1e6:.2f} ms, "
               f"exceeds the device's, {device_ns / 1e6:.2f} ms: some counted twice",
               file=sys.stderr, flush=True)
-    return ops
+    return rows
 
 
 def training_step(torch, a, c):
@@ -530,9 +545,9 @@ def profile_config(torch, a, c, profile_out):
               flush=True)
         return
     at = f"{a['env']},{c['model']},{c['res']},{c['batch']},{c['precision']},"
-    for name, (calls, ns) in ops.items():
+    for (name, kernel), (calls, ns) in ops.items():
         kind, phase = classify_op(name)
-        profile_out.write(f"{at}{name},{calls},{kind},{phase},{ns}\n")
+        profile_out.write(f"{at}{name},{kernel},{calls},{kind},{phase},{ns}\n")
     profile_out.flush()
 
 

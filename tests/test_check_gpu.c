@@ -347,6 +347,14 @@ Test(check_gpu, torch_runs_once_and_a_failed_configuration_is_its_row)
     cr_expect(strstr(table, "vgg16         bf16    128 update                0.000      5.000"
                             "     -5.000"),
               "%s", table);
+    /* a group where ours is behind, with the largest kernels of each side */
+    cr_expect(strstr(table, "vgg16         bf16    128 conv bwd             50.000     40.000"
+                            "    +10.000\n"
+                            "    ours       30.000  dgrad_b\n"
+                            "    ours       20.000  dgrad_a\n"
+                            "    torch      25.000  xmma_wgrad\n"
+                            "    torch      15.000  xmma_dgrad\n"),
+              "%s", table);
     free(table);
     char *log = read_text(d, "out/torch/pytorch.log");
     cr_expect(strstr(log, "resnet50 res 224 batch 256 bf16 failed: CUDA out of memory"), "%s",
@@ -418,6 +426,33 @@ Test(check_gpu, pytorch_operations_take_the_suite_layer_types)
         line = end + 1;
     }
     free(types);
+    remove_temp_dir(d);
+}
+
+/* pytorch_ref.py --profile's rows of a GPU step, from profiler events made by
+ * hand (tests/fakes/profile_events.py): each outermost operation's kernels and
+ * those of what it called, once each; the optimizer's range drawn on the GPU,
+ * a user annotation, a runtime call, an async event and an operation with no
+ * kernel add nothing; a fill no operation launched is "(no operation)";
+ * commas and newlines in kernel names do not break the CSV. */
+Test(check_gpu, pytorch_profile_rows_count_each_kernel_once)
+{
+    char *d = temp_dir();
+    cr_assert_eq(sh("cd '%s' && python3 -B tests/fakes/profile_events.py scripts >'%s/rows.txt'",
+                    ROOFLINE_SOURCE_DIR, d),
+                 0);
+    char *rows = read_text(d, "rows.txt");
+    cr_expect_str_eq(rows,
+                     "(no operation)||1|500|other fwd\n"
+                     "Optimizer.step#SGD.step|multi_tensor_apply_kernel|2|6000|sgd update\n"
+                     "aten::conv2d|nhwc_transform|1|2000|conv fwd\n"
+                     "aten::conv2d|void xmma_fprop<bf16; 4; 2>(Params)|1|30000|conv fwd\n"
+                     "autograd::engine::evaluate_function: ConvolutionBackward0|dgrad kernel|1|"
+                     "20000|conv bwd\n"
+                     "autograd::engine::evaluate_function: ConvolutionBackward0|wgrad|1|25000|"
+                     "conv bwd\n"
+                     "device 83500 attributed 83000\n");
+    free(rows);
     remove_temp_dir(d);
 }
 

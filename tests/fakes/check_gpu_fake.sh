@@ -127,7 +127,7 @@ python)
         ;;
     *pytorch_ref.py) # one configuration a line of --configs, as the real one
         out=$(opt --out "$@") profile=$(opt --profile "$@") rc=0
-        [[ -n $profile ]] && echo "env,model,res,batch,precision,op,calls,layer_type,phase,duration_ns" >"$profile"
+        [[ -n $profile ]] && echo "env,model,res,batch,precision,op,kernel,calls,layer_type,phase,duration_ns" >"$profile"
         while read -r model res batch prec _ iters _; do
             if [[ ${FAKE_TORCH_FAIL:-} == "$model $prec" ]]; then
                 echo "pytorch_ref.py: $model res $res batch $batch $prec failed: CUDA out of memory" >&2
@@ -136,9 +136,11 @@ python)
             fi
             steps_rows "$out" "$model" "$res" "$batch" "$prec" "$iters" 200.0
             # a profiled step of 85 ms beside the runner's traced step of 100
-            [[ -n $profile ]] && for k in "aten::conv2d,20,conv,fwd,25000000" \
-                "autograd::engine::evaluate_function: ConvolutionBackward0,20,conv,bwd,40000000" \
-                "aten::batch_norm,20,bn,fwd,15000000" "Optimizer.step#SGD.step,1,sgd,update,5000000"; do
+            [[ -n $profile ]] && for k in "aten::conv2d,xmma_fprop,20,conv,fwd,25000000" \
+                "autograd::engine::evaluate_function: ConvolutionBackward0,xmma_dgrad,20,conv,bwd,15000000" \
+                "autograd::engine::evaluate_function: ConvolutionBackward0,xmma_wgrad,20,conv,bwd,25000000" \
+                "aten::batch_norm,bn_fw_tr_1C11_kernel_NCHW,20,bn,fwd,15000000" \
+                "Optimizer.step#SGD.step,multi_tensor_apply_kernel,1,sgd,update,5000000"; do
                 echo "check-gpu,$model,$res,$batch,$prec,$k" >>"$profile"
             done
             echo "pytorch $model res=$res batch=$batch precision=$prec device=fake peak_mem_gib=2.00 median_step_ms=200.00"
@@ -161,9 +163,9 @@ bench)
         steps_rows "$run/steps.csv" "$model" "$res" "$batch" "$prec" "$iters" 100.0
         echo "1/8,$model,$res,$batch,$prec,1,ok,1.0,x.log" >>"$run/configs.csv"
         # a traced step of 100 ms: conv backward half of it, in two kernels
-        for k in "conv,fwd,30000000" "conv,bwd_data,20000000" "bn,fwd,20000000" \
-            "conv,bwd_data,30000000" "relu,fwd,0"; do
-            echo "fake,$model,$res,$batch,$prec,0,0,k,layer,$k,0,0,0,0,0,0,0,0,analytic" >>"$run/kernels.csv"
+        for k in "fprop,layer,conv,fwd,30000000" "dgrad_a,layer,conv,bwd_data,20000000" \
+            "bn_apply,layer,bn,fwd,20000000" "dgrad_b,layer,conv,bwd_data,30000000" "relu,layer,relu,fwd,0"; do
+            echo "fake,$model,$res,$batch,$prec,0,0,$k,0,0,0,0,0,0,0,0,analytic" >>"$run/kernels.csv"
         done
     done < <("$bin/matrix" gpu-quick)
     echo "<html></html>" >"$run/report.html"
