@@ -359,7 +359,7 @@ time_gaps() { # CONFIGS_TSV OURS_KERNELS_CSV TORCH_PROFILE_CSV TABLE
             kt[side, cfg, g, kernel] += ns
         }
         # the three largest kernels of a side in a group, a line each
-        function largest(side, cfg, g,   m, k, j, best, shown, name) {
+        function largest(side, cfg, g,   m, j, best, shown, name) {
             m = split(substr(kernels[side, cfg, g], 2), name, SUBSEP)
             for (shown = 0; shown < 3; shown++) {
                 best = 0
@@ -456,9 +456,10 @@ stage_torch() {
             fi
         done
     }
-    local ran=()
+    local ran=() profiling=''
     while IFS= read -r line; do
         echo "$line" >>"$dir/pytorch.log"
+        [[ $line == 'pytorch_ref.py: --profile: profiling '* ]] && profiling=1
         [[ $line =~ ^pytorch\ ([^ ]+)\ res=([0-9]+)\ batch=([0-9]+)\ precision=([a-z0-9]+)\  ]] || continue
         for ((k = next; k < ${#configs[@]}; k++)); do
             IFS=$'\t' read -r model res batch prec _ <<<"${configs[k]}"
@@ -472,11 +473,17 @@ stage_torch() {
         --out "$torch_csv" --profile "$profile" 2>&1 </dev/null)
     wait $! 2>/dev/null
     rc=$?
-    ((rc == 0)) || status=1
+    # past the profile pass's first line every figure is in: its rows (a
+    # configuration's FAILED among them) decide, a failing profile does not
+    ((rc == 0 || profiling)) || status=1
     ((rc == 124 || rc == 137)) &&
         echo "check-gpu: stopped after RANK_LIMIT=$RANK_LIMIT s x ${#configs[@]} configurations" >>"$dir/pytorch.log"
     rows_up_to ${#configs[@]}
-    ((rc == 0)) || result "pytorch_ref.py: exit $rc (see pytorch.log)"
+    if ((rc != 0 && status == 0)); then
+        result "pytorch_ref.py: exit $rc in its profile pass, after every figure (see pytorch.log): the figures stand"
+    elif ((rc != 0)); then
+        result "pytorch_ref.py: exit $rc (see pytorch.log)"
+    fi
     result "(ratio = ours / PyTorch in images/s, medians of the timed steps; ours from $([[ $ours_csv == /dev/null ]] && echo "no train stage in this OUT" || echo "$ours_csv"); memory: what our backend holds, torch.cuda.max_memory_allocated)"
     [[ -s $profile ]] && time_gaps "$dir/configs.tsv" "$ours_kernels" "$profile" "$dir/time_by_group.txt" >>"$dir/result.txt"
     return $status

@@ -25,16 +25,19 @@ fires even while a CUDA call blocks).
 
 --profile FILE: once every configuration's timed steps are done (the profiler may leave
 CUPTI attached to the process, which slows what runs after it), each configuration that
-ran is built again, warmed by one step (its cuDNN algorithms are cached in the process)
-and profiled for one more step under torch.profiler, neither timed nor written to --out:
+ran is built again, warmed by its warm-up steps (its cuDNN algorithms are cached in the
+process) and profiled for one more step under torch.profiler, neither timed nor written
+to --out:
 rows appended to FILE (header PROFILE_HEADER below) for each outermost operation PyTorch
 ran in it, with the layer type and phase bin/train's kernels.csv would give it
 (classify_op): on a GPU a row for each kernel (copy, fill) it or what it called
 launched, with its launches and device time (what no operation launched is one row
 "(no operation)"), on the CPU one row, its calls and host time, the kernel empty.
 Beside bin/train's trace pass it says which layers and kernels cost the difference
-(scripts/check_gpu.sh). A profile that fails is one line on stderr and no rows; the
-figures stand.
+(scripts/check_gpu.sh). The pass begins with the line "pytorch_ref.py: --profile:
+profiling N configuration(s)" on stdout, once every figure is written; a profile that
+fails is one line on stderr and no rows (a hang under --limit ends the process, exit
+1): the figures stand.
 
 Step: model.train(); one seeded synthetic batch (torch.randn images, random labels) reused
 every step; SGD(lr, momentum 0.9, weight decay 5e-4); zero_grad(set_to_none=True),
@@ -357,35 +360,64 @@ def peak_memory(torch, cuda):
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def csv_field(text):
+    """text as one field of a comma-separated row that awk also splits at tabs"""
+    return re.sub(r"[\t\r\n]", " ", text).replace(",", ";")
+
+
+def outermost_on_cpu(events):
+    """The profiler's tree roots less those that lie within a root of their thread to
+    the microsecond its timestamps are rounded to: torch 1.13 leaves a child that ends
+    a rounding after its parent unparented, and its host time, already in its
+    parent's, would be counted twice. (On a GPU such a child keeps its own kernels,
+    which its parent's tree does not hold: there every root counts.)"""
+    roots = sorted((e for e in events if e.cpu_parent is None),
+                   key=lambda e: (e.thread, e.time_range.start, -e.time_range.end))
+    kept, last = [], None
+    for e in roots:
+        if (last is not None and e.thread == last.thread
+                and e.time_range.start < last.time_range.end
+                and e.time_range.end <= last.time_range.end + 1):
+            continue
+        kept.append(e)
+        last = e
+    return kept
+
+
+# a CUDA runtime or driver call: its id is CUPTI's, which an operation's may equal,
+# so the profiler may attach that operation's kernels to it too
+RUNTIME_CALL = re.compile(r"cu(da)?[A-Z]")
+
+
 def op_rows(events, cuda, cpu):
     """{(operation, kernel): [calls, ns]} of a profiled step's events (FunctionEvents;
     cpu: the profiler's DeviceType.CPU) over the operations no other encloses (each
     thread's outermost). On a GPU, each kernel, copy and fill they and what they
     called launched (calls: its launches), and the device work no operation
-    launched as ('(no operation)', ''); on the CPU each operation's host time,
-    kernel ''. Also the device time seen and the part of it attributed."""
+    launched as ('(no operation)', '(unattributed device time)'); on the CPU each
+    operation's host time, kernel ''. Also the device time seen and the part of it
+    attributed."""
     # a range the profiler also draws on the GPU's timeline (record_function's,
     # the optimizer's) has its operation's name: not device work of its own
     ranges = {e.name for e in events if e.device_type == cpu}
     rows, device_ns, attributed = {}, 0, 0
 
     def add(op, kernel, calls, ns):
-        field = (op.replace(",", ";"), re.sub(r"[\r\n]", " ", kernel.replace(",", ";")))
-        row = rows.setdefault(field, [0, 0])
+        row = rows.setdefault((csv_field(op), csv_field(kernel)), [0, 0])
         row[0] += calls
         row[1] += ns
 
     for e in events:
-        if e.device_type != cpu:
-            if e.name not in ranges and not getattr(e, "is_user_annotation", False):
-                device_ns += round(e.time_range.elapsed_us() * 1000)
-            continue
-        # a CUDA runtime or driver call outside any operation (a synchronize)
-        # launches nothing; its id is CUPTI's, which an operation's may equal
-        if e.cpu_parent is not None or e.is_async or re.match(r"cu(da)?[A-Z]", e.name):
-            continue
-        if not cuda:
+        if e.device_type != cpu and e.name not in ranges \
+                and not getattr(e, "is_user_annotation", False):
+            device_ns += round(e.time_range.elapsed_us() * 1000)
+    operations = [e for e in events if e.device_type == cpu and not e.is_async
+                  and not RUNTIME_CALL.match(e.name)]
+    if not cuda:
+        for e in outermost_on_cpu(operations):
             add(e.name, "", 1, round(e.cpu_time_total * 1000))
+    for e in operations if cuda else []:
+        if e.cpu_parent is not None:
             continue
         under = [e]
         while under:  # the kernels the profiler attached to e and to what e called
@@ -393,9 +425,9 @@ def op_rows(events, cuda, cpu):
             for k in ev.kernels:
                 add(e.name, k.name, 1, round(k.duration * 1000))
                 attributed += round(k.duration * 1000)
-            under.extend(ev.cpu_children)
+            under.extend(c for c in ev.cpu_children if not RUNTIME_CALL.match(c.name))
     if device_ns > attributed:
-        add("(no operation)", "", 1, device_ns - attributed)
+        add("(no operation)", "(unattributed device time)", 1, device_ns - attributed)
     return {key: row for key, row in rows.items() if row[1] > 0}, device_ns, attributed
 
 
@@ -523,32 +555,34 @@ def run_config(torch, a, c, out):
             alloc = "jemalloc" + (f"[{conf}]" if conf else "")
         where = (f"threads={a['threads']} malloc={alloc} "
                  f"peak_rss_mib={peak_memory(torch, cuda) / 2**20:.0f}")
-    summary = (f"pytorch {c['model']} res={r} batch={n} precision={c['precision']} "
-               f"{where}{' channels_last' if a['channels_last'] else ''} "
-               f"median_step_ms={med:.2f} images_per_s={n / (med / 1e3):.2f}")
-    return summary
+    return (f"pytorch {c['model']} res={r} batch={n} precision={c['precision']} "
+            f"{where}{' channels_last' if a['channels_last'] else ''} "
+            f"median_step_ms={med:.2f} images_per_s={n / (med / 1e3):.2f}")
 
 
 def profile_config(torch, a, c, profile_out):
-    """Configuration c built again, one step to warm it (the cuDNN algorithms its
-    timed run chose are cached in this process), then one step under the profiler:
-    its operations' rows to profile_out. A profile that fails is one line on stderr:
-    it only explains the figures, which stand without it."""
-    what = f"{c['model']} res {c['res']} batch {c['batch']} {c['precision']}"
+    """Configuration c built again, warmed by its warm-up steps (the cuDNN algorithms
+    its timed run chose are cached in this process; a fresh fp16 loss scale skips
+    its first steps), then one step under the profiler: its operations' rows to
+    profile_out. A profile that fails is one line on stderr: it only explains the
+    figures, which stand without it."""
+    cuda = a["device"] == "cuda"
     try:
+        reset_peak_memory(torch, cuda)  # the previous configuration's cache freed
         step = training_step(torch, a, c)
-        step()
-        ops = profile_step(torch, step, a["device"] == "cuda")
+        for _ in range(max(1, c["warmup"])):
+            step()
+        if cuda:
+            torch.cuda.synchronize()
+        at = f"{a['env']},{c['model']},{c['res']},{c['batch']},{c['precision']},"
+        for (name, kernel), (calls, ns) in profile_step(torch, step, cuda).items():
+            kind, phase = classify_op(name)
+            profile_out.write(f"{at}{name},{kernel},{calls},{kind},{phase},{ns}\n")
+        profile_out.flush()
     except Exception as e:  # pylint: disable=broad-except
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        print(f"{PROG}: --profile: {what}: {type(e).__name__}: {first}", file=sys.stderr,
-              flush=True)
-        return
-    at = f"{a['env']},{c['model']},{c['res']},{c['batch']},{c['precision']},"
-    for (name, kernel), (calls, ns) in ops.items():
-        kind, phase = classify_op(name)
-        profile_out.write(f"{at}{name},{kernel},{calls},{kind},{phase},{ns}\n")
-    profile_out.flush()
+        print(f"{PROG}: --profile: {c['model']} res {c['res']} batch {c['batch']} "
+              f"{c['precision']}: {type(e).__name__}: {first}", file=sys.stderr, flush=True)
 
 
 def main():
@@ -592,8 +626,11 @@ def main():
             ran.append(c)
         # after every timed step: the profiler may keep CUPTI attached to the
         # process once it is done, which slows the kernels launched after it
+        if profile_out is not None and ran:
+            # every figure is in: what follows is the profile (check_gpu.sh reads
+            # a failure after this line as the profile's, not the figures')
+            print(f"{PROG}: --profile: profiling {len(ran)} configuration(s)", flush=True)
         for c in ran if profile_out is not None else []:
-            reset_peak_memory(torch, cuda)  # the cache of the previous one freed
             if a["limit"]:
                 faulthandler.dump_traceback_later(a["limit"], exit=True)
             profile_config(torch, a, c, profile_out)

@@ -7,7 +7,8 @@
 # programs write. Calls are logged to $FAKE_LOG. Knobs: FAKE_NO_GPU,
 # FAKE_NO_TORCH, FAKE_COUNTERS_DENIED (bin/train's metric pass refused), FAKE_FAIL=<name>
 # (that program fails), FAKE_TORCH_FAIL='<model> <precision>' (pytorch_ref.py fails that
-# configuration and goes on), FAKE_SANITIZER_FINDS='<tool> <program>' (compute-sanitizer
+# configuration and goes on), FAKE_TORCH_PROFILE_HANG (its profile pass, after every
+# figure, ends by --limit), FAKE_SANITIZER_FINDS='<tool> <program>' (compute-sanitizer
 # reports a hazard in one of the suite's kernels there), FAKE_SANITIZER_BLIND=<tool> (it
 # misses the planted bug), FAKE_SANITIZER_REFUSES (it refuses the kernel filter),
 # FAKE_SANITIZER_NO_DEVICE (it cannot attach to the GPU, as under gVisor),
@@ -145,6 +146,14 @@ python)
             done
             echo "pytorch $model res=$res batch=$batch precision=$prec device=fake peak_mem_gib=2.00 median_step_ms=200.00"
         done <"$(opt --configs "$@")"
+        if [[ -n $profile ]]; then
+            echo "pytorch_ref.py: --profile: profiling 8 configuration(s)"
+            # FAKE_TORCH_PROFILE_HANG: the profile pass hangs until --limit ends it
+            [[ -n ${FAKE_TORCH_PROFILE_HANG:-} ]] && {
+                echo "Timeout (0:03:00)!" >&2
+                exit 1
+            }
+        fi
         exit $rc
         ;;
     *) exit 5 ;;
