@@ -630,12 +630,12 @@ def main():
             # every figure is in: what follows is the profile (check_gpu.sh reads
             # a failure after this line as the profile's, not the figures')
             print(f"{PROG}: --profile: profiling {len(ran)} configuration(s)", flush=True)
-        for c in ran if profile_out is not None else []:
-            if a["limit"]:
-                faulthandler.dump_traceback_later(a["limit"], exit=True)
-            profile_config(torch, a, c, profile_out)
-            if a["limit"]:
-                faulthandler.cancel_dump_traceback_later()
+            for c in ran:
+                if a["limit"]:
+                    faulthandler.dump_traceback_later(a["limit"], exit=True)
+                profile_config(torch, a, c, profile_out)
+                if a["limit"]:
+                    faulthandler.cancel_dump_traceback_later()
     finally:
         out.close()
         if profile_out is not None:
