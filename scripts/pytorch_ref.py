@@ -416,16 +416,15 @@ def op_rows(events, cuda, cpu):
     if not cuda:
         for e in outermost_on_cpu(operations):
             add(e.name, "", 1, round(e.cpu_time_total * 1000))
-    for e in operations if cuda else []:
-        if e.cpu_parent is not None:
-            continue
-        under = [e]
-        while under:  # the kernels the profiler attached to e and to what e called
-            ev = under.pop()
-            for k in ev.kernels:
-                add(e.name, k.name, 1, round(k.duration * 1000))
-                attributed += round(k.duration * 1000)
-            under.extend(c for c in ev.cpu_children if not RUNTIME_CALL.match(c.name))
+    else:
+        for e in (e for e in operations if e.cpu_parent is None):
+            under = [e]
+            while under:  # the kernels the profiler attached to e and to what e called
+                ev = under.pop()
+                for k in ev.kernels:
+                    add(e.name, k.name, 1, round(k.duration * 1000))
+                    attributed += round(k.duration * 1000)
+                under.extend(c for c in ev.cpu_children if not RUNTIME_CALL.match(c.name))
     if device_ns > attributed:
         add("(no operation)", "(unattributed device time)", 1, device_ns - attributed)
     return {key: row for key, row in rows.items() if row[1] > 0}, device_ns, attributed
