@@ -358,20 +358,29 @@ time_gaps() { # CONFIGS_TSV OURS_KERNELS_CSV TORCH_PROFILE_CSV TABLE
                 kernels[side, cfg, g] = kernels[side, cfg, g] SUBSEP kernel
             kt[side, cfg, g, kernel] += ns
         }
-        # the three largest kernels of a side in a group, a line each
-        function largest(side, cfg, g,   m, j, best, shown, name) {
-            m = split(substr(kernels[side, cfg, g], 2), name, SUBSEP)
-            for (shown = 0; shown < 3; shown++) {
+        # pick[1..n] = the indices of the (at most) three largest of value[1..m],
+        # largest first, above floor where above_floor is set; n is returned
+        function top3(value, m, pick, above_floor, floor,   n, j, best, taken) {
+            for (n = 0; n < 3; n++) {
                 best = 0
                 for (j = 1; j <= m; j++)
-                    if (!(j in taken) && (!best || kt[side, cfg, g, name[j]] > kt[side, cfg, g, name[best]]))
+                    if (!(j in taken) && (!above_floor || value[j] > floor) &&
+                        (!best || value[j] > value[best]))
                         best = j
                 if (!best) break
                 taken[best] = 1
-                printf "    %-6s %10.3f  %s\n", side, kt[side, cfg, g, name[best]] / 1e6,
-                    substr(name[best], 1, 100) >table
+                pick[n + 1] = best
             }
-            delete taken
+            return n
+        }
+        # the three largest kernels of a side in a group, a line each
+        function largest(side, cfg, g,   m, j, n, name, ns, pick) {
+            m = split(substr(kernels[side, cfg, g], 2), name, SUBSEP)
+            for (j = 1; j <= m; j++) ns[j] = kt[side, cfg, g, name[j]]
+            n = top3(ns, m, pick, 0, 0)
+            for (j = 1; j <= n; j++)
+                printf "    %-6s %10.3f  %s\n", side, ns[pick[j]] / 1e6,
+                    substr(name[pick[j]], 1, 100) >table
         }
         FILENAME == ARGV[1] { if (NF >= 4 && $1 !~ /^#/) order[++n] = $1 " " $2 " " $3 " " $4; next }
         FNR == 1 { delete col; for (i = 1; i <= NF; i++) col[$i] = i; next }
@@ -404,18 +413,12 @@ time_gaps() { # CONFIGS_TSV OURS_KERNELS_CSV TORCH_PROFILE_CSV TABLE
                 }
                 line = sprintf("%s %8.2f ms against %.2f ms; behind most in", label,
                                total["ours", cfg] / 1e6, total["torch", cfg] / 1e6)
-                for (shown = 0; shown < 3; shown++) {
-                    best = 0
-                    for (j = 1; j <= m; j++)
-                        if (!(j in used) && d[j] > 0 && (!best || d[j] > d[best])) best = j
-                    if (!best) break
-                    used[best] = 1
-                    line = line sprintf("%s %s +%.2f ms (%.2f against %.2f)", shown ? "," : "",
-                                        g[best], d[best] / 1e6, t["ours", cfg, g[best]] / 1e6,
-                                        t["torch", cfg, g[best]] / 1e6)
-                }
-                delete used
-                print shown ? line : line " no group"
+                behind = top3(d, m, pick, 1, 0)
+                for (j = 1; j <= behind; j++)
+                    line = line sprintf("%s %s +%.2f ms (%.2f against %.2f)", j > 1 ? "," : "",
+                                        g[pick[j]], d[pick[j]] / 1e6, t["ours", cfg, g[pick[j]]] / 1e6,
+                                        t["torch", cfg, g[pick[j]]] / 1e6)
+                print behind ? line : line " no group"
             }
         }' "$1" "$2" "$3"
 }

@@ -27,10 +27,9 @@ fires even while a CUDA call blocks).
 CUPTI attached to the process, which slows what runs after it), each configuration that
 ran is built again, warmed by its warm-up steps (its cuDNN algorithms are cached in the
 process) and profiled for one more step under torch.profiler, neither timed nor written
-to --out:
-rows appended to FILE (header PROFILE_HEADER below) for each outermost operation PyTorch
-ran in it, with the layer type and phase bin/train's kernels.csv would give it
-(classify_op): on a GPU a row for each kernel (copy, fill) it or what it called
+to --out: rows appended to FILE (header PROFILE_HEADER below) for each outermost
+operation PyTorch ran in it, with the layer type and phase bin/train's kernels.csv would
+give it (classify_op): on a GPU a row for each kernel (copy, fill) it or what it called
 launched, with its launches and device time (what no operation launched is one row
 "(no operation)"), on the CPU one row, its calls and host time, the kernel empty.
 Beside bin/train's trace pass it says which layers and kernels cost the difference
@@ -332,6 +331,12 @@ def classify_op(name):
     return kind, "bwd" if backward else "fwd"
 
 
+def first_line(error):
+    """An exception's message's first line ('' where it has none)."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else ""
+
+
 def reset_peak_memory(torch, cuda):
     """Starts a configuration's peak memory afresh: false where the CPU's peak RSS
     cannot be reset (then it is the process's)."""
@@ -579,9 +584,9 @@ def profile_config(torch, a, c, profile_out):
             profile_out.write(f"{at}{name},{kernel},{calls},{kind},{phase},{ns}\n")
         profile_out.flush()
     except Exception as e:  # pylint: disable=broad-except
-        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
         print(f"{PROG}: --profile: {c['model']} res {c['res']} batch {c['batch']} "
-              f"{c['precision']}: {type(e).__name__}: {first}", file=sys.stderr, flush=True)
+              f"{c['precision']}: {type(e).__name__}: {first_line(e)}", file=sys.stderr,
+              flush=True)
 
 
 def main():
@@ -610,7 +615,7 @@ def main():
             try:
                 line = run_config(torch, a, c, out)
             except (RuntimeError, ValueError, MemoryError) as e:
-                msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                msg = first_line(e) or type(e).__name__
                 line = None
             if a["limit"]:
                 faulthandler.cancel_dump_traceback_later()
