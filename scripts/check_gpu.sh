@@ -11,9 +11,9 @@
 #
 # Stages run in this order whatever order STAGES gives them. The default,
 # build,test,train,torch, validates a node (issue 11: the tests, the gpu-quick
-# row, PyTorch beside it); STAGES=all adds peaks, allreduce, ddp and counters,
-# the GPU proofs of issues 13, 15 and 14, and sanitize (the suite's kernels
-# under compute-sanitizer). The default's estimate (740 s) is
+# row, PyTorch beside it); STAGES=all adds peaks, allreduce, perf, ddp and
+# counters, the GPU proofs of issues 13, 11's performance table, 15 and 14,
+# and sanitize (the suite's kernels under compute-sanitizer). The default's estimate (740 s) is
 # over the device tool's 10 minutes a command: there, give DEADLINE=570 (or
 # run it in the calls below).
 # Device time estimated from the work each does on one H100 with 16 cores
@@ -40,6 +40,13 @@
 #                    built again and one step under PyTorch's profiler (--profile, some
 #                    25 s in all), its kernel time by layer group beside our traced
 #                    step's: where ours is behind, and the largest kernels there
+#   perf       510 s issue 11's performance table: ours and PyTorch's images/s and peak
+#                    memory at 224, batch 256 (VGG-16 128), fp32, tf32, fp16, bf16 eager
+#                    and bf16 ours --graph against PyTorch's captured step and
+#                    torch.compile (ResNet-50 only by default: some 50 s a model); each
+#                    row's goal met or MISSED; bf16 first, each precision's rows as
+#                    soon as both sides ran it (a guess: 20 runs of ours, 7 PyTorch
+#                    processes, one compilation)
 #   ddp         60 s resnet50 bf16 batch 64: one NCCL rank (mpirun -np 1 bin/train --ddp)
 #                    and the plain step; the losses of the timed steps compared
 #   counters   330 s resnet50 bf16 batch 64 --trace --counters cupti: kernels per step,
@@ -63,6 +70,8 @@
 # device time a machine start and the transfers). A fourth call, for a later
 # session or after a GPU check that fails where the host emulator passes:
 #   bash scripts/check_gpu.sh STAGES=build,sanitize DEADLINE=570 OUT=runs/check-gpu/4 TAR=$OUT/check-gpu-4.tgz
+# and a fifth, for a later session once the tests pass (issue 11's table):
+#   bash scripts/check_gpu.sh STAGES=build,perf DEADLINE=570 OUT=runs/check-gpu/5 TAR=$OUT/check-gpu-5.tgz
 # DEADLINE=s: no stage starts with less
 # than 30 s left (30 s more are kept for the end); each runs under `timeout`
 # with what is left (a stage cut short reads "timed out", one never started
@@ -84,10 +93,10 @@ set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 SELF=scripts/check_gpu.sh
 
-ALL_STAGES=(build test peaks allreduce train torch ddp counters sanitize)
+ALL_STAGES=(build test peaks allreduce train torch perf ddp counters sanitize)
 DEFAULT_STAGES=(build test train torch)
 declare -A ESTIMATE=([build]=30 [test]=270 [peaks]=60 [allreduce]=40 [train]=300 [torch]=140
-    [ddp]=60 [counters]=330 [sanitize]=360)
+    [perf]=510 [ddp]=60 [counters]=330 [sanitize]=360)
 # under DEADLINE: seconds kept for the summary and the archive, and the least a
 # stage is started with (the tests make both small)
 RESERVE=${CHECK_GPU_RESERVE:-30} MIN_STAGE_S=${CHECK_GPU_MIN_STAGE:-30}
@@ -96,6 +105,11 @@ TEST_LIMIT=${CHECK_GPU_TEST_LIMIT:-240} RANK_LIMIT=${CHECK_GPU_RANK_LIMIT:-180}
 # the counters and ddp stages' step (issue 14's figures); CHECK_GPU_MODEL, _PREC and _BATCH
 # change it (the host emulator's test runs the stages small)
 MODEL=${CHECK_GPU_MODEL:-resnet50} PREC=${CHECK_GPU_PREC:-bf16} BATCH=${CHECK_GPU_BATCH:-64}
+# the perf stage's table: MODEL:BATCH pairs, the models torch.compile compiles
+# (some 50 s each), the warm-up and timed steps of each run
+read -r -a PERF_MODELS <<<"${CHECK_GPU_PERF_MODELS:-resnet18:256 resnet50:256 vgg16:128 mobilenet_v2:256}"
+read -r -a PERF_COMPILE <<<"${CHECK_GPU_PERF_COMPILE-resnet50:256}"
+PERF_WARMUP=${CHECK_GPU_PERF_WARMUP:-5} PERF_ITERS=${CHECK_GPU_PERF_ITERS:-20}
 
 # ---- one stage, in a process of its own (run by the loop below) --------------------
 
@@ -315,15 +329,23 @@ config_figures() { # MODEL RES BATCH PREC FILE -> "img/s GiB" or "- -"
                   printf "%.1f %.2f\n", b / med * 1000, mem / 2^30 }'
 }
 
+# One configuration in two steps.csv files: "ours_img/s torch_img/s ratio ours_GiB
+# torch_GiB" ('-' for what is missing).
+side_by_side() { # MODEL RES BATCH PREC OURS_CSV TORCH_CSV
+    local ratio o_ips o_gib t_ips t_gib
+    read -r o_ips o_gib <<<"$(config_figures "$1" "$2" "$3" "$4" "$5")"
+    read -r t_ips t_gib <<<"$(config_figures "$1" "$2" "$3" "$4" "$6")"
+    ratio=-
+    [[ $o_ips != - && $t_ips != - ]] && ratio=$(awk -v a="$o_ips" -v b="$t_ips" 'BEGIN { printf "%.2f", a / b }')
+    echo "$o_ips $t_ips $ratio $o_gib $t_gib"
+}
+
 # The table's row of one configuration: ours and PyTorch's images/s, the ratio, the
 # memory of each.
 torch_row() { # MODEL RES BATCH PREC OURS_CSV TORCH_CSV
-    local o o_ips o_gib t_ips t_gib
-    read -r o_ips o_gib <<<"$(config_figures "$1" "$2" "$3" "$4" "$5")"
-    read -r t_ips t_gib <<<"$(config_figures "$1" "$2" "$3" "$4" "$6")"
-    o=-
-    [[ $o_ips != - && $t_ips != - ]] && o=$(awk -v a="$o_ips" -v b="$t_ips" 'BEGIN { printf "%.2f", a / b }')
-    printf '%-13s %-5s %5s %11s %11s %6s %9s %9s' "$1" "$4" "$3" "$o_ips" "$t_ips" "$o" "$o_gib" "$t_gib"
+    local o_ips t_ips ratio o_gib t_gib
+    read -r o_ips t_ips ratio o_gib t_gib <<<"$(side_by_side "$@")"
+    printf '%-13s %-5s %5s %11s %11s %6s %9s %9s' "$1" "$4" "$3" "$o_ips" "$t_ips" "$ratio" "$o_gib" "$t_gib"
 }
 
 # Where each configuration's kernel time differs from PyTorch's: ours, the train
@@ -490,6 +512,118 @@ stage_torch() {
     result "(ratio = ours / PyTorch in images/s, medians of the timed steps; ours from $([[ $ours_csv == /dev/null ]] && echo "no train stage in this OUT" || echo "$ours_csv"); memory: what our backend holds, torch.cuda.max_memory_allocated)"
     [[ -s $profile ]] && time_gaps "$dir/configs.tsv" "$ours_kernels" "$profile" "$dir/time_by_group.txt" >>"$dir/result.txt"
     return $status
+}
+
+# Issue 11's performance table, side by side in one run: ours and PyTorch's
+# images/s at 224 with the issue's batches (256, VGG-16 128), every precision
+# eager, and bf16 in a CUDA graph (ours --graph against PyTorch's captured step,
+# and against torch.compile, the goal); each row with its goal and verdict and
+# the peak memory of both. Precision by precision, bf16 first (the goals that
+# decide most), so that a deadline leaves whole rows; each precision's rows as
+# soon as both sides ran it. A missed goal is a finding, not a failure: the
+# stage fails only where a run did.
+stage_perf() {
+    local dir=$OUT/perf torch=1 status=0 prec
+    local -A tally=() # "speed met", "memory MISSED", ...: perf_row's verdicts
+    need "$BIN/train"
+    mkdir -p "$dir/logs"
+    if ! have_torch; then
+        torch=''
+        result "PyTorch with CUDA is not importable ($(tail -n 1 "$dir/torch-import.txt")): ours alone, no ratios"
+    fi
+    result "$(printf '%-13s %-5s %-6s %-8s %5s %11s %11s %6s %6s %-7s %8s %8s %-7s' model prec ours torch \
+        batch 'ours img/s' 'torch img/s' ratio goal speed 'ours GiB' 'torch GiB' memory)"
+    for prec in bf16 fp16 tf32 fp32; do
+        perf_ours "$prec" eager || status=1
+        [[ $prec == bf16 ]] && { perf_ours bf16 graph || status=1; }
+        if [[ -n $torch ]]; then
+            perf_torch "$prec" eager "${PERF_MODELS[@]}" || status=1
+            if [[ $prec == bf16 ]]; then
+                perf_torch bf16 graph "${PERF_MODELS[@]}" || status=1
+                perf_torch bf16 compile "${PERF_COMPILE[@]}" || status=1
+            fi
+        fi
+        perf_rows "$prec"
+    done
+    result "goals: speed ${tally[speed met]:-0} met, ${tally[speed MISSED]:-0} MISSED, ${tally[speed -]:-0} not measured; memory at most PyTorch's ${tally[memory met]:-0} met, ${tally[memory MISSED]:-0} MISSED"
+    result "(ratio = ours / PyTorch in images/s, medians of $PERF_ITERS timed steps after $PERF_WARMUP warm-up; goals of issue 11: 1.10x eager in bf16 and fp16, 1.00x in fp32 and tf32, ours --graph at or above torch.compile (compiled here: ${PERF_COMPILE[*]:-none}; CHECK_GPU_PERF_COMPILE names more, some 50 s each); memory: what our backend holds against torch.cuda.max_memory_allocated; runs in $dir/logs)"
+    return $status
+}
+
+# ours in PREC, eager or --graph, for every model of the table: rows to
+# OUT/perf/ours-MODE.csv; the runs share one algorithm cache (--graph reuses
+# the eager runs' choices).
+perf_ours() { # PREC MODE
+    local spec model batch graph=() status=0 log rc
+    [[ $2 == graph ]] && graph=(--graph)
+    for spec in "${PERF_MODELS[@]}"; do
+        model=${spec%:*} batch=${spec#*:} log=$OUT/perf/logs/ours-$model-$1-$2.log
+        limited "$RANK_LIMIT" "RANK_LIMIT=$RANK_LIMIT s" "$log" \
+            "$BIN/train" --backend cuda --model "$model" --res 224 --batch "$batch" \
+            --precision "$1" --warmup "$PERF_WARMUP" --iters "$PERF_ITERS" "${graph[@]}" \
+            --algo-cache "$OUT/perf/algos.csv" --env check-gpu --out "$OUT/perf/ours-$2.csv" </dev/null
+        rc=$?
+        ((rc == 0)) && continue
+        result "ours $model $1 $2: FAILED (exit $rc): $(tail -n 1 "$log")"
+        status=1
+    done
+    return $status
+}
+
+# PyTorch in PREC and MODE (eager, graph, compile) for MODEL:BATCH..., in one
+# process: rows to OUT/perf/torch-MODE.csv.
+perf_torch() { # PREC MODE MODEL:BATCH...
+    local prec=$1 mode=$2 spec list=$OUT/perf/torch-$1-$2.tsv
+    shift 2
+    (($#)) || return 0
+    for spec in "$@"; do
+        echo "${spec%:*} 224 ${spec#*:} $prec $PERF_WARMUP $PERF_ITERS"
+    done >"$list"
+    local log=$OUT/perf/logs/torch-$prec-$mode.log rc
+    limited $((RANK_LIMIT * $#)) "RANK_LIMIT=$RANK_LIMIT s x $# configurations" "$log" \
+        "$PYTHON" scripts/pytorch_ref.py --device cuda --channels-last --mode "$mode" \
+        --configs "$list" --limit "$RANK_LIMIT" --env check-gpu --out "$OUT/perf/torch-$mode.csv" </dev/null
+    rc=$?
+    ((rc == 0)) && return 0
+    # its lines naming what failed, else its last
+    result "pytorch_ref.py $prec $mode: exit $rc"
+    { grep -E '^pytorch_ref.py: ' "$log" || tail -n 1 "$log"; } | head -n 4 | sed 's/^/  /' >>"$OUT/perf/result.txt"
+    return 1
+}
+
+# The table's rows of PREC: every model eager against PyTorch eager (goal 1.10x
+# in bf16 and fp16, 1.00x else), and in bf16 ours --graph against PyTorch's
+# captured step (no goal) and, for the models compiled, against torch.compile
+# (1.00x).
+perf_rows() { # PREC
+    local spec model batch goal
+    goal=1.00
+    [[ $1 == bf16 || $1 == fp16 ]] && goal=1.10
+    for spec in "${PERF_MODELS[@]}"; do
+        model=${spec%:*} batch=${spec#*:}
+        perf_row "$model" "$batch" "$1" eager eager "$goal"
+        [[ $1 == bf16 ]] || continue
+        perf_row "$model" "$batch" bf16 graph graph ''
+        [[ " ${PERF_COMPILE[*]} " == *" $spec "* ]] && perf_row "$model" "$batch" bf16 graph compile 1.00
+    done
+}
+
+perf_row() { # MODEL BATCH PREC OURS_MODE TORCH_MODE GOAL
+    local o_ips t_ips ratio o_gib t_gib speed=- memory=- goal=-
+    read -r o_ips t_ips ratio o_gib t_gib <<<"$(side_by_side "$1" 224 "$2" "$3" \
+        "$OUT/perf/ours-$4.csv" "$OUT/perf/torch-$5.csv")"
+    if [[ -n $6 ]]; then
+        goal=${6}x
+        [[ $ratio != - ]] &&
+            speed=$(awk -v o="$o_ips" -v t="$t_ips" -v g="$6" 'BEGIN { print (o >= g * t ? "met" : "MISSED") }')
+        tally[speed $speed]=$((${tally[speed $speed]:-0} + 1))
+    fi
+    if [[ $o_gib != - && $t_gib != - ]]; then
+        memory=$(awk -v o="$o_gib" -v t="$t_gib" 'BEGIN { print (o <= t ? "met" : "MISSED") }')
+        tally[memory $memory]=$((${tally[memory $memory]:-0} + 1))
+    fi
+    result "$(printf '%-13s %-5s %-6s %-8s %5s %11s %11s %6s %6s %-7s %8s %8s %-7s' "$1" "$3" "$4" "$5" \
+        "$2" "$o_ips" "$t_ips" "$ratio" "$goal" "$speed" "$o_gib" "$t_gib" "$memory")"
 }
 
 # The losses of one steps.csv as "iter loss" lines, sorted as join wants them.

@@ -8,7 +8,7 @@ needs the Debian packages python3-torch and python3-torchvision (run it with
   python3 scripts/pytorch_ref.py --model M [--res R] [--batch N] [--device cpu|cuda]
       [--precision fp32|tf32|fp16|bf16] [--warmup W] [--iters I] [--threads T] [--seed S]
       [--lr X] [--repeat K] [--env NAME] [--classes K] [--out steps.csv] [--channels-last]
-      [--limit S] [--profile FILE]
+      [--limit S] [--profile FILE] [--mode eager|graph|compile]
   python3 scripts/pytorch_ref.py --configs FILE [the options above but --model, --res,
       --batch, --precision, --warmup and --iters]
 
@@ -37,6 +37,17 @@ Beside bin/train's trace pass it says which layers and kernels cost the differen
 profiling N configuration(s)" on stdout, once every figure is written; a profile that
 fails is one line on stderr and no rows (a hang under --limit ends the process, exit
 1): the figures stand.
+
+--mode: how the step runs. eager (the default): as written below. graph (--device cuda;
+not fp16, whose GradScaler reads its overflow flag on the host every step): PyTorch's
+whole-network capture, the step of bin/train --graph: the configuration's warm-up
+steps (at least 2: cuDNN's benchmark search, the momentum buffers) run eagerly on a side
+stream, one step (zero_grad, forward under autocast without its weight-cast cache,
+backward, SGD) is captured there as a CUDA graph, and every step after it, warm-up and
+timed, replays it. compile (PyTorch 2.0 or newer): the model through torch.compile with
+its defaults; its compilation runs in the first warm-up step. The rows do not name the
+mode (steps.csv has no column for it): give each mode its own --out. The summary line
+adds mode=graph or mode=compile; --profile is taken with eager only.
 
 Step: model.train(); one seeded synthetic batch (torch.randn images, random labels) reused
 every step; SGD(lr, momentum 0.9, weight decay 5e-4); zero_grad(set_to_none=True),
@@ -111,7 +122,8 @@ def parse_args(argv):
             "--device": "cpu",
             "--warmup": None, "--iters": None, "--threads": str(ncpu), "--seed": "1",
             "--lr": None, "--repeat": "0", "--env": "local", "--out": None,
-            "--classes": None, "--configs": None, "--limit": None, "--profile": None}
+            "--classes": None, "--configs": None, "--limit": None, "--profile": None,
+            "--mode": "eager"}
     flags = {"--channels-last": False}
     i = 0
     while i < len(argv):
@@ -162,6 +174,7 @@ def parse_args(argv):
     a["channels_last"] = flags["--channels-last"]
     a["limit"] = (int_option("--limit", opts["--limit"], 1, 1_000_000)
                   if opts["--limit"] is not None else None)
+    a["mode"] = mode_of(opts["--mode"], device, a["profile"])
 
     if opts["--configs"] is None:
         fields = {o: opts[o] for o in CONFIG_OPTS}
@@ -169,13 +182,34 @@ def parse_args(argv):
         fields["--warmup"] = fields["--warmup"] or "5"
         fields["--iters"] = fields["--iters"] or "20"
         a["configs"] = [config_of(fields, device, "")]
-        return a
-    given = [o for o in CONFIG_OPTS if opts[o] is not None]
-    if given:
-        usage_error(f"{given[0]}: not taken with --configs (its lines give model, res, "
-                    "batch, precision, warmup and iters)")
-    a["configs"] = read_configs(opts["--configs"], device)
+    else:
+        given = [o for o in CONFIG_OPTS if opts[o] is not None]
+        if given:
+            usage_error(f"{given[0]}: not taken with --configs (its lines give model, res, "
+                        "batch, precision, warmup and iters)")
+        a["configs"] = read_configs(opts["--configs"], device)
+    if a["mode"] == "graph":
+        for c in a["configs"]:
+            if c["precision"] == "fp16":
+                usage_error(f"--mode graph: {c['model']} fp16: the GradScaler reads its "
+                            "overflow flag on the host every step, which a CUDA graph "
+                            "cannot capture (bf16, tf32 and fp32 can)")
     return a
+
+
+MODES = ("eager", "graph", "compile")
+
+
+def mode_of(mode, device, profile):
+    """--mode, checked against the device and --profile."""
+    if mode not in MODES:
+        usage_error(f"--mode: '{mode}' is not one of " + ", ".join(MODES))
+    if mode == "graph" and device != "cuda":
+        usage_error("--mode graph: needs --device cuda (it captures a CUDA graph)")
+    if mode != "eager" and profile:
+        usage_error(f"--profile: taken with --mode eager only (the kernels of a {mode} "
+                    "step belong to no operation of the model)")
+    return mode
 
 
 def read_configs(path, device):
@@ -486,6 +520,8 @@ def training_step(torch, a, c):
         model = model.to(memory_format=torch.channels_last)
         images = images.contiguous(memory_format=torch.channels_last)
     model.train()
+    if a["mode"] == "compile":
+        model = torch.compile(model)
     # bin/train's default: the recipe's rate scaled to the batch
     lr = a["lr"] or (0.01 if c["model"] == "vgg16" else 0.1) * n / 256
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=5e-4)
@@ -496,10 +532,14 @@ def training_step(torch, a, c):
         scaler = (amp.GradScaler("cuda") if hasattr(amp, "GradScaler")
                   else torch.cuda.amp.GradScaler())
 
+    graph = a["mode"] == "graph"
+
     def step():
         opt.zero_grad(set_to_none=True)
         if autocast_dtype is not None:
-            with torch.autocast("cuda", dtype=autocast_dtype):
+            # a captured graph must cast the weights in every replay, not keep
+            # the casts of the capture's own step
+            with torch.autocast("cuda", dtype=autocast_dtype, cache_enabled=not graph):
                 loss = F.cross_entropy(model(images), labels)
         else:
             loss = F.cross_entropy(model(images), labels)
@@ -512,7 +552,30 @@ def training_step(torch, a, c):
             opt.step()
         return loss
 
-    return step
+    return captured(torch, step, c["warmup"]) if graph else step
+
+
+def captured(torch, step, warmup):
+    """PyTorch's whole-network capture of step: warmed eagerly on a side stream (cuDNN's
+    benchmark search and the momentum buffers happen there), then captured on it; the
+    step returned replays the graph and returns the captured step's loss tensor, which
+    each replay writes again. zero_grad(set_to_none) in the captured step makes backward
+    allocate the gradients from the graph's own memory pool."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(max(2, warmup)):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=side):
+        loss = step()
+
+    def replay():
+        graph.replay()
+        return loss
+
+    return replay
 
 
 def run_config(torch, a, c, out):
@@ -559,7 +622,8 @@ def run_config(torch, a, c, out):
             alloc = "jemalloc" + (f"[{conf}]" if conf else "")
         where = (f"threads={a['threads']} malloc={alloc} "
                  f"peak_rss_mib={peak_memory(torch, cuda) / 2**20:.0f}")
-    return (f"pytorch {c['model']} res={r} batch={n} precision={c['precision']} "
+    mode = "" if a["mode"] == "eager" else f"mode={a['mode']} "
+    return (f"pytorch {c['model']} res={r} batch={n} precision={c['precision']} {mode}"
             f"{where}{' channels_last' if a['channels_last'] else ''} "
             f"median_step_ms={med:.2f} images_per_s={n / (med / 1e3):.2f}")
 
@@ -600,6 +664,9 @@ def main():
     cuda = a["device"] == "cuda"
     if cuda and not torch.cuda.is_available():
         fail("--device cuda: torch sees no CUDA device")
+    if a["mode"] == "compile" and not hasattr(torch, "compile"):
+        fail(f"--mode compile: torch.compile needs PyTorch 2.0 or newer; this is "
+             f"{torch.__version__}")
 
     out = open_out(a["out"])
     profile_out = (open_out(a["profile"], PROFILE_HEADER, "--profile") if a["profile"]

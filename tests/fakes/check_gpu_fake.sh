@@ -126,8 +126,10 @@ python)
             echo "fake,H100,hbm_triad,2995,GB/s,pytorch,,,"
         } >"$out"
         ;;
-    *pytorch_ref.py) # one configuration a line of --configs, as the real one
-        out=$(opt --out "$@") profile=$(opt --profile "$@") rc=0
+    *pytorch_ref.py) # one configuration a line of --configs, as the real one; a
+        # step of 200 ms, torch.compile's 80 (faster than ours: a goal missed)
+        out=$(opt --out "$@") profile=$(opt --profile "$@") rc=0 ms=200.0
+        [[ $(opt --mode "$@") == compile ]] && ms=80.0
         [[ -n $profile ]] && echo "env,model,res,batch,precision,op,kernel,calls,layer_type,phase,duration_ns" >"$profile"
         while read -r model res batch prec _ iters _; do
             if [[ ${FAKE_TORCH_FAIL:-} == "$model $prec" ]]; then
@@ -135,7 +137,7 @@ python)
                 rc=1
                 continue
             fi
-            steps_rows "$out" "$model" "$res" "$batch" "$prec" "$iters" 200.0
+            steps_rows "$out" "$model" "$res" "$batch" "$prec" "$iters" "$ms"
             # a profiled step of 85 ms beside the runner's traced step of 100
             [[ -n $profile ]] && for k in "aten::conv2d,xmma_fprop,20,conv,fwd,25000000" \
                 "autograd::engine::evaluate_function: ConvolutionBackward0,xmma_dgrad,20,conv,bwd,15000000" \
