@@ -537,8 +537,9 @@ def training_step(torch, a, c):
     def step():
         opt.zero_grad(set_to_none=True)
         if autocast_dtype is not None:
-            # a captured graph must cast the weights in every replay, not keep
-            # the casts of the capture's own step
+            # no weight-cast cache under capture, as PyTorch's CUDA-graph notes
+            # ask (the cache empties when the context exits, so the captured
+            # casts run in every replay either way)
             with torch.autocast("cuda", dtype=autocast_dtype, cache_enabled=not graph):
                 loss = F.cross_entropy(model(images), labels)
         else:
@@ -686,6 +687,10 @@ def main():
                 line = None
             if a["limit"]:
                 faulthandler.cancel_dump_traceback_later()
+            if a["mode"] == "compile":
+                # the next configuration compiles afresh: no cached graphs, no
+                # dynamic-shape recompilation, nothing held in its peak memory
+                torch._dynamo.reset()  # pylint: disable=protected-access
             if line is None:
                 # the failed step's tensors go with the exception, before the next
                 # configuration measures its peak memory
