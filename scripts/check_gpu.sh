@@ -12,10 +12,10 @@
 # Stages run in this order whatever order STAGES gives them. The default,
 # build,test,train,torch, validates a node (issue 11: the tests, the gpu-quick
 # row, PyTorch beside it); STAGES=all adds peaks, allreduce, perf, ddp and
-# counters, the GPU proofs of issues 13, 11's performance table, 15 and 14,
-# and sanitize (the suite's kernels under compute-sanitizer). The default's estimate (740 s) is
-# over the device tool's 10 minutes a command: there, give DEADLINE=570 (or
-# run it in the calls below).
+# counters, the GPU proofs of issue 13, issue 11's performance table, issues
+# 15 and 14, and sanitize (the suite's kernels under compute-sanitizer). The
+# default's estimate (740 s) is over the device tool's 10 minutes a command:
+# there, give DEADLINE=570 (or run it in the calls below).
 # Device time estimated from the work each does on one H100 with 16 cores
 # (none of it has run on a GPU yet: the summary puts the real wall time beside
 # each estimate):
