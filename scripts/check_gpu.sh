@@ -45,8 +45,10 @@
 #                    and bf16 ours --graph against PyTorch's captured step and
 #                    torch.compile (ResNet-50 only by default: some 50 s a model); each
 #                    row's goal met or MISSED; bf16 first, each precision's rows as
-#                    soon as both sides ran it (a guess: 20 runs of ours, 7 PyTorch
-#                    processes, one compilation)
+#                    soon as both sides ran it; then, for each eager goal missed and
+#                    while time is left, the kernels that cost it (a guess: 20 runs
+#                    of ours, 7 PyTorch processes, one compilation; the missed
+#                    goals' traced and profiled steps beyond it)
 #   ddp         60 s resnet50 bf16 batch 64: one NCCL rank (mpirun -np 1 bin/train --ddp)
 #                    and the plain step; the losses of the timed steps compared
 #   counters   330 s resnet50 bf16 batch 64 --trace --counters cupti: kernels per step,
@@ -520,11 +522,13 @@ stage_torch() {
 # and against torch.compile, the goal); each row with its goal and verdict and
 # the peak memory of both. Precision by precision, bf16 first (the goals that
 # decide most), so that a deadline leaves whole rows; each precision's rows as
-# soon as both sides ran it. A missed goal is a finding, not a failure: the
-# stage fails only where a run did.
+# soon as both sides ran it; after the table, where ours missed an eager goal,
+# the kernels that cost it (perf_gaps). A missed goal is a finding, not a
+# failure: the stage fails only where a run did.
 stage_perf() {
     local dir=$OUT/perf torch=1 status=0 prec spec done_precs=()
     local -A tally=() # "speed met", "memory MISSED", ...: perf_row's verdicts
+    local missed=()   # "model batch prec" of each eager row whose goal was missed
     need "$BIN/train"
     for spec in "${PERF_MODELS[@]}"; do
         [[ $spec =~ ^[a-z0-9_]+:[1-9][0-9]{0,5}$ ]] || {
@@ -558,10 +562,49 @@ stage_perf() {
         fi
         perf_rows "$prec"
         done_precs+=("$prec")
-        # one count, kept last and current: a deadline may end the stage here
-        sed -i '/^goals: /d' "$dir/result.txt"
-        result "goals: speed ${tally[speed met]:-0} met, ${tally[speed MISSED]:-0} MISSED, ${tally[speed -]:-0} not measured; memory at most PyTorch's ${tally[memory met]:-0} met, ${tally[memory MISSED]:-0} MISSED (precisions done: ${done_precs[*]})"
+        perf_goals # a deadline may end the stage here
     done
+    if [[ -n $torch ]] && ((${#missed[@]})); then
+        perf_gaps || status=1
+        perf_goals
+    fi
+    return $status
+}
+
+# The count of the goals, one line kept last and current.
+perf_goals() {
+    sed -i '/^goals: /d' "$OUT/perf/result.txt"
+    result "goals: speed ${tally[speed met]:-0} met, ${tally[speed MISSED]:-0} MISSED, ${tally[speed -]:-0} not measured; memory at most PyTorch's ${tally[memory met]:-0} met, ${tally[memory MISSED]:-0} MISSED (precisions done: ${done_precs[*]})"
+}
+
+# The kernels that cost each missed eager goal (issue 11: "name the kernels
+# that cost the difference"), once the table is in and while time is left: one
+# traced step of ours (the timing pass, --counters analytic: no metric pass)
+# and one of PyTorch's under its profiler, compared by layer group as the
+# torch stage compares them (time_gaps), bf16's first.
+perf_gaps() {
+    local dir=$OUT/perf/gaps row model batch prec status=0
+    mkdir -p "$dir"
+    for row in "${missed[@]}"; do
+        read -r model batch prec <<<"$row"
+        printf '%s\t224\t%s\t%s\t%s\t1\n' "$model" "$batch" "$prec" "$PERF_WARMUP"
+    done >"$dir/configs.tsv"
+    for row in "${missed[@]}"; do
+        read -r model batch prec <<<"$row"
+        limited "$RANK_LIMIT" "RANK_LIMIT=$RANK_LIMIT s" "$dir/ours-$model-$prec.log" \
+            "$BIN/train" --backend cuda --model "$model" --res 224 --batch "$batch" \
+            --precision "$prec" --warmup "$PERF_WARMUP" --iters 1 --trace "$dir/kernels.csv" \
+            --counters analytic --algo-cache "$OUT/perf/algos.csv" --env check-gpu \
+            --out "$dir/ours-steps.csv" </dev/null || status=1
+    done
+    limited $((RANK_LIMIT * ${#missed[@]})) "RANK_LIMIT=$RANK_LIMIT s x ${#missed[@]} configurations" \
+        "$dir/pytorch.log" "$PYTHON" scripts/pytorch_ref.py --device cuda --channels-last \
+        --configs "$dir/configs.tsv" --limit "$RANK_LIMIT" --env check-gpu \
+        --out "$dir/torch-steps.csv" --profile "$dir/torch-profile.csv" </dev/null || status=1
+    ((status == 0)) || result "the missed goals' traced and profiled steps: not every one ran (see $dir)"
+    [[ -s $dir/torch-profile.csv ]] &&
+        time_gaps "$dir/configs.tsv" "$dir/kernels.csv" "$dir/torch-profile.csv" "$dir/time_by_group.txt" \
+            >>"$OUT/perf/result.txt"
     return $status
 }
 
@@ -631,6 +674,7 @@ perf_row() { # MODEL BATCH PREC OURS_MODE TORCH_MODE GOAL
     if [[ $ratio != - ]]; then
         ratio=$(awk -v o="$o_ips" -v t="$t_ips" 'BEGIN { printf "%.3f", o / t }')
         speed=$(awk -v r="$ratio" -v g="$6" 'BEGIN { print (r >= g ? "met" : "MISSED") }')
+        [[ $speed == MISSED && $4 == eager ]] && missed+=("$1 $2 $3")
     fi
     tally[speed $speed]=$((${tally[speed $speed]:-0} + 1))
     if [[ $o_gib != - && $t_gib != - ]]; then

@@ -376,7 +376,8 @@ Test(check_gpu, torch_runs_once_and_a_failed_configuration_is_its_row)
  * wanted) and tf32 (met: 1.00x); fp16's memory above PyTorch's (MISSED);
  * torch.compile run for the models asked only (the others not measured), a
  * configuration PyTorch failed not measured and the stage's failure with
- * PyTorch's line; no fp16 graph. */
+ * PyTorch's line; no fp16 graph; each missed eager goal's kernel time, ours
+ * traced against PyTorch's profiled, after the table. */
 Test(check_gpu, perf_sets_ours_beside_pytorch_with_each_goal)
 {
     char *d = fakes();
@@ -410,11 +411,20 @@ Test(check_gpu, perf_sets_ours_beside_pytorch_with_each_goal)
     };
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
         cr_expect(strstr(summary, rows[i]), "no row '%s' in:\n%s", rows[i], summary);
-    cr_expect_eq(count_of(summary, "goals: "), 1, "one count, the last:\n%s", summary);
+    /* the eager goals missed (fp16's), each with its kernel time beside
+     * PyTorch's, then the count, last */
+    const char *gap = strstr(summary, "  vgg16 fp16:              0.00 ms against 85.00 ms; "
+                                      "behind most in no group");
+    cr_expect(gap && strstr(summary, "  resnet50 fp16:           0.00 ms against 85.00 ms"),
+              "%s", summary);
+    cr_expect_eq(count_of(summary, "goals: "), 1, "one count:\n%s", summary);
+    cr_expect(gap && strstr(summary, "goals: ") > gap, "the count last:\n%s", summary);
     char *calls = read_text(d, "calls.log");
     cr_expect_eq(count_of(calls, "--mode compile"), 1, "%s", calls);
     cr_expect_eq(count_of(calls, "--graph"), 2, "ours in bf16 only:\n%s", calls);
-    cr_expect_eq(count_of(calls, "pytorch_ref.py"), 6, "%s", calls);
+    cr_expect_eq(count_of(calls, "pytorch_ref.py"), 7, "%s", calls);
+    cr_expect_eq(count_of(calls, "--counters analytic"), 2, "%s", calls);
+    cr_expect_eq(count_of(calls, "--profile"), 1, "%s", calls);
     char *compiled = read_text(d, "out/perf/torch-bf16-compile.tsv");
     cr_expect_str_eq(compiled, "resnet50 224 256 bf16 3 20\n");
     free(compiled);

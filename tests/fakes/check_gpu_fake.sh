@@ -190,12 +190,13 @@ train)
     [[ -n $out ]] && steps_rows "$out" "$(opt --model "$@")" 224 "$(opt --batch "$@")" \
         "$(opt --precision "$@")" "${iters:-20}" 100.0
     [[ " $* " == *" --ddp "* ]] && echo "ddp: 1 rank, nccl, 3 buckets; comm 1.0 ms, exposed 0.2 ms"
-    if [[ -n $trace ]]; then
+    if [[ -n $trace ]]; then # appended, as the real one's (the header for a new file)
+        at="fake,$(opt --model "$@"),224,$(opt --batch "$@"),$(opt --precision "$@")"
         {
-            echo "env,model,res,batch,precision,repeat,seq,kernel,layer,layer_type,phase,duration_ns,flops_fp64,flops_fp32,flops_fp16,flops_tensor,dram_read_bytes,dram_write_bytes,l2_bytes,l1_bytes,source"
-            echo "fake,resnet50,224,64,bf16,0,0,conv_kernel,conv1,conv,fwd,1000,0,200,0,1000000,4096,2048,8192,16384,cupti"
-            echo "fake,resnet50,224,64,bf16,0,1,bn_kernel,bn1,bn,fwd,500,0,600,8,0,1024,1024,2048,4096,cupti"
-        } >"$trace"
+            [[ -s $trace ]] || echo "env,model,res,batch,precision,repeat,seq,kernel,layer,layer_type,phase,duration_ns,flops_fp64,flops_fp32,flops_fp16,flops_tensor,dram_read_bytes,dram_write_bytes,l2_bytes,l1_bytes,source"
+            echo "$at,0,0,conv_kernel,conv1,conv,fwd,1000,0,200,0,1000000,4096,2048,8192,16384,cupti"
+            echo "$at,0,1,bn_kernel,bn1,bn,fwd,500,0,600,8,0,1024,1024,2048,4096,cupti"
+        } >>"$trace"
         if [[ -n ${FAKE_COUNTERS_DENIED:-} ]]; then
             echo "train: trace: GPU performance counters not permitted (ERR_NVGPUCTRPERM): run as root, or ... (cuptiProfilerInitialize(&init): CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)" >&2
             echo "trace: 2 rows to $trace (2 kernels, timing cupti, FLOPs and bytes analytic); kernels sum to 0.00 ms = 1.0% of the median step (100.00 ms)"
