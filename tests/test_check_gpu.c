@@ -430,6 +430,16 @@ Test(check_gpu, perf_sets_ours_beside_pytorch_with_each_goal)
     free(compiled);
     free(calls);
     free(summary);
+    /* PyTorch's profiled steps only explain: their failure is a line, not the stage's */
+    cr_expect_eq(check_gpu(d,
+                           "CHECK_GPU_PERF_MODELS='resnet50:256' FAKE_TORCH_PROFILE_HANG=1",
+                           "STAGES=perf"),
+                 0);
+    summary = read_text(d, "out/summary.txt");
+    cr_expect(strstr(summary, "the missed goals' profiled steps of PyTorch's: pytorch_ref.py "
+                              "exit 1"),
+              "%s", summary);
+    free(summary);
     /* a compile list outside the table, a model without its batch: one line */
     static const char *const bad[][2] = {
         {"CHECK_GPU_PERF_COMPILE=vgg16:64", "CHECK_GPU_PERF_COMPILE: 'vgg16:64' is not one of"},
