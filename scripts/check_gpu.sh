@@ -332,13 +332,14 @@ config_figures() { # MODEL RES BATCH PREC FILE -> "img/s GiB" or "- -"
 }
 
 # One configuration in two steps.csv files: "ours_img/s torch_img/s ratio ours_GiB
-# torch_GiB" ('-' for what is missing).
-side_by_side() { # MODEL RES BATCH PREC OURS_CSV TORCH_CSV
+# torch_GiB" ('-' for what is missing), the ratio to DIGITS decimals (2).
+side_by_side() { # MODEL RES BATCH PREC OURS_CSV TORCH_CSV [DIGITS]
     local ratio o_ips o_gib t_ips t_gib
     read -r o_ips o_gib <<<"$(config_figures "$1" "$2" "$3" "$4" "$5")"
     read -r t_ips t_gib <<<"$(config_figures "$1" "$2" "$3" "$4" "$6")"
     ratio=-
-    [[ $o_ips != - && $t_ips != - ]] && ratio=$(awk -v a="$o_ips" -v b="$t_ips" 'BEGIN { printf "%.2f", a / b }')
+    [[ $o_ips != - && $t_ips != - ]] &&
+        ratio=$(awk -v a="$o_ips" -v b="$t_ips" -v d="${7:-2}" 'BEGIN { printf "%.*f", d, a / b }')
     echo "$o_ips $t_ips $ratio $o_gib $t_gib"
 }
 
@@ -587,22 +588,15 @@ perf_gaps() {
     mkdir -p "$dir"
     for row in "${missed[@]}"; do
         read -r model batch prec <<<"$row"
-        printf '%s\t224\t%s\t%s\t%s\t1\n' "$model" "$batch" "$prec" "$PERF_WARMUP"
-    done >"$dir/configs.tsv"
-    for row in "${missed[@]}"; do
-        read -r model batch prec <<<"$row"
-        limited "$RANK_LIMIT" "RANK_LIMIT=$RANK_LIMIT s" "$dir/ours-$model-$prec.log" \
-            "$BIN/train" --backend cuda --model "$model" --res 224 --batch "$batch" \
-            --precision "$prec" --warmup "$PERF_WARMUP" --iters 1 --trace "$dir/kernels.csv" \
-            --counters analytic --algo-cache "$OUT/perf/algos.csv" --env check-gpu \
-            --out "$dir/ours-steps.csv" </dev/null || status=1
+        # tabs: time_gaps reads this file too
+        printf '%s\t224\t%s\t%s\t%s\t1\n' "$model" "$batch" "$prec" "$PERF_WARMUP" >>"$dir/configs.tsv"
+        perf_train "$dir/ours-$model-$prec.log" "$model" "$batch" "$prec" --iters 1 \
+            --trace "$dir/kernels.csv" --counters analytic --out "$dir/ours-steps.csv" || status=1
     done
     ((status == 0)) || result "the missed goals' traced steps of ours: not every one ran (see $dir)"
     # PyTorch's side only explains: its failure costs the comparison, not the stage
-    limited $((RANK_LIMIT * ${#missed[@]})) "RANK_LIMIT=$RANK_LIMIT s x ${#missed[@]} configurations" \
-        "$dir/pytorch.log" "$PYTHON" scripts/pytorch_ref.py --device cuda --channels-last \
-        --configs "$dir/configs.tsv" --limit "$RANK_LIMIT" --env check-gpu \
-        --out "$dir/torch-steps.csv" --profile "$dir/torch-profile.csv" </dev/null ||
+    perf_pytorch "$dir/pytorch.log" "$dir/configs.tsv" ${#missed[@]} \
+        --out "$dir/torch-steps.csv" --profile "$dir/torch-profile.csv" ||
         result "the missed goals' profiled steps of PyTorch's: pytorch_ref.py exit $? (see $dir/pytorch.log)"
     [[ -s $dir/torch-profile.csv ]] &&
         time_gaps "$dir/configs.tsv" "$dir/kernels.csv" "$dir/torch-profile.csv" "$dir/time_by_group.txt" \
@@ -610,18 +604,34 @@ perf_gaps() {
     return $status
 }
 
+# One run of ours as the table's are run (one algorithm cache for all: --graph
+# and a missed goal's traced step take the eager runs' choices), its output in LOG.
+perf_train() { # LOG MODEL BATCH PREC ARGS...
+    local log=$1 model=$2 batch=$3 prec=$4
+    shift 4
+    limited "$RANK_LIMIT" "RANK_LIMIT=$RANK_LIMIT s" "$log" "$BIN/train" --backend cuda \
+        --model "$model" --res 224 --batch "$batch" --precision "$prec" --warmup "$PERF_WARMUP" \
+        --algo-cache "$OUT/perf/algos.csv" --env check-gpu "$@" </dev/null
+}
+
+# PyTorch on the COUNT configurations of CONFIGS in one process, its output in LOG.
+perf_pytorch() { # LOG CONFIGS COUNT ARGS...
+    local log=$1 list=$2 count=$3
+    shift 3
+    limited $((RANK_LIMIT * count)) "RANK_LIMIT=$RANK_LIMIT s x $count configurations" "$log" \
+        "$PYTHON" scripts/pytorch_ref.py --device cuda --channels-last --configs "$list" \
+        --limit "$RANK_LIMIT" --env check-gpu "$@" </dev/null
+}
+
 # ours in PREC, eager or --graph, for every model of the table: rows to
-# OUT/perf/ours-MODE.csv; the runs share one algorithm cache (--graph reuses
-# the eager runs' choices).
+# OUT/perf/ours-MODE.csv.
 perf_ours() { # PREC MODE
     local spec model batch graph=() status=0 log rc
     [[ $2 == graph ]] && graph=(--graph)
     for spec in "${PERF_MODELS[@]}"; do
         model=${spec%:*} batch=${spec#*:} log=$OUT/perf/logs/ours-$model-$1-$2.log
-        limited "$RANK_LIMIT" "RANK_LIMIT=$RANK_LIMIT s" "$log" \
-            "$BIN/train" --backend cuda --model "$model" --res 224 --batch "$batch" \
-            --precision "$1" --warmup "$PERF_WARMUP" --iters "$PERF_ITERS" "${graph[@]}" \
-            --algo-cache "$OUT/perf/algos.csv" --env check-gpu --out "$OUT/perf/ours-$2.csv" </dev/null
+        perf_train "$log" "$model" "$batch" "$1" --iters "$PERF_ITERS" "${graph[@]}" \
+            --out "$OUT/perf/ours-$2.csv"
         rc=$?
         ((rc == 0)) && continue
         result "ours $model $1 $2: FAILED (exit $rc): $(tail -n 1 "$log")"
@@ -640,9 +650,7 @@ perf_torch() { # PREC MODE MODEL:BATCH...
         echo "${spec%:*} 224 ${spec#*:} $prec $PERF_WARMUP $PERF_ITERS"
     done >"$list"
     local log=$OUT/perf/logs/torch-$prec-$mode.log rc
-    limited $((RANK_LIMIT * $#)) "RANK_LIMIT=$RANK_LIMIT s x $# configurations" "$log" \
-        "$PYTHON" scripts/pytorch_ref.py --device cuda --channels-last --mode "$mode" \
-        --configs "$list" --limit "$RANK_LIMIT" --env check-gpu --out "$OUT/perf/torch-$mode.csv" </dev/null
+    perf_pytorch "$log" "$list" $# --mode "$mode" --out "$OUT/perf/torch-$mode.csv"
     rc=$?
     ((rc == 0)) && return 0
     # its lines naming what failed, else its last
@@ -672,9 +680,8 @@ perf_rows() { # PREC
 perf_row() { # MODEL BATCH PREC OURS_MODE TORCH_MODE GOAL
     local o_ips t_ips ratio o_gib t_gib speed=- memory=-
     read -r o_ips t_ips ratio o_gib t_gib <<<"$(side_by_side "$1" 224 "$2" "$3" \
-        "$OUT/perf/ours-$4.csv" "$OUT/perf/torch-$5.csv")"
+        "$OUT/perf/ours-$4.csv" "$OUT/perf/torch-$5.csv" 3)"
     if [[ $ratio != - ]]; then
-        ratio=$(awk -v o="$o_ips" -v t="$t_ips" 'BEGIN { printf "%.3f", o / t }')
         speed=$(awk -v r="$ratio" -v g="$6" 'BEGIN { print (r >= g ? "met" : "MISSED") }')
         [[ $speed == MISSED && $4 == eager ]] && missed+=("$1 $2 $3")
     fi
