@@ -67,6 +67,18 @@ Test(cuda_emu, the_stand_in_runtime_keeps_the_capture_rules)
     expect_host_check_passes("fake_cuda_check");
 }
 
+/* Its deferred streams (FAKE_CUDA_DEFER, which the emulated DDP and --graph
+ * steps run under) hold work until something waits for it: every stream,
+ * and one stream alone beside streams that run at once. */
+Test(cuda_emu, the_stand_in_runtime_defers_work_until_it_is_waited_for)
+{
+    const char *all = expect_host_check_passes_with("FAKE_CUDA_DEFER=all", "fake_cuda_check");
+    cr_expect(strstr(all, "PASS: a stream that does not wait reads what was there before"),
+              "%s", all);
+    const char *one = expect_host_check_passes_with("FAKE_CUDA_DEFER=2", "fake_cuda_check");
+    cr_expect(strstr(one, "PASS: a replay waits on its stream like other work"), "%s", one);
+}
+
 /* make test-gpu's check of the trace pass (a toy backend whose kernels are
  * told apart by their FFMA counts) and of the DDP transports (the NCCL
  * stand-in over MPI, one rank; the backend's NCCL path against the plain one

@@ -10,7 +10,11 @@
  * cudaMemcpy, cudaMemset, any synchronize or query) fails with
  * cudaErrorStreamCaptureUnsupported, and work for the legacy default stream
  * is cudaErrorStreamCaptureImplicit; either invalidates the capture, whose
- * end then fails with cudaErrorStreamCaptureInvalidated. */
+ * end then fails with cudaErrorStreamCaptureInvalidated.
+ * FAKE_CUDA_DEFER=all or =N (below) runs each stream's work, or the N-th
+ * stream's, as late as the program lets it instead of at once, so that a
+ * missing wait between streams, or between a stream and the host, changes
+ * what the program computes. */
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -18,7 +22,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -40,9 +46,23 @@ struct CUstream_st {
      * infinity once a reduction on it hangs (emu_host::stream_hangs) */
     std::atomic<double> free_at_ms{0.0};
     bool blocking = true; /* not cudaStreamNonBlocking: ordered with the legacy stream */
+    /* FAKE_CUDA_DEFER: the work queued and not yet run, how much was ever
+     * queued, and how much has run (shared with the events recorded on it,
+     * which may outlive the stream) */
+    std::deque<std::function<void()>> pending;
+    uint64_t queued = 0;
+    std::shared_ptr<std::atomic<uint64_t>> ran = std::make_shared<std::atomic<uint64_t>>(0);
+    bool draining = false;
+    int ordinal = 0; /* 1 for the first stream the process creates */
+    std::thread::id owner; /* the thread that queued its latest work */
 };
 struct CUevent_st {
     std::atomic<double> at_ms{0.0}; /* read by a watchdog thread too */
+    /* FAKE_CUDA_DEFER: done once `ran` reaches `position` (the stream's
+     * count when the event was recorded); no `ran`: done */
+    CUstream_st *stream = nullptr;
+    std::shared_ptr<std::atomic<uint64_t>> ran;
+    uint64_t position = 0;
 };
 struct CUgraph_st {
     std::vector<std::function<void()>> work;
@@ -166,6 +186,152 @@ void runs_on(CUstream_st *s, const std::function<void()> &f)
     running = outer;
 }
 
+/* FAKE_CUDA_DEFER: a GPU that runs a stream's work as late as the program
+ * allows, in the order that suits the program least. "all" defers every
+ * stream; N (1, 2, ...) the N-th stream the process creates alone, the others
+ * running their work at once, so that a stream reading another's output
+ * without waiting for it runs before that output is written (N the
+ * producer) or after the next one is (N the consumer); 0, unset or anything
+ * else defers nothing. Work queued on a deferred stream waits there until
+ * something needs it: a host wait on the stream or on an event recorded
+ * after it; the device's (synchronize; cudaFree, which synchronizes); a copy
+ * to pageable host memory, which returns when done; work on the legacy
+ * stream, which waits for the blocking streams; a stream waiting on an event,
+ * which runs the event's stream up to the event first. A query from the
+ * thread that queued the work runs it (a GPU gets on with its work while the
+ * host polls); one from another thread (a watchdog) says what has run and
+ * runs nothing. Copies from pageable host memory take the bytes when called,
+ * as the driver stages them. So a program that reads a result without
+ * waiting for its stream, or a stream that reads another's output without an
+ * event between them, computes something else than with the work run at
+ * once, and the tests that run both ways see it. */
+int deferred_ordinal()
+{
+    static const int ordinal = [] {
+        const char *text = getenv("FAKE_CUDA_DEFER");
+        if (!text)
+            return 0;
+        if (strcmp(text, "all") == 0)
+            return -1;
+        int n = atoi(text);
+        return n > 0 ? n : 0;
+    }();
+    return ordinal;
+}
+
+bool deferring() { return deferred_ordinal() != 0; }
+
+bool defers(const CUstream_st *s)
+{
+    return s && (deferred_ordinal() == -1 || deferred_ordinal() == s->ordinal);
+}
+
+/* held while work is queued or run: the draining thread may run MPI inside
+ * (fake_nccl.cpp), so the watchdog's queries never take it */
+std::recursive_mutex &defer_lock()
+{
+    static std::recursive_mutex m;
+    return m;
+}
+
+/* guards the events' (ran, position) against the watchdog's reads */
+std::mutex &event_lock()
+{
+    static std::mutex m;
+    return m;
+}
+
+/* runs s's queued work until `upto` pieces of it have run */
+void drain(CUstream_st *s, uint64_t upto)
+{
+    std::lock_guard<std::recursive_mutex> hold(defer_lock());
+    if (s->ran->load() >= upto)
+        return;
+    if (s->draining) { /* a wait on work queued after the waiting work: no GPU ends it */
+        fprintf(stderr, "fake cuda: stream %u waits on its own later work\n", s->id);
+        abort();
+    }
+    s->draining = true;
+    CUstream_st *outer = running;
+    while (s->ran->load() < upto && !s->pending.empty()) {
+        std::function<void()> f = std::move(s->pending.front());
+        s->pending.pop_front();
+        running = s;
+        f();
+        s->ran->fetch_add(1);
+    }
+    running = outer;
+    s->draining = false;
+}
+
+void drain_all(CUstream_st *s)
+{
+    std::lock_guard<std::recursive_mutex> hold(defer_lock());
+    drain(s, s->queued);
+}
+
+/* every stream's queued work (or every blocking stream's) */
+void drain_streams(bool blocking_only)
+{
+    std::lock_guard<std::recursive_mutex> hold(defer_lock());
+    std::vector<CUstream_st *> all;
+    {
+        stream_list &l = streams();
+        std::lock_guard<std::mutex> hold_list(l.lock);
+        all = l.all;
+    }
+    for (CUstream_st *s : all)
+        if (!blocking_only || s->blocking)
+            drain_all(s);
+}
+
+bool event_done(cudaEvent_t event)
+{
+    std::lock_guard<std::mutex> hold(event_lock());
+    return !event->ran || event->ran->load() >= event->position;
+}
+
+/* a query: the querying thread's own work runs up to the event; another's
+ * is left alone */
+bool event_done_when_queried(cudaEvent_t event)
+{
+    CUstream_st *s;
+    std::shared_ptr<std::atomic<uint64_t>> ran;
+    uint64_t position;
+    {
+        std::lock_guard<std::mutex> hold(event_lock());
+        if (!event->ran || event->ran->load() >= event->position)
+            return true;
+        s = event->stream, ran = event->ran, position = event->position;
+    }
+    std::unique_lock<std::recursive_mutex> hold(defer_lock(), std::try_to_lock);
+    if (!hold.owns_lock())
+        return false; /* another thread is running work */
+    if (ran->load() >= position)
+        return true; /* s may be gone: destroyed streams are drained first */
+    if (s->owner != std::this_thread::get_id())
+        return false;
+    drain(s, position);
+    return true;
+}
+
+/* runs what `event` waits for: its stream up to the record */
+void drain_to(cudaEvent_t event)
+{
+    CUstream_st *s;
+    uint64_t position;
+    {
+        std::lock_guard<std::mutex> hold(event_lock());
+        if (!event->ran || event->ran->load() >= event->position)
+            return;
+        s = event->stream, position = event->position;
+    }
+    drain(s, position);
+}
+
+/* a region of emulated memory (device or pinned host memory) holds p */
+bool emulated_memory(const void *p);
+
 void running_stream_works()
 {
     if (kernel_ms() <= 0.0)
@@ -268,6 +434,16 @@ cudaError_t give_back(void *p)
     return cudaSuccess;
 }
 
+bool emulated_memory(const void *p)
+{
+    const std::map<void *, size_t> &sizes = allocated().sizes;
+    auto after = sizes.upper_bound(const_cast<void *>(p));
+    if (after == sizes.begin())
+        return false;
+    auto at = std::prev(after);
+    return (const char *)p < (const char *)at->first + std::max<size_t>(at->second, 1);
+}
+
 struct error_text {
     cudaError_t code;
     const char *name, *text;
@@ -339,10 +515,18 @@ cudaError_t queue(cudaStream_t stream, std::function<void()> f, bool work = true
             run();
             running_stream_works();
         };
-    if (stream && stream->capture)
+    if (stream && stream->capture) {
         stream->capture->push_back(std::move(f));
-    else
+    } else if (defers(stream)) {
+        std::lock_guard<std::recursive_mutex> hold(defer_lock());
+        stream->pending.push_back(std::move(f));
+        stream->queued++;
+        stream->owner = std::this_thread::get_id();
+    } else {
+        if (deferring()) /* the legacy stream waits for the blocking streams */
+            drain_streams(true);
         runs_on(timeline_of(stream), f);
+    }
     return cudaSuccess;
 }
 
@@ -413,6 +597,8 @@ cudaError_t cudaFree(void *p)
 {
     if (cudaError_t refused = refused_while_capturing())
         return refused;
+    if (deferring()) /* cudaFree synchronizes the device */
+        drain_streams(false);
     return give_back(p);
 }
 cudaError_t cudaMallocHost(void **p, size_t bytes) { return cudaMalloc(p, bytes); }
@@ -421,6 +607,19 @@ cudaError_t cudaFreeHost(void *p) { return cudaFree(p); }
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind,
                             cudaStream_t stream)
 {
+    if (defers(stream) && !stream->capture) {
+        if (!emulated_memory(src)) { /* pageable: the driver stages it before returning */
+            auto staged = std::make_shared<std::vector<uint8_t>>((const uint8_t *)src,
+                                                                 (const uint8_t *)src + bytes);
+            return queue(stream, [=]() { memmove(dst, staged->data(), bytes); });
+        }
+        if (!emulated_memory(dst)) { /* to pageable memory: returns once copied */
+            cudaError_t e = queue(stream, [=]() { memmove(dst, src, bytes); });
+            if (e == cudaSuccess)
+                drain_all(stream);
+            return e;
+        }
+    }
     return queue(stream, [=]() { memmove(dst, src, bytes); });
 }
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind)
@@ -484,6 +683,8 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
 cudaError_t cudaDeviceSynchronize(void)
 {
     cudaError_t e = refused_while_capturing();
+    if (e == cudaSuccess && deferring())
+        drain_streams(false);
     return e == cudaSuccess ? wait_for_device(device_done_at()) : e;
 }
 /* a launch the emulator refuses ends the program (cuda_emu.h): the one error
@@ -504,6 +705,8 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned int flags)
     *stream = new CUstream_st;
     (*stream)->id = next_stream_id();
     (*stream)->blocking = !(flags & cudaStreamNonBlocking);
+    static std::atomic<int> created{0};
+    (*stream)->ordinal = ++created;
     stream_list &l = streams();
     std::lock_guard<std::mutex> hold(l.lock);
     l.all.push_back(*stream);
@@ -526,6 +729,8 @@ cudaError_t cudaStreamCreate(cudaStream_t *stream) { return cudaStreamCreateWith
 cudaError_t cudaStreamDestroy(cudaStream_t stream)
 {
     if (stream) {
+        if (deferring() && !stream->capture) /* a GPU finishes the work of a stream destroyed */
+            drain_all(stream);
         delete stream->capture;
         stop_capturing(stream);
         stream_list &l = streams();
@@ -548,22 +753,57 @@ static cudaError_t stream_may_wait(cudaStream_t stream)
 cudaError_t cudaStreamSynchronize(cudaStream_t stream)
 {
     cudaError_t e = stream_may_wait(stream);
+    if (e == cudaSuccess && deferring()) {
+        if (stream && stream != &legacy_stream())
+            drain_all(stream);
+        else
+            drain_streams(true);
+    }
     return e == cudaSuccess ? wait_for_device(stream_done_at(stream)) : e;
+}
+/* deferred work still queued once queried: the querying thread's own runs,
+ * another thread's is left alone */
+static bool stream_pending(cudaStream_t stream)
+{
+    if (!deferring() || !stream)
+        return false;
+    std::unique_lock<std::recursive_mutex> hold(defer_lock(), std::try_to_lock);
+    if (!hold.owns_lock())
+        return true; /* another thread is running work */
+    if (stream->owner == std::this_thread::get_id())
+        drain_all(stream);
+    return stream->ran->load() < stream->queued;
 }
 cudaError_t cudaStreamQuery(cudaStream_t stream)
 {
     cudaError_t e = stream_may_wait(stream);
-    return e == cudaSuccess && now_ms() < stream_done_at(stream) ? cudaErrorNotReady : e;
+    if (e != cudaSuccess)
+        return e;
+    /* the stream's end first: it reads the clock too, never before this */
+    double done_at = stream_done_at(stream);
+    return stream_pending(stream) || now_ms() < done_at ? cudaErrorNotReady : cudaSuccess;
 }
 /* the stream's later work starts when the event's has run */
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int)
 {
     if (!stream) {
+        if (deferring())
+            drain_to(event);
         CUstream_st &legacy = legacy_stream();
         legacy.free_at_ms.store(std::max(legacy.free_at_ms.load(), event->at_ms.load()));
         return cudaSuccess;
     }
+    /* the record the wait names is the latest one at the time of the call */
+    CUstream_st *after_stream = nullptr;
+    std::shared_ptr<std::atomic<uint64_t>> after_ran;
+    uint64_t after_position = 0;
+    if (deferring()) {
+        std::lock_guard<std::mutex> hold(event_lock());
+        after_stream = event->stream, after_ran = event->ran, after_position = event->position;
+    }
     return queue(stream, [=]() {
+        if (after_ran && after_ran->load() < after_position)
+            drain(after_stream, after_position);
         /* running: this stream, or at a replay the graph's launching stream */
         double after = event->at_ms.load();
         if (after > running->free_at_ms.load())
@@ -587,11 +827,24 @@ cudaError_t cudaEventDestroy(cudaEvent_t event)
 }
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
 {
-    return queue(stream, [=]() { event->at_ms = stream_done_at(running); }, false);
+    std::unique_lock<std::recursive_mutex> hold(defer_lock(), std::defer_lock);
+    if (deferring())
+        hold.lock(); /* queued and numbered at once */
+    cudaError_t e = queue(stream, [=]() { event->at_ms = stream_done_at(running); }, false);
+    if (e == cudaSuccess && deferring() && !(stream && stream->capture)) {
+        std::lock_guard<std::mutex> hold_event(event_lock());
+        bool queued = stream && stream != &legacy_stream();
+        event->stream = queued ? stream : nullptr;
+        event->ran = queued ? stream->ran : nullptr;
+        event->position = queued ? stream->queued : 0;
+    }
+    return e;
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t event)
 {
     cudaError_t e = refused_while_capturing();
+    if (e == cudaSuccess && deferring())
+        drain_to(event);
     return e == cudaSuccess ? wait_for_device(event->at_ms) : e;
 }
 /* FAKE_CUDA_EVENTS_PENDING=1: no event is ever reported done, as a GPU
@@ -599,12 +852,16 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event)
 cudaError_t cudaEventQuery(cudaEvent_t event)
 {
     cudaError_t e = refused_while_capturing();
-    if (e == cudaSuccess && (getenv("FAKE_CUDA_EVENTS_PENDING") || now_ms() < event->at_ms))
+    if (e == cudaSuccess && (getenv("FAKE_CUDA_EVENTS_PENDING") || now_ms() < event->at_ms ||
+                             (deferring() && !event_done_when_queried(event))))
         return cudaErrorNotReady;
     return e;
 }
+/* as a GPU: an event whose work has not run has no time yet */
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
 {
+    if (deferring() && (!event_done(start) || !event_done(end)))
+        return cudaErrorNotReady;
     *ms = (float)(end->at_ms - start->at_ms);
     return cudaSuccess;
 }
