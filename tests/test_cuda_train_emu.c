@@ -102,13 +102,22 @@ Test(cuda_train_emu, auto_takes_the_gpu_and_graph_replays_the_eager_losses, .tim
     cr_expect(strstr(eager, "device memory ") != NULL, "%s", eager);
     cr_expect(strstr(eager, "the GPU's memory in use ") != NULL, "%s", eager);
 
-    double a[8], b[8];
+    /* the step reads nothing before its stream has run it: with the work
+     * left on the stream until the host waits for it (fake_cuda.cpp), the
+     * same losses */
+    cr_assert_eq(emulated_train(dir, "FAKE_CUDA_DEFER=all", "deferred",
+                                SMALL " --warmup 1 --iters 3 --out deferred.csv"),
+                 0, "%s", read_text(dir, "deferred.err"));
+
+    double a[8], b[8], c[8];
     int n = read_losses(dir, "eager.csv", a, 8), m = read_losses(dir, "graph.csv", b, 8);
     cr_assert_eq(n, 3, "eager: %d rows", n);
     cr_assert_eq(m, 3, "graph: %d rows", m);
+    cr_assert_eq(read_losses(dir, "deferred.csv", c, 8), 3);
     for (int i = 0; i < n; i++) {
         cr_expect(isfinite(a[i]) && a[i] > 0, "step %d: loss %g", i, a[i]);
         cr_expect_eq(a[i], b[i], "step %d: eager %.9g, graph %.9g", i, a[i], b[i]);
+        cr_expect_eq(a[i], c[i], "step %d: eager %.9g, deferred %.9g", i, a[i], c[i]);
     }
     cr_expect(a[2] < a[0], "the loss did not fall: %g then %g", a[0], a[2]);
 
@@ -564,6 +573,47 @@ Test(cuda_train_emu, two_nccl_ranks_equal_one_process_on_the_global_batch, .time
     remove_temp_dir(dir);
 }
 
+/* The NCCL transport's streams wait for each other where they must: two
+ * ranks with the first stream each process creates (the backend's) left
+ * until something waits for it (fake_cuda.cpp's FAKE_CUDA_DEFER), then the
+ * second (the communication stream), then both. A bucket packed before its
+ * layers' backward has run (the first), or an update that does not wait for
+ * the averaged gradients (the second), gives other weights than the same
+ * run with the work run at once; each of those two waits, taken out, was
+ * seen to fail here. */
+Test(cuda_train_emu, nccl_ddp_streams_wait_for_each_other, .timeout = 900)
+{
+    if (sh("command -v mpirun >/dev/null") != 0)
+        cr_skip_test("no mpirun");
+    char *dir = temp_dir();
+    const char *defer[] = {"0", "1", "2", "all"};
+    for (int k = 0; k < 4; k++) {
+        char err[32];
+        format_or_fail(err, sizeof err, "%d.err", k);
+        cr_assert_eq(sh("cd '%s' && FAKE_CUDA_DEFER=%s %s -x FAKE_CUDA_DEFER '%s' --model "
+                        "resnet18-cifar --res 16 --batch 2 --precision bf16 --warmup 1 "
+                        "--iters 2 --backend cuda --ddp --save-weights w%d --out s%d.csv "
+                        ">%d.out 2>%s",
+                        dir, defer[k], MPIRUN_2, ROOFLINE_CUDA_TRAIN, k, k, k, err),
+                     0, "FAKE_CUDA_DEFER=%s: %s", defer[k], read_text(dir, err));
+    }
+    double at_once[8], deferred[8];
+    int n = read_losses(dir, "s0.csv", at_once, 8);
+    cr_assert_eq(n, 2);
+    for (int k = 1; k < 4; k++) {
+        char file[32];
+        format_or_fail(file, sizeof file, "s%d.csv", k);
+        cr_assert_eq(read_losses(dir, file, deferred, 8), n);
+        for (int i = 0; i < n; i++)
+            cr_expect_eq(at_once[i], deferred[i], "FAKE_CUDA_DEFER=%s, step %d: loss %.9g, %.9g",
+                         defer[k], i, deferred[i], at_once[i]);
+        cr_expect_eq(sh("cd '%s' && cmp -s w0.rank0.bin w%d.rank0.bin", dir, k), 0,
+                     "FAKE_CUDA_DEFER=%s: other weights than with the work run at once",
+                     defer[k]);
+    }
+    remove_temp_dir(dir);
+}
+
 #ifdef ROOFLINE_CUDA_ALLREDUCE
 /* bin/allreduce --transport nccl over two emulated ranks (fake_nccl.cpp
  * reduces over MPI): every size's sum exact, the plateau and the latency
@@ -582,6 +632,15 @@ Test(cuda_train_emu, nccl_allreduce_sweep_over_two_ranks, .timeout = 300)
     cr_expect_eq(count_of(curve, ",no\n"), 0, "a wrong sum:\n%s", curve);
     cr_expect(strstr(peaks, "local,gpu,allreduce,") && strstr(peaks, "local,gpu,allreduce_latency,"),
               "%s", peaks);
+    /* the sums checked only once the stream has run them: with its work left
+     * queued until the host polls or waits (fake_cuda.cpp), still exact */
+    cr_assert_eq(sh("cd '%s' && FAKE_CUDA_DEFER=all %s -x FAKE_CUDA_DEFER '%s' --transport nccl "
+                    "--quick --out deferred.csv >deferred.out 2>deferred.err",
+                    dir, MPIRUN_2, ROOFLINE_CUDA_ALLREDUCE),
+                 0, "%s", read_text(dir, "deferred.err"));
+    char *deferred = read_text(dir, "deferred.csv");
+    cr_expect_gt(count_of(deferred, "\nlocal,nccl,2,1,fp32,"), 10, "%s", deferred);
+    cr_expect_eq(count_of(deferred, ",no\n"), 0, "a wrong sum:\n%s", deferred);
     remove_temp_dir(dir);
 }
 
