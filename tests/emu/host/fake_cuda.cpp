@@ -285,52 +285,44 @@ void drain_streams(bool blocking_only)
             drain_all(s);
 }
 
-bool event_done(cudaEvent_t event)
+/* where a deferred stream's work stands against a point of it: an event's
+ * record, or all its work */
+struct stream_point {
+    CUstream_st *stream = nullptr;
+    std::shared_ptr<std::atomic<uint64_t>> ran; /* null: nothing deferred, done */
+    uint64_t position = 0;
+    bool done() const { return !ran || ran->load() >= position; }
+};
+
+/* the latest record of `event`, as a wait or a query at this moment names it */
+stream_point record_of(cudaEvent_t event)
 {
     std::lock_guard<std::mutex> hold(event_lock());
-    return !event->ran || event->ran->load() >= event->position;
+    return {event->stream, event->ran, event->position};
 }
 
-/* a query: the querying thread's own work runs up to the event; another's
- * is left alone */
-bool event_done_when_queried(cudaEvent_t event)
+/* runs what `at` waits for: its stream up to the point */
+void drain_to(const stream_point &at)
 {
-    CUstream_st *s;
-    std::shared_ptr<std::atomic<uint64_t>> ran;
-    uint64_t position;
-    {
-        std::lock_guard<std::mutex> hold(event_lock());
-        if (!event->ran || event->ran->load() >= event->position)
-            return true;
-        s = event->stream, ran = event->ran, position = event->position;
-    }
+    if (!at.done())
+        drain(at.stream, at.position);
+}
+
+/* A query of `at`: the querying thread's own queued work runs up to it,
+ * another thread's is left alone; whether it is done. */
+bool done_when_queried(const stream_point &at)
+{
+    if (at.done())
+        return true;
     std::unique_lock<std::recursive_mutex> hold(defer_lock(), std::try_to_lock);
     if (!hold.owns_lock())
         return false; /* another thread is running work */
-    if (ran->load() >= position)
-        return true; /* s may be gone: destroyed streams are drained first */
-    if (s->owner != std::this_thread::get_id())
-        return false;
-    drain(s, position);
-    return true;
+    if (at.done())
+        return true; /* its stream may be gone: destroyed streams are drained first */
+    if (at.stream->owner == std::this_thread::get_id())
+        drain(at.stream, at.position);
+    return at.done();
 }
-
-/* runs what `event` waits for: its stream up to the record */
-void drain_to(cudaEvent_t event)
-{
-    CUstream_st *s;
-    uint64_t position;
-    {
-        std::lock_guard<std::mutex> hold(event_lock());
-        if (!event->ran || event->ran->load() >= event->position)
-            return;
-        s = event->stream, position = event->position;
-    }
-    drain(s, position);
-}
-
-/* a region of emulated memory (device or pinned host memory) holds p */
-bool emulated_memory(const void *p);
 
 void running_stream_works()
 {
@@ -761,8 +753,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream)
     }
     return e == cudaSuccess ? wait_for_device(stream_done_at(stream)) : e;
 }
-/* deferred work still queued once queried: the querying thread's own runs,
- * another thread's is left alone */
+/* deferred work still queued once queried (done_when_queried) */
 static bool stream_pending(cudaStream_t stream)
 {
     if (!deferring() || !stream)
@@ -770,9 +761,7 @@ static bool stream_pending(cudaStream_t stream)
     std::unique_lock<std::recursive_mutex> hold(defer_lock(), std::try_to_lock);
     if (!hold.owns_lock())
         return true; /* another thread is running work */
-    if (stream->owner == std::this_thread::get_id())
-        drain_all(stream);
-    return stream->ran->load() < stream->queued;
+    return !done_when_queried({stream, stream->ran, stream->queued});
 }
 cudaError_t cudaStreamQuery(cudaStream_t stream)
 {
@@ -788,22 +777,15 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
 {
     if (!stream) {
         if (deferring())
-            drain_to(event);
+            drain_to(record_of(event));
         CUstream_st &legacy = legacy_stream();
         legacy.free_at_ms.store(std::max(legacy.free_at_ms.load(), event->at_ms.load()));
         return cudaSuccess;
     }
     /* the record the wait names is the latest one at the time of the call */
-    CUstream_st *after_stream = nullptr;
-    std::shared_ptr<std::atomic<uint64_t>> after_ran;
-    uint64_t after_position = 0;
-    if (deferring()) {
-        std::lock_guard<std::mutex> hold(event_lock());
-        after_stream = event->stream, after_ran = event->ran, after_position = event->position;
-    }
+    stream_point after = deferring() ? record_of(event) : stream_point();
     return queue(stream, [=]() {
-        if (after_ran && after_ran->load() < after_position)
-            drain(after_stream, after_position);
+        drain_to(after);
         /* running: this stream, or at a replay the graph's launching stream */
         double after = event->at_ms.load();
         if (after > running->free_at_ms.load())
@@ -833,7 +815,7 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
     cudaError_t e = queue(stream, [=]() { event->at_ms = stream_done_at(running); }, false);
     if (e == cudaSuccess && deferring() && !(stream && stream->capture)) {
         std::lock_guard<std::mutex> hold_event(event_lock());
-        bool queued = stream && stream != &legacy_stream();
+        bool queued = defers(stream); /* elsewhere the record has run already */
         event->stream = queued ? stream : nullptr;
         event->ran = queued ? stream->ran : nullptr;
         event->position = queued ? stream->queued : 0;
@@ -844,7 +826,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event)
 {
     cudaError_t e = refused_while_capturing();
     if (e == cudaSuccess && deferring())
-        drain_to(event);
+        drain_to(record_of(event));
     return e == cudaSuccess ? wait_for_device(event->at_ms) : e;
 }
 /* FAKE_CUDA_EVENTS_PENDING=1: no event is ever reported done, as a GPU
@@ -853,14 +835,14 @@ cudaError_t cudaEventQuery(cudaEvent_t event)
 {
     cudaError_t e = refused_while_capturing();
     if (e == cudaSuccess && (getenv("FAKE_CUDA_EVENTS_PENDING") || now_ms() < event->at_ms ||
-                             (deferring() && !event_done_when_queried(event))))
+                             (deferring() && !done_when_queried(record_of(event)))))
         return cudaErrorNotReady;
     return e;
 }
 /* as a GPU: an event whose work has not run has no time yet */
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
 {
-    if (deferring() && (!event_done(start) || !event_done(end)))
+    if (deferring() && (!record_of(start).done() || !record_of(end).done()))
         return cudaErrorNotReady;
     *ms = (float)(end->at_ms - start->at_ms);
     return cudaSuccess;
