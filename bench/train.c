@@ -351,6 +351,9 @@ static options parse_options(int argc, char **argv)
             cli_usage_error(prog, "--data: cifar10: cannot read %s; expected the binary "
                                   "version's data_batch_1.bin .. data_batch_5.bin", first);
     }
+    char why[512];
+    if (r->out && !train_steps_file_ok(r->out, why, sizeof why))
+        cli_usage_error(prog, "--out: %s", why);
     if (r->out && r->trace && !strcmp(r->out, r->trace))
         cli_usage_error(prog, "--trace: '%s' is also --out (steps.csv and kernels.csv differ)",
                         r->trace);

@@ -138,16 +138,31 @@ Test(training, bin_train_appends_one_row_per_iteration, .timeout = 120)
     char line[512];
     int rows = 0;
     while (fgets(line, sizeof line, f)) {
-        cr_expect_eq(count_char(line, ','), 13, "row %d: %s", rows, line);
+        cr_expect_eq(count_char(line, ','), 14, "row %d: %s", rows, line);
         if (rows == 0)
-            cr_expect(strncmp(line, "env,backend,model,res,batch,precision,", 38) == 0, "%s", line);
+            cr_expect(strncmp(line, "env,backend,model,res,batch,precision,", 38) == 0 &&
+                          strstr(line, ",peak_mem_bytes,graph\n"),
+                      "%s", line);
         else
-            cr_expect(strncmp(line, "test,cpu,resnet18-cifar,32,4,fp32,1,0,2,", 40) == 0, "%s",
-                      line);
+            cr_expect(strncmp(line, "test,cpu,resnet18-cifar,32,4,fp32,1,0,2,", 40) == 0 &&
+                          strstr(line, ",off\n"),
+                      "%s", line);
         rows++;
     }
     fclose(f);
     cr_expect_eq(rows, 1 + 2 * 3, "one header, then 3 rows per run");
+    /* a steps.csv of other columns (an older bin/train's) is not appended to */
+    FILE *old = fopen(path, "w");
+    cr_assert_not_null(old);
+    fputs("env,backend,model,res,batch,precision,world_size,rank,repeat,iter,step_ms,"
+          "images_per_s,loss,peak_mem_bytes\ntest,cpu,resnet18-cifar,32,4,fp32,1,0,1,0,9,444,2.3,"
+          "1\n",
+          old);
+    cr_assert_eq(fclose(old), 0);
+    snprintf(args, sizeof args, "train --model resnet18-cifar --batch 4 --out %s/steps.csv", dir);
+    expect_usage_error(args, "--out: '");
+    expect_usage_error(args, "steps.csv' has another header than the steps.csv this bin/train "
+                             "writes");
     free(dir);
 }
 

@@ -70,6 +70,29 @@ static long long peak_memory_bytes(const backend_ops *ops, backend *b, const tra
     return (long long)ru.ru_maxrss * 1024;
 }
 
+/* graph: on for a step replayed from one captured CUDA graph, off eager */
+static const char steps_header[] = "env,backend,model,res,batch,precision,world_size,rank,repeat,"
+                                   "iter,step_ms,images_per_s,loss,peak_mem_bytes,graph";
+
+bool train_steps_file_ok(const char *path, char *err, size_t err_len)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return true; /* a new file (cannot-create was checked with the option) */
+    char first[sizeof steps_header + 2];
+    bool empty = !fgets(first, sizeof first, f);
+    fclose(f);
+    if (empty)
+        return true;
+    first[strcspn(first, "\r\n")] = '\0';
+    if (strcmp(first, steps_header) == 0)
+        return true;
+    snprintf(err, err_len, "'%s' has another header than the steps.csv this bin/train writes "
+             "('%.60s...'): rows appended there would not match its columns; give a new file",
+             path, first);
+    return false;
+}
+
 /* Appends rows to steps.csv: the header only for a new or empty file, and a
  * flush per row so an interrupted run keeps every measured iteration. */
 static FILE *open_steps_csv(const char *path)
@@ -78,8 +101,7 @@ static FILE *open_steps_csv(const char *path)
     if (!f)
         return NULL;
     if (ftell(f) == 0)
-        fprintf(f, "env,backend,model,res,batch,precision,world_size,rank,repeat,iter,step_ms,"
-                   "images_per_s,loss,peak_mem_bytes\n");
+        fprintf(f, "%s\n", steps_header);
     return f;
 }
 
@@ -172,9 +194,9 @@ static int run_trace(const train_options *o, step_driver *drv, const network *ne
 static void write_row(FILE *csv, const train_options *o, const char *backend_name, int world_size,
                       int rank, int it, double ms, float loss, long long peak_mem)
 {
-    fprintf(csv, "%s,%s,%s,%d,%d,%s,%d,%d,%d,%d,%.4f,%.3f,%.6f,%lld\n", o->env, backend_name,
+    fprintf(csv, "%s,%s,%s,%d,%d,%s,%d,%d,%d,%d,%.4f,%.3f,%.6f,%lld,%s\n", o->env, backend_name,
             o->model, o->res, o->batch, precision_name(o->prec), world_size, rank, o->repeat, it,
-            ms, o->batch / (ms * 1e-3), loss, peak_mem);
+            ms, o->batch / (ms * 1e-3), loss, peak_mem, o->graph ? "on" : "off");
 }
 
 /* Warm-up (eager), the capture when asked, then the timed steps with a row

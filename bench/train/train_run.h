@@ -5,6 +5,7 @@
 #define ROOFLINE_TRAIN_RUN_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../../models/backend.h"
@@ -46,5 +47,10 @@ typedef struct {
  * failure already reported on stderr in one line). With --ddp, `world` holds
  * the ranks (NULL otherwise). */
 int train_run(const train_options *o, const backend_ops *ops, ddp_world *world);
+
+/* Whether rows can be appended to the steps.csv at path: true when it is new
+ * or empty, or begins with the header this bin/train writes; false with why
+ * in err (another file, or one from a version with other columns). */
+bool train_steps_file_ok(const char *path, char *err, size_t err_len);
 
 #endif
