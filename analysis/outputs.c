@@ -77,7 +77,7 @@ static void put_summary_row(FILE *f, const summary_row *s)
     for (size_t i = 0; i < sizeof w / sizeof *w; i++)
         put_num(f, w[i]);
     csv_put_field(f, s->status);
-    fputc('\n', f);
+    fprintf(f, ",%s\n", s->graph ? "on" : "off");
 }
 
 void summary_put(FILE *f, const summary *s)
@@ -100,7 +100,7 @@ static void put_variability_row(FILE *f, const variability_row *r)
         fputc(',', f);
         csv_put_num(f, v[i]);
     }
-    fprintf(f, ",%d\n", r->outliers);
+    fprintf(f, ",%d,%s\n", r->outliers, r->graph ? "on" : "off");
 }
 
 void variability_put(FILE *f, const variability *v)

@@ -59,9 +59,12 @@ typedef struct {
 
 /* ---- steps.csv: the timed steps of each configuration ------------------ */
 
+/* graph: the step replayed from one captured CUDA graph (bin/train --graph)
+ * rather than launched layer by layer; the same configuration otherwise. */
 typedef struct {
     const char *env, *backend, *model, *precision;
     int res, batch, world_size;
+    bool graph;
 } run_key;
 
 /* One configuration's steps: rank 0's rows (every rank times the same
@@ -101,6 +104,7 @@ typedef struct {
     const char *repeat; /* "1", "2", ... or "trace" */
     int res, batch;
     bool trace;
+    bool graph;  /* a --graph configuration (its trace pass, if any, runs eagerly) */
     double seconds;
 } run_attempt;
 
@@ -177,6 +181,7 @@ typedef struct {
 typedef struct {
     const char *env, *backend, *model, *precision;
     int res, batch, world_size;
+    bool graph;                 /* steps replayed from a CUDA graph */
     int repeats, iters;
     double ips_median, ips_q1, ips_q3;
     double step_ms_median;
@@ -200,6 +205,7 @@ typedef struct {
 typedef struct {
     const char *env, *model, *precision;
     int res, batch;
+    bool graph;
     char scope[32];             /* repeat=K, iterations, repeats */
     int n, outliers;
     double mean, median, stddev, cv, min, max, ci95_lo, ci95_hi, drift_pct;

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #define MAX_COUNT 1e9
 
@@ -73,6 +74,16 @@ int col_int(col_file *f, int row, int col, const col_rule *rule, int *out)
     /* the rules bound whole numbers by 1e9, so the cast is exact */
     *out = isnan(v) ? -1 : (int)v;
     return 0;
+}
+
+int col_on_off(col_file *f, int row, int col, bool *out)
+{
+    const char *text = csv_cell(f->t, row, col);
+    *out = strcmp(text, "on") == 0;
+    if (*out || !text[0] || strcmp(text, "off") == 0)
+        return 0;
+    col_error(f, row, "column '%s': '%s' is not on or off", csv_header(f->t, col), text);
+    return -1;
 }
 
 int col_oom(col_file *f)

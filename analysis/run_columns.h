@@ -48,6 +48,10 @@ const char *col_text(const col_file *f, int row, int col);
 int col_num(col_file *f, int row, int col, const col_rule *rule, double *out);
 /* col_num for whole-number rules, as an int (-1 for an empty cell). */
 int col_int(col_file *f, int row, int col, const col_rule *rule, int *out);
+/* An on/off cell (steps.csv's graph): "on" true; "off", "" or col -1 false
+ * (files from before the column). -1 with err for anything else. */
+int col_on_off(col_file *f, int row, int col, bool *out);
+
 /* "path:LINE: " + message, for the errors the files' own rules find. */
 void col_error(col_file *f, int row, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

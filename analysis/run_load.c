@@ -57,6 +57,7 @@ static void join_peak_memory(run_model *m)
         for (int k = 0; k < m->n_steps && isnan(s->peak_mem_bytes); k++) {
             const run_key *key = &m->steps[k].key;
             if (key->res == s->res && key->batch == s->batch && key->world_size == s->world_size &&
+                key->graph == s->graph &&
                 strcmp(key->model, s->model) == 0 && strcmp(key->precision, s->precision) == 0 &&
                 strcmp(key->env, s->env) == 0)
                 s->peak_mem_bytes = m->steps[k].peak_mem_bytes;

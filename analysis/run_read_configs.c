@@ -15,7 +15,8 @@ int run_read_configs(run_model *m, col_file *f)
     if (col_require(f, names, cols))
         return -1;
     int config = col_optional(f, "config"), repeat = col_optional(f, "repeat"),
-        secs = col_optional(f, "seconds"), log = col_optional(f, "log");
+        secs = col_optional(f, "seconds"), log = col_optional(f, "log"),
+        graph = col_optional(f, "graph");
     int n = csv_rows(f->t);
     m->attempts = calloc((size_t)n + 1, sizeof *m->attempts);
     if (!m->attempts)
@@ -24,7 +25,7 @@ int run_read_configs(run_model *m, col_file *f)
         run_attempt *a = &m->attempts[i];
         if (col_int(f, i, cols[1], &COL_COUNT_1, &a->res) ||
             col_int(f, i, cols[2], &COL_COUNT_1, &a->batch) ||
-            col_num(f, i, secs, &seconds, &a->seconds))
+            col_num(f, i, secs, &seconds, &a->seconds) || col_on_off(f, i, graph, &a->graph))
             return -1;
         a->config = col_text(f, i, config);
         a->model = col_text(f, i, cols[0]);

@@ -144,7 +144,7 @@ int run_read_summary(run_model *m, col_file *f)
     optional_cols(f, summary_nums, SUMMARY_NUMS, ncols);
     int backend = col_optional(f, "backend"), world = col_optional(f, "world_size"),
         repeats = col_optional(f, "repeats"), iters = col_optional(f, "iters"),
-        ceiling = col_optional(f, "peak_ceiling");
+        ceiling = col_optional(f, "peak_ceiling"), graph = col_optional(f, "graph");
     int n = csv_rows(f->t);
     m->summary.rows = calloc((size_t)n + 1, sizeof *m->summary.rows);
     if (!m->summary.rows)
@@ -156,7 +156,8 @@ int run_read_summary(run_model *m, col_file *f)
             col_int(f, i, world, &COL_OPT_COUNT_0, &s->world_size) ||
             col_int(f, i, repeats, &COL_OPT_COUNT_0, &s->repeats) ||
             col_int(f, i, iters, &COL_OPT_COUNT_0, &s->iters) ||
-            read_nums(f, i, summary_nums, SUMMARY_NUMS, s, ncols))
+            read_nums(f, i, summary_nums, SUMMARY_NUMS, s, ncols) ||
+            col_on_off(f, i, graph, &s->graph))
             return -1;
         s->env = col_text(f, i, cols[0]);
         s->backend = col_text(f, i, backend);
@@ -187,6 +188,7 @@ int run_read_variability(run_model *m, col_file *f)
     if (col_require(f, names, cols))
         return -1;
     optional_cols(f, variability_nums, VARIABILITY_NUMS, ncols);
+    int graph = col_optional(f, "graph");
     int n = csv_rows(f->t);
     m->variability.rows = calloc((size_t)n + 1, sizeof *m->variability.rows);
     if (!m->variability.rows)
@@ -197,7 +199,8 @@ int run_read_variability(run_model *m, col_file *f)
             col_int(f, i, cols[3], &COL_COUNT_1, &v->batch) ||
             col_int(f, i, cols[6], &COL_COUNT_0, &v->n) ||
             col_int(f, i, cols[7], &COL_COUNT_0, &v->outliers) ||
-            read_nums(f, i, variability_nums, VARIABILITY_NUMS, v, ncols))
+            read_nums(f, i, variability_nums, VARIABILITY_NUMS, v, ncols) ||
+            col_on_off(f, i, graph, &v->graph))
             return -1;
         v->env = col_text(f, i, cols[0]);
         v->model = col_text(f, i, cols[1]);

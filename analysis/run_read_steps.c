@@ -1,5 +1,5 @@
 /* steps.csv (DESIGN.md §7): every timed iteration, grouped per configuration
- * (env, backend, model, res, batch, precision, world_size). */
+ * (env, backend, model, res, batch, precision, world_size, graph). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,17 +23,19 @@ typedef struct {
     double ms, ips, mem;
 } step_in;
 
-static bool same_key(const run_key *k, const col_file *f, const int *cols, int row, int res,
-                     int batch, int world)
+static bool same_key(const run_key *k, const col_file *f, const int *cols, int row,
+                     const run_key *parsed)
 {
-    return k->res == res && k->batch == batch && k->world_size == world &&
+    return k->res == parsed->res && k->batch == parsed->batch &&
+           k->world_size == parsed->world_size && k->graph == parsed->graph &&
            strcmp(k->model, col_text(f, row, cols[S_MODEL])) == 0 &&
            strcmp(k->precision, col_text(f, row, cols[S_PREC])) == 0 &&
            strcmp(k->env, col_text(f, row, cols[S_ENV])) == 0 &&
            strcmp(k->backend, col_text(f, row, cols[S_BACKEND])) == 0;
 }
 
-static int parse_row(col_file *f, const int *cols, int col_mem, int i, step_in *s, run_key *key)
+static int parse_row(col_file *f, const int *cols, int col_mem, int col_graph, int i, step_in *s,
+                     run_key *key)
 {
     s->row = i;
     if (col_int(f, i, cols[S_RES], &COL_COUNT_1, &key->res) ||
@@ -44,7 +46,7 @@ static int parse_row(col_file *f, const int *cols, int col_mem, int i, step_in *
         col_int(f, i, cols[S_ITER], &COL_COUNT_0, &s->iter) ||
         col_num(f, i, cols[S_MS], &milliseconds, &s->ms) ||
         col_num(f, i, cols[S_IPS], &images_per_s, &s->ips) ||
-        col_num(f, i, col_mem, &bytes, &s->mem))
+        col_num(f, i, col_mem, &bytes, &s->mem) || col_on_off(f, i, col_graph, &key->graph))
         return -1;
     key->env = col_text(f, i, cols[S_ENV]);
     key->backend = col_text(f, i, cols[S_BACKEND]);
@@ -130,7 +132,8 @@ int run_read_steps(run_model *m, col_file *f)
     int cols[S_COUNT];
     if (col_require(f, step_columns, cols))
         return -1;
-    int col_mem = col_optional(f, "peak_mem_bytes"); /* older runs lack it */
+    /* older runs lack them (every step then eager) */
+    int col_mem = col_optional(f, "peak_mem_bytes"), col_graph = col_optional(f, "graph");
     int n = csv_rows(f->t);
     step_in *in = calloc((size_t)n + 1, sizeof *in);
     m->steps = calloc((size_t)n + 1, sizeof *m->steps);
@@ -141,15 +144,15 @@ int run_read_steps(run_model *m, col_file *f)
     int rc = 0;
     for (int i = 0; i < n && !rc; i++) {
         run_key key;
-        if (parse_row(f, cols, col_mem, i, &in[i], &key)) {
+        if (parse_row(f, cols, col_mem, col_graph, i, &in[i], &key)) {
             rc = -1;
             break;
         }
         /* rows come in runs of one configuration: try the last one first */
         int k = m->n_steps - 1;
-        if (k < 0 || !same_key(&m->steps[k].key, f, cols, i, key.res, key.batch, key.world_size))
+        if (k < 0 || !same_key(&m->steps[k].key, f, cols, i, &key))
             for (k = 0; k < m->n_steps; k++)
-                if (same_key(&m->steps[k].key, f, cols, i, key.res, key.batch, key.world_size))
+                if (same_key(&m->steps[k].key, f, cols, i, &key))
                     break;
         if (k == m->n_steps)
             m->steps[m->n_steps++] = (run_steps){.key = key, .peak_mem_bytes = NAN};

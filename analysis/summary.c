@@ -28,25 +28,23 @@ double summary_analytic_gflop(const char *model, int res, int batch, const char 
     return c.saturated ? NAN : c.step_flops / 1e9;
 }
 
-static bool attempt_matches(const run_attempt *a, const char *model, int res, int batch,
-                            const char *precision)
+static bool attempt_matches(const run_attempt *a, const summary_row *s)
 {
-    return a->res == res && a->batch == batch && strcmp(a->model, model) == 0 &&
-           strcmp(a->precision, precision) == 0;
+    return a->res == s->res && a->batch == s->batch && a->graph == s->graph &&
+           strcmp(a->model, s->model) == 0 && strcmp(a->precision, s->precision) == 0;
 }
 
 /* "ok" when every timed attempt was, else the first one's status that was
  * not; a trace pass that failed is added after it ("ok; trace: failed (exit
  * 1)"), since the step times stand without it. Marks the attempts it read
  * and returns the number of timed ones. */
-static int config_status(const run_model *m, bool *used, const char *model, int res, int batch,
-                         const char *precision, char *status)
+static int config_status(const run_model *m, bool *used, summary_row *s)
 {
     int timed = 0;
     const char *first_bad = NULL, *trace_bad = NULL;
     for (int i = 0; i < m->n_attempts; i++) {
         const run_attempt *a = &m->attempts[i];
-        if (!attempt_matches(a, model, res, batch, precision))
+        if (!attempt_matches(a, s))
             continue;
         used[i] = true;
         bool ok = strcmp(a->status, "ok") == 0;
@@ -56,7 +54,7 @@ static int config_status(const run_model *m, bool *used, const char *model, int 
             first_bad = a->status;
         timed += !a->trace;
     }
-    snprintf(status, RUN_STATUS_LEN, "%s%s%s", first_bad ? first_bad : "ok",
+    snprintf(s->status, sizeof s->status, "%s%s%s", first_bad ? first_bad : "ok",
              trace_bad ? "; trace: " : "", trace_bad ? trace_bad : "");
     return timed;
 }
@@ -96,6 +94,7 @@ static int measured_row(summary_row *s, const run_steps *c)
     s->res = c->key.res;
     s->batch = c->key.batch;
     s->world_size = c->key.world_size;
+    s->graph = c->key.graph;
     s->repeats = c->repeats;
     s->iters = c->iters;
     s->peak_mem_bytes = c->peak_mem_bytes;
@@ -129,7 +128,7 @@ int summary_build(const run_model *m, const roofline *rl, const roofs *r, summar
         *s = empty_row();
         if (measured_row(s, &m->steps[k]))
             goto oom;
-        config_status(m, used, s->model, s->res, s->batch, s->precision, s->status);
+        config_status(m, used, s);
         add_model_columns(s, rl, r);
     }
     /* attempts without a step row: failed or skipped, kept with their status */
@@ -145,7 +144,8 @@ int summary_build(const run_model *m, const roofline *rl, const roofs *r, summar
         s->precision = a->precision;
         s->res = a->res;
         s->batch = a->batch;
-        s->repeats = config_status(m, used, s->model, s->res, s->batch, s->precision, s->status);
+        s->graph = a->graph;
+        s->repeats = config_status(m, used, s);
         add_model_columns(s, rl, r);
     }
     free(used);

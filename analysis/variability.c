@@ -11,7 +11,7 @@ static void put(variability *out, const run_steps *c, const char *scope, const s
     variability_row *r = &out->rows[out->n++];
     *r = (variability_row){.env = c->key.env, .model = c->key.model,
                            .precision = c->key.precision, .res = c->key.res,
-                           .batch = c->key.batch, .n = s->n, .outliers = s->outliers,
+                           .batch = c->key.batch, .graph = c->key.graph, .n = s->n, .outliers = s->outliers,
                            .mean = s->mean, .median = s->median, .stddev = s->stddev,
                            .cv = s->cv, .min = s->min, .max = s->max, .ci95_lo = s->ci95_lo,
                            .ci95_hi = s->ci95_hi, .drift_pct = s->drift_pct};
@@ -74,13 +74,14 @@ void variability_free(variability *v)
     *v = (variability){0};
 }
 
-const variability_row *variability_find(const variability *v, const char *model, int res,
-                                        int batch, const char *precision, const char *scope)
+const variability_row *variability_find(const variability *v, const variability_row *config,
+                                        const char *scope)
 {
     for (int i = 0; i < v->n; i++) {
         const variability_row *r = &v->rows[i];
-        if (r->res == res && r->batch == batch && strcmp(r->model, model) == 0 &&
-            strcmp(r->precision, precision) == 0 && strcmp(r->scope, scope) == 0)
+        if (r->res == config->res && r->batch == config->batch && r->graph == config->graph &&
+            strcmp(r->model, config->model) == 0 && strcmp(r->precision, config->precision) == 0 &&
+            strcmp(r->scope, scope) == 0)
             return r;
     }
     return NULL;

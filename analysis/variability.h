@@ -15,9 +15,10 @@ extern "C" {
 int variability_build(const run_steps *steps, int n_steps, variability *out);
 void variability_free(variability *v);
 
-/* The row of a configuration (model, res, batch, precision) and scope, or NULL. */
-const variability_row *variability_find(const variability *v, const char *model, int res,
-                                        int batch, const char *precision, const char *scope);
+/* The row of scope of config's configuration (model, res, batch, precision,
+ * graph), or NULL. */
+const variability_row *variability_find(const variability *v, const variability_row *config,
+                                        const char *scope);
 
 #ifdef __cplusplus
 }

@@ -599,6 +599,66 @@ Test(analysis_summary, peak_memory_is_the_largest_of_the_rows)
     remove_temp_dir(dir);
 }
 
+/* The same model, batch and precision eager and replayed from a CUDA graph:
+ * two configurations, each with its own status, summary and variability
+ * rows, and the graph column written out. */
+Test(analysis_summary, graph_and_eager_are_two_configurations)
+{
+    char *dir = temp_dir(), err[512];
+    const char *header = "env,backend,model,res,batch,precision,world_size,rank,repeat,iter,"
+                         "step_ms,images_per_s,loss,peak_mem_bytes,graph\n";
+    write_joined(dir, "steps.csv", header,
+                 "t,cuda,resnet18-cifar,32,8,bf16,1,0,1,0,10,800,1,1000,off\n"
+                 "t,cuda,resnet18-cifar,32,8,bf16,1,0,1,0,8,1000,1,900,on\n"
+                 "t,cuda,resnet18-cifar,32,8,bf16,1,0,1,1,10,800,1,1000,off\n"
+                 "t,cuda,resnet18-cifar,32,8,bf16,1,0,1,1,8,1000,1,900,on\n");
+    write_text(dir, "configs.csv",
+               "config,model,res,batch,precision,repeat,status,seconds,log,graph\n"
+               "1/2,resnet18-cifar,32,8,bf16,1,ok,3,logs/1.log,off\n"
+               "1/2,resnet18-cifar,32,8,bf16,trace,ok,3,logs/1t.log,off\n"
+               "2/2,resnet18-cifar,32,8,bf16,1,ok,3,logs/2.log,on\n"
+               "2/2,resnet18-cifar,32,8,bf16,2,failed (exit 1),3,logs/3.log,on\n");
+    run_model m = analyse_ok(dir);
+    cr_assert_eq(m.n_steps, 2, "eager and graph are not pooled");
+    cr_expect(!m.steps[0].key.graph && m.steps[1].key.graph);
+    cr_expect_eq(m.steps[0].n, 2);
+    cr_expect_eq(m.steps[1].n, 2);
+    cr_expect_eq(m.steps[1].peak_mem_bytes, 900);
+    cr_assert_eq(m.summary.n, 2);
+    const summary_row *eager = &m.summary.rows[0], *graph = &m.summary.rows[1];
+    cr_expect(!eager->graph && graph->graph);
+    NEAR(eager->step_ms_median, 10, 1e-12);
+    NEAR(graph->step_ms_median, 8, 1e-12);
+    cr_expect_str_eq(eager->status, "ok", "the graph's failed repeat is not the eager's");
+    cr_expect_str_eq(graph->status, "failed (exit 1)");
+    cr_expect_eq(graph->repeats, 1, "the repeats that measured");
+    cr_expect_eq(graph->peak_mem_bytes, 900);
+    cr_assert_eq(outputs_write(dir, &m.roofline, &m.summary, &m.variability, err, sizeof err), 0,
+                 "%s", err);
+    csv_table *out = read_ok(dir, "summary.csv");
+    cr_expect_str_eq(cell(out, 0, "graph"), "off");
+    cr_expect_str_eq(cell(out, 1, "graph"), "on");
+    csv_free(out);
+    csv_table *v = read_ok(dir, "variability.csv");
+    int pooled = find_row(v, "scope", "iterations", "graph", "on");
+    NEAR(num(v, pooled, "median"), 8, 1e-12);
+    csv_free(v);
+    run_free(&m);
+
+    /* read back: the outputs keep the two apart */
+    run_model back;
+    cr_assert_eq(run_load(&back, dir, RUN_SUMMARY | RUN_VARIABILITY, RUN_SUMMARY, err, sizeof err),
+                 RUN_LOAD_OK, "%s", err);
+    cr_expect(!back.summary.rows[0].graph && back.summary.rows[1].graph);
+    cr_expect_eq(back.variability.rows[back.variability.n - 1].graph, true);
+    run_free(&back);
+
+    write_joined(dir, "steps.csv", header, "t,cuda,m,32,8,bf16,1,0,1,0,10,800,1,1000,yes\n");
+    load_error(dir, RUN_STEPS, err, sizeof err);
+    cr_expect(strstr(err, "steps.csv:2: column 'graph': 'yes' is not on or off"), "%s", err);
+    remove_temp_dir(dir);
+}
+
 Test(analysis_summary, a_repeated_step_is_an_error)
 {
     char *dir = temp_dir(), err[512];
@@ -661,7 +721,7 @@ Test(analysis_summary, rows_status_and_analytic_flops)
     cr_assert_eq(outputs_write(dir, &m.roofline, &m.summary, &m.variability, err, sizeof err), 0,
                  "%s", err);
     csv_table *out = read_ok(dir, "summary.csv");
-    cr_expect_eq(csv_cols(out), 21);
+    cr_expect_eq(csv_cols(out), 22);
     cr_expect_eq(csv_rows(out), 3);
     int skipped = find_row(out, "model", "vgg16-cifar", NULL, NULL);
     cr_expect_str_eq(cell(out, skipped, "status"), "skipped (needs 9 GiB, has 4)");
@@ -683,7 +743,7 @@ Test(analysis_summary, variability_rows)
     cr_assert_eq(outputs_write(dir, &m.roofline, &m.summary, &m.variability, err, sizeof err), 0,
                  "%s", err);
     csv_table *v = read_ok(dir, "variability.csv");
-    cr_expect_eq(csv_cols(v), 17);
+    cr_expect_eq(csv_cols(v), 18);
     /* resnet18-cifar: repeat=0, repeat=1, iterations, repeats; nosuchnet: repeat=0,
      * iterations, repeats */
     cr_expect_eq(csv_rows(v), 7);
@@ -735,7 +795,7 @@ Test(analysis_bin, writes_three_csvs, .timeout = 60)
                   strstr(out, "skipped (needs 9 GiB, has 4)"),
               "%s", out);
     const char *names[] = {"roofline.csv", "summary.csv", "variability.csv"};
-    const int cols[] = {28, 21, 17}, rows[] = {10, 3, 7};
+    const int cols[] = {28, 22, 18}, rows[] = {10, 3, 7};
     for (int i = 0; i < 3; i++) {
         csv_table *t = read_ok(dir, names[i]);
         cr_expect_eq(csv_cols(t), cols[i], "%s", names[i]);

@@ -11,7 +11,7 @@
 #include "plot_out.h"
 
 typedef struct {
-    const char *model, *mode; /* mode: scaling only, "" otherwise */
+    const char *model, *mode; /* scaling: strong or weak; throughput: "graph" or "" (eager) */
     int res;
 } series_key;
 
@@ -40,7 +40,7 @@ static int add_series(series_list *s, series_key k)
 }
 
 /* "resnet50" or, when the model runs at several resolutions, "resnet50 @224";
- * scaling series add their mode. */
+ * series with a mode add it: "(weak)", "(graph)". */
 static void series_label(const series_list *s, int i, char *out, size_t len)
 {
     int same = 0;
@@ -97,7 +97,7 @@ static bool ok_throughput(const summary_row *s, const char *precision)
 
 static series_key throughput_key(const summary_row *s)
 {
-    return (series_key){s->model, "", s->res};
+    return (series_key){s->model, s->graph ? "graph" : "", s->res};
 }
 
 static void write_throughput_row(FILE *f, const summary_row *s, double *bmin, double *bmax,
@@ -142,8 +142,9 @@ int plot_write_throughput(const run_model *run, const plot_figure *fig, const ch
                 rows[n++] = (keyed){sum->rows[r].batch, r};
         }
         qsort(rows, (size_t)n, sizeof *rows, by_key);
-        fprintf(data.f, "%s# %s @%d: batch images_per_s_median q1 q3 label\n", i ? "\n\n" : "",
-                s.items[i].model, s.items[i].res);
+        fprintf(data.f, "%s# %s @%d%s%s: batch images_per_s_median q1 q3 label\n",
+                i ? "\n\n" : "", s.items[i].model, s.items[i].res, *s.items[i].mode ? " " : "",
+                s.items[i].mode);
         for (int k = 0; k < n; k++)
             write_throughput_row(data.f, &sum->rows[rows[k].index], &bmin, &bmax, &ymin, &ymax);
     }

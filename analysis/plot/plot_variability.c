@@ -55,11 +55,13 @@ static void write_vars(FILE *f, const run_model *run, const plot_figure *fig,
     for (int i = 0; i < n; i++) {
         char label[160], note[64], pct[FMT_LEN];
         const run_key *k = &cs[i]->key;
+        const char *graph = k->graph ? " graph" : "";
         if (k->world_size > 1)
-            snprintf(label, sizeof label, "%s\nb%d x %d ranks\n%.4g ms", k->model, k->batch,
-                     k->world_size, st[i].median);
+            snprintf(label, sizeof label, "%s\nb%d x %d ranks%s\n%.4g ms", k->model, k->batch,
+                     k->world_size, graph, st[i].median);
         else
-            snprintf(label, sizeof label, "%s\nbatch %d\n%.4g ms", k->model, k->batch, st[i].median);
+            snprintf(label, sizeof label, "%s\nbatch %d%s\n%.4g ms", k->model, k->batch, graph,
+                     st[i].median);
         plot_var_str_i(f, "box_label", i + 1, label);
         if (isfinite(st[i].cv))
             snprintf(note, sizeof note, "cv %s", fmt_share(pct, st[i].cv));

@@ -10,14 +10,21 @@
 #include "report_build.h"
 #include "report_sections.h"
 
-/* The best images/s of a model in a precision (ok, one rank), or NULL. */
-static const summary_row *best_row(const summary *s, const char *model, const char *precision)
+typedef struct {
+    const char *model, *precision;
+    bool graph;
+} model_precision;
+
+/* The best images/s of a model in a precision and graph mode (ok, one
+ * rank), or NULL. */
+static const summary_row *best_row(const summary *s, const model_precision *p)
 {
     const summary_row *best = NULL;
     for (int i = 0; i < s->n; i++) {
         const summary_row *r = &s->rows[i];
-        if (strcmp(r->model, model) != 0 || strcmp(r->precision, precision) != 0 ||
-            strcmp(r->status, "ok") != 0 || isnan(r->ips_median) || r->world_size > 1)
+        if (r->graph != p->graph || strcmp(r->model, p->model) != 0 ||
+            strcmp(r->precision, p->precision) != 0 || strcmp(r->status, "ok") != 0 ||
+            isnan(r->ips_median) || r->world_size > 1)
             continue;
         if (!best || r->ips_median > best->ips_median)
             best = r;
@@ -92,11 +99,7 @@ static void peaks_table(report_doc *d, const run_model *runs, int n)
         }
 }
 
-typedef struct {
-    const char *model, *precision;
-} model_precision;
-
-/* The distinct (model, precision) pairs of all summaries, in order first met. */
+/* The distinct (model, precision, graph) of all summaries, in order first met. */
 static int model_pairs(const run_model *runs, int n, model_precision *out, int max)
 {
     int k = 0;
@@ -105,10 +108,10 @@ static int model_pairs(const run_model *runs, int n, model_precision *out, int m
             const summary_row *s = &runs[r].summary.rows[i];
             bool seen = false;
             for (int j = 0; j < k && !seen; j++)
-                seen = strcmp(out[j].model, s->model) == 0 &&
+                seen = out[j].graph == s->graph && strcmp(out[j].model, s->model) == 0 &&
                        strcmp(out[j].precision, s->precision) == 0;
             if (!seen && k < max)
-                out[k++] = (model_precision){s->model, s->precision};
+                out[k++] = (model_precision){s->model, s->precision, s->graph};
         }
     return k;
 }
@@ -130,10 +133,11 @@ static void throughput_table(report_doc *d, const run_model *runs, int n,
     doc_table(d, align, header);
     for (int i = 0; i < n_pairs; i++) {
         doc_cell(d, "%s", pairs[i].model);
-        doc_cell(d, "%s", pairs[i].precision);
+        char a[FMT_LEN];
+        doc_cell(d, "%s",
+                 report_precision_label(a, sizeof a, pairs[i].precision, pairs[i].graph));
         for (int r = 0; r < n; r++) {
-            const summary_row *row = best_row(&runs[r].summary, pairs[i].model, pairs[i].precision);
-            char a[FMT_LEN];
+            const summary_row *row = best_row(&runs[r].summary, &pairs[i]);
             if (!row) {
                 doc_cell(d, "-");
                 doc_cell(d, "-");
@@ -154,7 +158,7 @@ static void compare_findings(report_doc *d, const run_model *runs, int n,
         int fast = -1, slow = -1;
         const summary_row *f = NULL, *s = NULL;
         for (int r = 0; r < n; r++) {
-            const summary_row *row = best_row(&runs[r].summary, pairs[i].model, pairs[i].precision);
+            const summary_row *row = best_row(&runs[r].summary, &pairs[i]);
             if (!row)
                 continue;
             if (fast < 0 || row->ips_median > f->ips_median)
@@ -164,10 +168,12 @@ static void compare_findings(report_doc *d, const run_model *runs, int n,
         }
         if (fast < 0 || fast == slow)
             continue;
-        char a[FMT_LEN], b[FMT_LEN], c[FMT_LEN], e[FMT_LEN], g[FMT_LEN];
+        char a[FMT_LEN], b[FMT_LEN], c[FMT_LEN], e[FMT_LEN], g[FMT_LEN], label[FMT_LEN];
         doc_item(d, "%s %s: %s is %sx %s (%s against %s images/s at their best batch sizes, %d "
                     "and %d); %s of peak against %s.",
-                 pairs[i].model, pairs[i].precision, runs[fast].env_name,
+                 pairs[i].model,
+                 report_precision_label(label, sizeof label, pairs[i].precision, pairs[i].graph),
+                 runs[fast].env_name,
                  fmt_num(a, f->ips_median / s->ips_median), runs[slow].env_name,
                  fmt_num(b, f->ips_median), fmt_num(c, s->ips_median), f->batch, s->batch,
                  fmt_pct(e, f->pct_of_peak), fmt_pct(g, s->pct_of_peak));

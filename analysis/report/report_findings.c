@@ -27,14 +27,17 @@ static const char *stability(double cv)
     return cv < STABLE_CV ? "stable" : cv <= NOISY_CV ? "moderate" : "noisy";
 }
 
+/* The traced step's configuration: eager, as the trace pass runs it, else
+ * a graph configuration traced for want of an eager twin. */
 static const summary_row *summary_of(const run_model *run, const roof_config *c)
 {
-    for (int i = 0; i < run->summary.n; i++) {
-        const summary_row *s = &run->summary.rows[i];
-        if (s->res == c->res && s->batch == c->batch && strcmp(s->model, c->model) == 0 &&
-            strcmp(s->precision, c->precision) == 0)
-            return s;
-    }
+    for (int graph = 0; graph <= 1; graph++)
+        for (int i = 0; i < run->summary.n; i++) {
+            const summary_row *s = &run->summary.rows[i];
+            if (s->graph == graph && s->res == c->res && s->batch == c->batch &&
+                strcmp(s->model, c->model) == 0 && strcmp(s->precision, c->precision) == 0)
+                return s;
+        }
     return NULL;
 }
 
@@ -146,9 +149,10 @@ typedef struct {
     const char *precision;
 } precision_arg;
 
+/* Eager steps: graph configurations have their own finding (graph_finding). */
 static bool ok_in_precision(const summary_row *s, const char *precision)
 {
-    return strcmp(s->precision, precision) == 0 && strcmp(s->status, "ok") == 0 &&
+    return !s->graph && strcmp(s->precision, precision) == 0 && strcmp(s->status, "ok") == 0 &&
            !isnan(s->ips_median);
 }
 
@@ -229,6 +233,44 @@ static void batch_finding(report_doc *d, const summary *s, const char *precision
                  largest > BATCH_EFFECT_PCT ? "depends on" : "changes little with", text);
 }
 
+/* Per configuration run both ways: what replaying a captured CUDA graph
+ * gains over launching the step layer by layer. */
+static void graph_finding(report_doc *d, const summary *s)
+{
+    char text[2048] = "";
+    size_t used = 0;
+    int n = 0;
+    double lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; i < s->n; i++) {
+        const summary_row *g = &s->rows[i];
+        if (!g->graph || strcmp(g->status, "ok") != 0 || !(g->ips_median > 0))
+            continue;
+        for (int j = 0; j < s->n; j++) {
+            const summary_row *e = &s->rows[j];
+            if (e->graph || strcmp(e->status, "ok") != 0 || !(e->ips_median > 0) ||
+                e->res != g->res || e->batch != g->batch || e->world_size != g->world_size ||
+                strcmp(e->model, g->model) != 0 || strcmp(e->precision, g->precision) != 0)
+                continue;
+            char name[160], a[FMT_LEN];
+            double ratio = g->ips_median / e->ips_median;
+            report_key_short(name, sizeof name, g->model, g->res, g->batch, g->precision);
+            snprintf(a, sizeof a, "%.2fx", ratio);
+            fmt_append(text, sizeof text, &used, "%s%s %s", used ? ", " : "", name, a);
+            lo = fmin(lo, ratio);
+            hi = fmax(hi, ratio);
+            n++;
+        }
+    }
+    if (n > 0)
+        doc_item(d, "CUDA graph against eager launches (images/s, median over the repeats): "
+                    "%s. %s",
+                 text,
+                 hi < 1.02 && lo > 0.98
+                     ? "Within 2% everywhere: launch overhead is not what limits these steps."
+                     : "Where the graph gains, the host's launches (or the gaps between kernels) "
+                       "cost that share of the eager step.");
+}
+
 static void variability_findings(report_doc *d, const variability *v)
 {
     const variability_row *lo = NULL, *hi = NULL, *rep_hi = NULL;
@@ -249,22 +291,26 @@ static void variability_findings(report_doc *d, const variability *v)
             hi = r;
         if (fabs(r->drift_pct) >= DRIFT_PCT) {
             char name[160], a[FMT_LEN];
-            report_key_short(name, sizeof name, r->model, r->res, r->batch, r->precision);
+            report_key_short(name, sizeof name, r->model, r->res, r->batch,
+                             report_precision_label(a, sizeof a, r->precision, r->graph));
             fmt_append(drifts, sizeof drifts, &used, "%s%s %s", used ? ", " : "", name,
                        fmt_signed_pct(a, r->drift_pct));
         }
     }
     char a[FMT_LEN], b[FMT_LEN], nl[160], nh[160];
     if (rep_hi) {
-        report_key_short(nh, sizeof nh, rep_hi->model, rep_hi->res, rep_hi->batch, rep_hi->precision);
+        report_key_short(nh, sizeof nh, rep_hi->model, rep_hi->res, rep_hi->batch,
+                         report_precision_label(a, sizeof a, rep_hi->precision, rep_hi->graph));
         doc_item(d, "Run to run: the repeats' medians differ by a cv of at most %s (%s): %s%s.",
                  fmt_share(a, rep_hi->cv), nh, stability(rep_hi->cv),
                  rep_hi->cv > NOISY_CV ? "; compare configurations by their medians over several repeats"
                                        : "");
     }
     if (lo) {
-        report_key_short(nl, sizeof nl, lo->model, lo->res, lo->batch, lo->precision);
-        report_key_short(nh, sizeof nh, hi->model, hi->res, hi->batch, hi->precision);
+        report_key_short(nl, sizeof nl, lo->model, lo->res, lo->batch,
+                         report_precision_label(a, sizeof a, lo->precision, lo->graph));
+        report_key_short(nh, sizeof nh, hi->model, hi->res, hi->batch,
+                         report_precision_label(a, sizeof a, hi->precision, hi->graph));
         doc_item(d, "Step to step: cv of all timed steps from %s (%s) to %s (%s): %s; %d of %d "
                     "steps are outliers beyond 1.5 IQR.",
                  fmt_share(a, lo->cv), nl, fmt_share(b, hi->cv), nh, stability(hi->cv), outliers,
@@ -352,8 +398,8 @@ static bool failed(const run_attempt *a)
 
 static bool same_config(const run_attempt *a, const run_attempt *b)
 {
-    return a->res == b->res && a->batch == b->batch && strcmp(a->model, b->model) == 0 &&
-           strcmp(a->precision, b->precision) == 0;
+    return a->res == b->res && a->batch == b->batch && a->graph == b->graph &&
+           strcmp(a->model, b->model) == 0 && strcmp(a->precision, b->precision) == 0;
 }
 
 static void failure_finding(report_doc *d, const run_model *run)
@@ -371,7 +417,9 @@ static void failure_finding(report_doc *d, const run_model *run)
             first = !(failed(&run->attempts[j]) && same_config(&run->attempts[j], a));
         if (!first)
             continue;
-        report_key_short(name, sizeof name, a->model, a->res, a->batch, a->precision);
+        char label[FMT_LEN];
+        report_key_short(name, sizeof name, a->model, a->res, a->batch,
+                         report_precision_label(label, sizeof label, a->precision, a->graph));
         fmt_append(list, sizeof list, &used, "%s%s (%s)", configs ? ", " : "", name, a->status);
         configs++;
     }
@@ -402,6 +450,7 @@ void report_findings(report_doc *d, const run_model *run)
         peak_share_finding(d, s, p);
         batch_finding(d, s, p);
     }
+    graph_finding(d, s);
     variability_findings(d, &run->variability);
     failure_finding(d, run);
     if (d->n > 0 && d->blocks[d->n - 1].kind == DOC_LIST && d->blocks[d->n - 1].n_cells == 0)

@@ -8,16 +8,19 @@
 #include "../trace_gpu.h"
 #include "report_sections.h"
 
-/* The median timed step of the trace's configuration (any world size), NaN
- * when summary.csv has none. */
+/* The median timed step of the trace's configuration (any world size; the
+ * eager steps, as the trace pass runs them, else the graph's), NaN when
+ * summary.csv has none. */
 static double median_step_ms(const run_model *run, const run_trace *t)
 {
-    for (int i = 0; i < run->summary.n; i++) {
-        const summary_row *s = &run->summary.rows[i];
-        if (s->res == t->res && s->batch == t->batch && strcmp(s->model, t->model) == 0 &&
-            strcmp(s->precision, t->precision) == 0 && !isnan(s->step_ms_median))
-            return s->step_ms_median;
-    }
+    for (int graph = 0; graph <= 1; graph++)
+        for (int i = 0; i < run->summary.n; i++) {
+            const summary_row *s = &run->summary.rows[i];
+            if (s->graph == graph && s->res == t->res && s->batch == t->batch &&
+                strcmp(s->model, t->model) == 0 && strcmp(s->precision, t->precision) == 0 &&
+                !isnan(s->step_ms_median))
+                return s->step_ms_median;
+        }
     return NAN;
 }
 

@@ -19,6 +19,12 @@ void report_key_name(char *out, size_t len, const char *model, int res, int batc
     snprintf(out, len, "%s @%d, batch %d, %s", model, res, batch, precision);
 }
 
+const char *report_precision_label(char *out, size_t len, const char *precision, bool graph)
+{
+    snprintf(out, len, "%s%s", precision, graph ? " graph" : "");
+    return out;
+}
+
 const char *report_memory_name(const run_model *run)
 {
     return roofs_memory_name(run->roofs, run->n_roofs);

@@ -44,6 +44,9 @@ void report_key_short(char *out, size_t len, const char *model, int res, int bat
 /* "resnet50 @224, batch 8, fp32" */
 void report_key_name(char *out, size_t len, const char *model, int res, int batch,
                      const char *precision);
+/* "bf16", or "bf16 graph" for steps replayed from a CUDA graph: the
+ * precision cell of a configuration that may run either way. Returns out. */
+const char *report_precision_label(char *out, size_t len, const char *precision, bool graph);
 
 /* A roof whose notes start with "suspect:": bin/peaks measured it again and it
  * still failed its consistency checks (peaks/README.md). */

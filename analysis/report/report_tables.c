@@ -104,7 +104,7 @@ static void result_row(report_doc *d, const summary_row *s, bool ranks)
     doc_cell(d, "%s", s->model);
     doc_cell(d, "%d", s->res);
     doc_cell(d, "%d", s->batch);
-    doc_cell(d, "%s", s->precision);
+    doc_cell(d, "%s", report_precision_label(a, sizeof a, s->precision, s->graph));
     if (ranks)
         count_cell(d, s->world_size);
     doc_cell(d, "%s", fmt_num(a, s->ips_median));
@@ -136,9 +136,15 @@ void report_results(report_doc *d, const run_model *run)
                 "the traced step spent in kernels left of the ridge point; peak memory is the "
                 "most any of the configuration's processes held (CPU: resident set; GPU: device "
                 "memory the backend holds).");
-    bool ranks = false;
-    for (int i = 0; i < s->n; i++)
+    bool ranks = false, graph = false;
+    for (int i = 0; i < s->n; i++) {
         ranks = ranks || s->rows[i].world_size > 1;
+        graph = graph || s->rows[i].graph;
+    }
+    if (graph)
+        doc_para(d, "A precision marked graph replays the step from one captured CUDA graph "
+                    "(bin/train --graph) instead of launching it layer by layer; its "
+                    "memory-bound time is its eager twin's traced step (the same kernels).");
     static const char *const header[] = {"model", "res", "batch", "precision", "ranks",
                                          "images/s", "IQR", "step ms", "GFLOP/s (analytic)",
                                          "ceiling", "% of peak", "MFU", "memory-bound time",
@@ -180,7 +186,8 @@ void report_failures(report_doc *d, const run_model *run)
         doc_cell(d, "%s", a->model);
         doc_cell(d, "%d", a->res);
         doc_cell(d, "%d", a->batch);
-        doc_cell(d, "%s", a->precision);
+        char label[FMT_LEN];
+        doc_cell(d, "%s", report_precision_label(label, sizeof label, a->precision, a->graph));
         doc_cell(d, "%s", a->repeat);
         doc_cell(d, "%s", a->status);
         doc_cell(d, "%s", a->log);

@@ -14,7 +14,7 @@ static void variability_row_cells(report_doc *d, const variability_row *r,
     doc_cell(d, "%s", r->model);
     doc_cell(d, "%d", r->res);
     doc_cell(d, "%d", r->batch);
-    doc_cell(d, "%s", r->precision);
+    doc_cell(d, "%s", report_precision_label(a, sizeof a, r->precision, r->graph));
     doc_cell(d, "%d", r->n);
     doc_cell(d, "%s", fmt_num(a, r->median));
     doc_cell(d, "%s", fmt_share(a, r->cv));
@@ -52,8 +52,7 @@ void report_variability(report_doc *d, const run_model *run)
         const variability_row *r = &v->rows[i];
         if (strcmp(r->scope, "iterations") != 0)
             continue;
-        variability_row_cells(d, r, variability_find(v, r->model, r->res, r->batch, r->precision,
-                                                     "repeats"));
+        variability_row_cells(d, r, variability_find(v, r, "repeats"));
     }
     doc_drop_empty_table(d);
 }
