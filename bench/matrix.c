@@ -20,9 +20,9 @@ static void print_help(void)
 {
     printf("usage: matrix [--file run_matrix.md] ENV | --list | --resolve ENV\n"
            "Prints the configurations `make bench ENV=...` runs, one per line, with tabs:\n"
-           "  model res batch precision warmup iters repeats backend counters ranks peaks\n"
-           "(ranks comma-separated, '-' for none). ENV local stands for the row of the GPU\n"
-           "present, or cpu.\n"
+           "  model res batch precision warmup iters repeats backend counters ranks peaks graph\n"
+           "(ranks comma-separated, '-' for none; graph on or off). ENV local stands for the\n"
+           "row of the GPU present, or cpu.\n"
            "  --list          the environments of the table, one per line\n"
            "  --resolve ENV   the row ENV stands for (local: the one for this machine)\n");
 }
@@ -98,9 +98,10 @@ static void print_configs(const matrix_row *r)
         used += (size_t)snprintf(ranks + used, sizeof ranks - used, "%s%d", i ? "," : "",
                                  r->ranks[i]);
     for (int i = 0; i < n; i++)
-        printf("%s\t%d\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", configs[i].model, configs[i].res,
-               configs[i].batch, precision_name(configs[i].prec), r->warmup, r->iters,
-               r->repeats, r->backend, r->counters, ranks, r->peaks);
+        printf("%s\t%d\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", configs[i].model,
+               configs[i].res, configs[i].batch, precision_name(configs[i].prec), r->warmup,
+               r->iters, r->repeats, r->backend, r->counters, ranks, r->peaks,
+               configs[i].graph ? "on" : "off");
     free(configs);
 }
 

@@ -262,7 +262,7 @@ trap 'interrupted INT 130' INT
 trap 'interrupted TERM 143' TERM
 
 # ---- the configurations -------------------------------------------------------
-models=() res=() batch=() prec=() warmup=() iters=() repeats=() backend=() counters=()
+models=() res=() batch=() prec=() warmup=() iters=() repeats=() backend=() counters=() graph=()
 ranks='' peaks=''
 # matrix.tsv is bin/matrix's output, but a resumed folder may come from
 # elsewhere: its names become file names, so each field is checked
@@ -272,7 +272,7 @@ bad_tsv() {
     exit 2
 }
 number='^[0-9]{1,9}$'
-while IFS=$'\t' read -r m r b p w i n be c rk pk; do
+while IFS=$'\t' read -r m r b p w i n be c rk pk g; do
     tsv_line=$((tsv_line + 1))
     [[ -z $m || $m == \#* ]] && continue
     [[ $m =~ $valid_name ]] || bad_tsv "model '$m' is not a name"
@@ -284,8 +284,11 @@ while IFS=$'\t' read -r m r b p w i n be c rk pk; do
     [[ $c == perf || $c == cupti || $c == off ]] || bad_tsv "counters '$c' is not perf, cupti or off"
     [[ $rk =~ ^(-|[0-9]{1,6}(,[0-9]{1,6})*)$ ]] || bad_tsv "ranks '$rk' is not '-' or a list of numbers"
     [[ $pk == quick || $pk == full || $pk == off ]] || bad_tsv "peaks '$pk' is not quick, full or off"
+    # a folder begun before the graph column ran every configuration eagerly
+    [[ -z $g ]] && g=off
+    [[ $g == on || $g == off ]] || bad_tsv "graph '$g' is not on or off"
     models+=("$m") res+=("$r") batch+=("$b") prec+=("$p") warmup+=("$w") iters+=("$i")
-    repeats+=("$n") backend+=("$be") counters+=("$c")
+    repeats+=("$n") backend+=("$be") counters+=("$c") graph+=("$g")
     ranks=$rk peaks=$pk
 done <"$run/matrix.tsv"
 n_configs=${#models[@]}
@@ -299,8 +302,25 @@ fi
 # its configs.csv row of each (TAG repR or trace).
 keys=()
 for ((k = 0; k < n_configs; k++)); do
-    keys+=("$run/parts/${models[k]}_r${res[k]}_b${batch[k]}_${prec[k]}")
+    key=$run/parts/${models[k]}_r${res[k]}_b${batch[k]}_${prec[k]}
+    [[ ${graph[k]} == on ]] && key+=_graph
+    keys+=("$key")
 done
+# The trace pass times the step eagerly (kernel by kernel, graph or not): a
+# graph configuration whose eager twin is in the matrix has its trace there.
+traced=()
+for ((k = 0; k < n_configs; k++)); do
+    traced+=(true)
+    if [[ ${graph[k]} == on ]]; then
+        for ((j = 0; j < n_configs; j++)); do
+            [[ ${keys[j]} == "${keys[k]%_graph}" ]] && traced[k]=false
+        done
+    fi
+done
+# "bf16" or "bf16 graph": a configuration's precision and mode, for messages
+mode_of() {
+    if [[ ${graph[$1]} == on ]]; then echo "${prec[$1]} graph"; else echo "${prec[$1]}"; fi
+}
 
 total_runs=0 done_runs=0
 for ((k = 0; k < n_configs; k++)); do
@@ -308,6 +328,7 @@ for ((k = 0; k < n_configs; k++)); do
         total_runs=$((total_runs + 1))
         [[ -f ${keys[k]}.rep$r.steps.csv ]] && done_runs=$((done_runs + 1))
     done
+    ${traced[k]} || continue
     total_runs=$((total_runs + 1))
     [[ -f ${keys[k]}.kernels.csv ]] && done_runs=$((done_runs + 1))
 done
@@ -315,7 +336,9 @@ done
 if $resuming; then
     say "resuming $run: $done_runs of $total_runs runs complete, $((total_runs - done_runs)) to run"
 else
-    say "new run $run: ENV $env_name, $n_configs configurations, $total_runs runs (repeats and a trace pass each)"
+    what="repeats and a trace pass each"
+    [[ " ${traced[*]} " == *" false "* ]] && what+="; a graph configuration's trace is its eager twin's"
+    say "new run $run: ENV $env_name, $n_configs configurations, $total_runs runs ($what)"
 fi
 
 # ---- provenance and roofs -----------------------------------------------------
@@ -360,7 +383,7 @@ assemble() {
         case $out in
         */steps.csv)
             fresh "$out.tmp"
-            echo "env,backend,model,res,batch,precision,world_size,rank,repeat,iter,step_ms,images_per_s,loss,peak_mem_bytes" >"$out.tmp"
+            echo "env,backend,model,res,batch,precision,world_size,rank,repeat,iter,step_ms,images_per_s,loss,peak_mem_bytes,graph" >"$out.tmp"
             mv -f -T "$out.tmp" "$out"
             ;;
         esac
@@ -389,8 +412,9 @@ assemble_all() {
     assemble "$run/kernels.csv" "${kernels[@]}"
     fresh "$run/configs.csv.tmp"
     {
-        echo "config,model,res,batch,precision,repeat,status,seconds,log"
-        if ((${#rows[@]})); then cat "${rows[@]}"; fi
+        echo "config,model,res,batch,precision,repeat,status,seconds,log,graph"
+        # rows of a folder begun before the graph column: eager
+        if ((${#rows[@]})); then awk -F, 'NF == 9 { $0 = $0 ",off" } { print }' "${rows[@]}"; fi
     } >"$run/configs.csv.tmp"
     mv -f -T "$run/configs.csv.tmp" "$run/configs.csv"
 }
@@ -413,7 +437,7 @@ estimate_left() {
         for ((r = 1; r <= repeats[k]; r++)); do
             [[ -f ${keys[k]}.rep$r.config.csv ]] || left=$((left + per))
         done
-        [[ -f ${keys[k]}.trace.config.csv ]] ||
+        ${traced[k]} && [[ ! -f ${keys[k]}.trace.config.csv ]] &&
             left=$((left + per * (warmup[k] + 2) / (warmup[k] + iters[k])))
     done
     human_ms "$left"
@@ -423,7 +447,7 @@ estimate_left() {
 write_row() {
     local k=$1 tag=$2 repeat=$3 status=$4 seconds=$5 log=$6
     fresh "${keys[k]}.$tag.config.csv.tmp"
-    echo "$((k + 1))/$n_configs,${models[k]},${res[k]},${batch[k]},${prec[k]},$repeat,$status,$seconds,$log" \
+    echo "$((k + 1))/$n_configs,${models[k]},${res[k]},${batch[k]},${prec[k]},$repeat,$status,$seconds,$log,${graph[k]}" \
         >"${keys[k]}.$tag.config.csv.tmp"
     mv -f -T "${keys[k]}.$tag.config.csv.tmp" "${keys[k]}.$tag.config.csv"
 }
@@ -438,6 +462,7 @@ run_one() {
     # the convolution algorithms a configuration's first process chose serve its
     # other repeats and its trace pass (and any configuration of the same shapes)
     [[ ${backend[k]} == cuda ]] && args+=(--algo-cache "$run/algos.csv")
+    [[ ${graph[k]} == on ]] && args+=(--graph)
     if [[ $rep == trace ]]; then
         tag=trace
         part=${keys[k]}.kernels.csv
@@ -459,7 +484,7 @@ run_one() {
     rel=logs/${keys[k]##*/}.$tag.log
     fresh "$part.tmp" "$run/$rel"
     say "configuration $((k + 1)) of $n_configs, $what (run $((done_runs + 1)) of $total_runs):" \
-        "${models[k]} res ${res[k]} batch ${batch[k]} ${prec[k]}; est. time left $(estimate_left)"
+        "${models[k]} res ${res[k]} batch ${batch[k]} $(mode_of "$k"); est. time left $(estimate_left)"
     t0=$(now_ms)
     run_child "$BIN/train" "${args[@]}" >"$run/$rel" 2>&1 || status=$?
     ms=$(($(now_ms) - t0))
@@ -495,6 +520,7 @@ for ((k = 0; k < n_configs; k++)); do
         [[ -f ${keys[k]}.rep$r.steps.csv ]] && ok_repeats=$((ok_repeats + 1))
     done
     [[ -f ${keys[k]}.kernels.csv ]] && continue
+    ${traced[k]} || continue
     if ((ok_repeats > 0)); then
         run_one "$k" trace
     else
@@ -561,7 +587,7 @@ report_failures() {
             grep -q ',failed' "${keys[k]}.$tag.config.csv" || continue
             log=$run/logs/${keys[k]##*/}.$tag.log
             why=$(grep -m1 -E '^[a-z_]+: ' "$log" 2>/dev/null || head -n 1 "$log" 2>/dev/null || true)
-            say "  ${models[k]} res ${res[k]} batch ${batch[k]} ${prec[k]} $tag: ${why:-no output} (log: $log)"
+            say "  ${models[k]} res ${res[k]} batch ${batch[k]} $(mode_of "$k") $tag: ${why:-no output} (log: $log)"
             if [[ $tag == trace ]]; then
                 r="--iters 1 --trace kernels.csv"
             else
@@ -569,6 +595,7 @@ report_failures() {
             fi
             # with the algorithms the run used (delete the file to search again)
             [[ ${backend[k]} == cuda ]] && r+=" --algo-cache $run/algos.csv"
+            [[ ${graph[k]} == on ]] && r+=" --graph"
             say "    alone: $BIN/train --model ${models[k]} --res ${res[k]} --batch ${batch[k]} --precision ${prec[k]} --backend ${backend[k]} --warmup ${warmup[k]} $r"
         done
     done

@@ -82,8 +82,11 @@ fi
 IFS=', ' read -r -a world_sizes <<<"${ranks_column//-/}"
 
 models=() res=() batch=() prec=() warmup=() iters=() backend=()
-while IFS=$'\t' read -r m r b p w i _n be _c _rk _pk; do
+while IFS=$'\t' read -r m r b p w i _n be _c _rk _pk g; do
     [[ -z $m || $m == \#* ]] && continue
+    # --ddp steps eagerly (the reductions are not captured in a CUDA graph):
+    # a graph configuration's eager twin is the one that scales
+    [[ $g == on ]] && continue
     models+=("$m") res+=("$r") batch+=("$b") prec+=("$p") warmup+=("$w") iters+=("$i")
     backend+=("$be")
 done <"$run/matrix.tsv"
@@ -125,7 +128,7 @@ per_rank=$((total_threads / largest))
 failed=0
 # run_scaling K MODE N: configuration K at N ranks; its row in a part file.
 run_scaling() {
-    local k=$1 mode=$2 n=$3 key part log rel args per t0 status=0 baseline
+    local k=$1 mode=$2 n=$3 key part rel args per t0 status=0 baseline
     key=${models[k]}_r${res[k]}_b${batch[k]}_${prec[k]}
     part=$run/parts/$key.$mode.n$n.scaling.csv
     rel=logs/$key.$mode.n$n.scaling.log
@@ -166,7 +169,7 @@ run_scaling() {
     fi
     # the configuration's own batch: the row joins its configuration's
     # attempts (repeat names the mode and the world size)
-    echo "scaling,${models[k]},${res[k]},${batch[k]},${prec[k]},$mode-$n,$row_status,$seconds,$rel" \
+    echo "scaling,${models[k]},${res[k]},${batch[k]},${prec[k]},$mode-$n,$row_status,$seconds,$rel,off" \
         >"$run/parts/$key.$mode.n$n.scaling.config.csv"
 }
 
@@ -208,7 +211,7 @@ if ((largest > 1)) && [[ ! -f $run/allreduce.csv ]]; then
     if $(launch_args "$largest" "$per_rank" "$be") "$BIN/allreduce" --transport "$transport" \
         --env "$env_name" --out "$run/allreduce.csv" --peaks-out "$run/parts/allreduce.peaks.csv" \
         >"$run/logs/allreduce.log" 2>&1; then
-        say "  $(grep -m1 '^# latency' "$run/logs/allreduce.log" || echo done)"
+        say "  $(grep -m1 '^# latency' "$run/logs/allreduce.log" || echo "done")"
     else
         say "  failed: see $run/logs/allreduce.log"
     fi

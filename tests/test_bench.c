@@ -79,7 +79,7 @@ Test(bench, smoke_run_resume_and_failure, .timeout = 120)
                       66) == 0, "%s", steps);
     cr_expect(strstr(steps, "\nsmoke,cpu,resnet18-cifar,32,2,fp32,1,0,2,1,") != NULL, "%s", steps);
     char *configs = read_text(run, "configs.csv");
-    const char *first = "config,model,res,batch,precision,repeat,status,seconds,log\n"
+    const char *first = "config,model,res,batch,precision,repeat,status,seconds,log,graph\n"
                         "1/1,resnet18-cifar,32,2,fp32,1,ok,";
     cr_expect(strncmp(configs, first, strlen(first)) == 0, "%s", configs);
     cr_expect(strstr(configs, "\n1/1,resnet18-cifar,32,2,fp32,2,ok,") != NULL, "%s", configs);

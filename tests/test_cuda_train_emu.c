@@ -774,17 +774,19 @@ Test(cuda_train_emu, nccl_ddp_communicator_creation_is_bounded, .timeout = 300)
 /* make bench of a cuda row, end to end, with the emulated bin/train beside
  * the real programs: the runs, the trace pass with the metric pass on the
  * stand-in profiler (counters permitted), the analysis and the report's GPU
- * sections and figures over counted kernels. Peaks off: the host has no GPU
- * to measure (bin/peaks --gpu is make test-gpu's). */
+ * sections and figures over counted kernels; the configuration eager and
+ * replayed from a CUDA graph (graph `off, on`), the graph's repeats without
+ * a trace pass of their own, side by side in the report. Peaks off: the host
+ * has no GPU to measure (bin/peaks --gpu is make test-gpu's). */
 Test(cuda_train_emu, bench_of_a_cuda_row_end_to_end, .timeout = 600)
 {
     char *dir = temp_dir();
     write_text(dir, "matrix.md",
-               "| ENV | backend | models | res | batch | precision | warmup | iters | repeats | "
-               "ranks | counters | peaks |\n"
-               "|---|---|---|---|---|---|---|---|---|---|---|---|\n"
-               "| emu | cuda | resnet18-cifar@16/4 | - | - | bf16 | 1 | 2 | 2 | - | cupti | off "
-               "|\n");
+               "| ENV | backend | models | res | batch | precision | graph | warmup | iters | "
+               "repeats | ranks | counters | peaks |\n"
+               "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+               "| emu | cuda | resnet18-cifar@16/4 | - | - | bf16 | off, on | 1 | 2 | 2 | - | cupti "
+               "| off |\n");
     int status = sh("cd '%s' && mkdir bin && ln -s '%s'/* bin/ && ln -sf '%s' bin/train && "
                     "FAKE_CUPTI_PROFILER_ERROR=0 '%s/scripts/bench.sh' emu MATRIX=matrix.md "
                     "RUNS_DIR=runs BIN=bin "
@@ -792,8 +794,16 @@ Test(cuda_train_emu, bench_of_a_cuda_row_end_to_end, .timeout = 600)
                     dir, ROOFLINE_BIN_DIR, ROOFLINE_CUDA_TRAIN, ROOFLINE_SOURCE_DIR);
     char *out = read_text(dir, "bench.out");
     cr_assert_eq(status, 0, "%s", out);
-    cr_expect(strstr(out, "(3 runs ok)") != NULL, "%s", out);
+    cr_expect(strstr(out, "(5 runs ok)") != NULL, "%s", out);
+    cr_expect(strstr(out, "a graph configuration's trace is its eager twin's") != NULL, "%s", out);
+    cr_expect(strstr(out, "configuration 2 of 2, repeat 1 of 2 (run 4 of 5): resnet18-cifar res 16 "
+                          "batch 4 bf16 graph;") != NULL,
+              "%s", out);
     cr_assert_eq(sh("cd '%s' && ln -s runs/emu/2* run", dir), 0);
+    cr_expect_eq(sh("cd '%s/run' && grep -q '(CUDA graph)' logs/*_bf16_graph.rep1.log && "
+                    "! ls parts/*_graph.kernels.csv logs/*_graph.trace.log 2>/dev/null",
+                    dir),
+                 0, "the graph configuration did not replay a graph, or was traced");
     /* the first repeat searched the convolution algorithms, the second and the
      * trace pass took its choices */
     cr_expect_eq(sh("cd '%s/run' && test -s algos.csv && grep -q ', 11 searched' logs/*.rep1.log "
@@ -808,9 +818,15 @@ Test(cuda_train_emu, bench_of_a_cuda_row_end_to_end, .timeout = 600)
     cr_assert_eq(run_load(&model, run, RUN_STEPS | RUN_KERNELS | RUN_CONFIGS,
                           RUN_STEPS | RUN_KERNELS | RUN_CONFIGS, err, sizeof err),
                  RUN_LOAD_OK, "%s", err);
-    cr_expect_eq(model.n_steps, 1);
+    cr_assert_eq(model.n_steps, 2, "eager and graph are two configurations");
     cr_expect_str_eq(model.steps[0].key.backend, "cuda");
+    cr_expect(!model.steps[0].key.graph && model.steps[1].key.graph);
     cr_expect_eq(model.steps[0].repeats, 2);
+    cr_expect_eq(model.steps[1].repeats, 2);
+    int graph_attempts = 0;
+    for (int i = 0; i < model.n_attempts; i++)
+        graph_attempts += model.attempts[i].graph;
+    cr_expect_eq(graph_attempts, 2, "configs.csv: the graph configuration's two repeats");
     cr_expect_eq(model.n_traces, 1);
     cr_expect_gt(model.traces[0].n, 100, "%d kernel rows", model.traces[0].n);
     run_free(&model);
@@ -822,6 +838,11 @@ Test(cuda_train_emu, bench_of_a_cuda_row_end_to_end, .timeout = 600)
     for (size_t i = 0; i < sizeof sections / sizeof *sections; i++)
         cr_expect(strstr(md, sections[i]) != NULL, "report.md has no '%s'", sections[i]);
     cr_expect(strstr(md, "(FLOPs and bytes: cupti)") != NULL, "the kernels were not counted");
+    cr_expect(strstr(md, "| resnet18-cifar | 16 | 4 | bf16 graph |") != NULL,
+              "no graph row in the results");
+    cr_expect(strstr(md, "CUDA graph against eager launches (images/s, median over the repeats): "
+                         "resnet18-cifar @16 b4 bf16 ") != NULL,
+              "no graph finding");
     /* the cuDNN stand-in's counts are the convolutions' analytic FLOPs; the
      * backend's own kernels, whose instructions the emulator does not count,
      * read 0 and are the findings' disagreements */

@@ -100,7 +100,61 @@ Test(matrix, ignores_other_tables_and_takes_optional_columns)
     cr_assert_eq(m.n_rows, 1);
     cr_expect_str_eq(m.rows[0].peaks, "quick");
     cr_expect_eq(m.rows[0].warmup, 0, "warmup may be 0");
+    cr_expect_eq(m.rows[0].n_graph, 1, "graph defaults to off when the column is absent");
+    cr_expect_eq(m.rows[0].graph[0], false);
     matrix_free(&m);
+}
+
+Test(matrix, graph_modes_cross_innermost)
+{
+    const char *text =
+        "| ENV | backend | models | res | batch | precision | graph | warmup | iters | repeats | "
+        "ranks | counters |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+        "| g | cuda | resnet50 | 224 | 64, 128 | fp32, bf16 | off, on | 1 | 2 | 1 | 1 | off |\n"
+        "| o | cuda | resnet50 | 224 | 64 | bf16 | on | 1 | 2 | 1 | 1 | off |\n"
+        "| c | cpu | resnet50 | 224 | 64 | fp32 | off | 1 | 2 | 1 | 1 | off |\n";
+    char err[512] = "";
+    run_matrix m;
+    cr_assert_eq(matrix_parse(text, "t.md", &m, err, sizeof err), 0, "%s", err);
+    matrix_config c[16];
+    cr_assert_eq(matrix_expand(matrix_find(&m, "g"), c, 16), 8);
+    /* batch 64 fp32 eager, graph; batch 64 bf16 eager, graph; then batch 128 */
+    const struct { int batch; precision prec; bool graph; } want[] = {
+        {64, PREC_FP32, false},  {64, PREC_FP32, true},  {64, PREC_BF16, false},
+        {64, PREC_BF16, true},   {128, PREC_FP32, false}, {128, PREC_FP32, true},
+        {128, PREC_BF16, false}, {128, PREC_BF16, true},
+    };
+    for (int i = 0; i < 8; i++) {
+        cr_expect_eq(c[i].batch, want[i].batch, "config %d", i);
+        cr_expect_eq(c[i].prec, want[i].prec, "config %d", i);
+        cr_expect_eq(c[i].graph, want[i].graph, "config %d", i);
+    }
+    cr_assert_eq(matrix_expand(matrix_find(&m, "o"), c, 16), 1);
+    cr_expect(c[0].graph, "a row may run the graph alone");
+    cr_assert_eq(matrix_expand(matrix_find(&m, "c"), c, 16), 1);
+    cr_expect(!c[0].graph);
+    matrix_free(&m);
+
+    const char *head = "| ENV | backend | models | res | batch | precision | graph | warmup | iters "
+                       "| repeats | ranks | counters |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+    const struct { const char *row, *expect; } bad[] = {
+        {"| a | cpu | resnet18 | 224 | 8 | fp32 | on | 3 | 10 | 2 | 1 | perf |\n",
+         "t.md:3: column 'graph': 'on' needs backend cuda"},
+        {"| a | cuda | resnet18 | 224 | 8 | fp32 | yes | 3 | 10 | 2 | 1 | off |\n",
+         "column 'graph': unknown 'yes' (accepted: off, on) (ENV a)"},
+        {"| a | cuda | resnet18 | 224 | 8 | fp32 | on, on | 3 | 10 | 2 | 1 | off |\n",
+         "column 'graph': 'on' appears twice"},
+        {"| a | cuda | resnet18 | 224 | 8 | fp32 | off, on, off | 3 | 10 | 2 | 1 | off |\n",
+         "column 'graph': 3 items"},
+        {"| a | cuda | resnet18 | 224 | 8 | fp32 | - | 3 | 10 | 2 | 1 | off |\n",
+         "column 'graph': '-' is not accepted here"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char t[2048];
+        snprintf(t, sizeof t, "%s%s", head, bad[i].row);
+        parse_fails(t, bad[i].expect);
+    }
 }
 
 Test(matrix, structural_errors_name_the_line)
@@ -238,14 +292,24 @@ Test(matrix, program_prints_configurations_tab_separated)
     const char *path = write_file(dir, "m.md", text);
     snprintf(args, sizeof args, "matrix --file %s tiny", path);
     cr_assert_eq(run_bin(args, 0, out, sizeof out), 0);
-    cr_expect_str_eq(out, "resnet18-cifar\t32\t2\tfp32\t1\t2\t3\tcpu\tperf\t1,2\tfull\n"
-                          "mobilenet_v2\t64\t4\tfp32\t1\t2\t3\tcpu\tperf\t1,2\tfull\n");
+    cr_expect_str_eq(out, "resnet18-cifar\t32\t2\tfp32\t1\t2\t3\tcpu\tperf\t1,2\tfull\toff\n"
+                          "mobilenet_v2\t64\t4\tfp32\t1\t2\t3\tcpu\tperf\t1,2\tfull\toff\n");
     snprintf(args, sizeof args, "matrix --file %s --list", path);
     cr_assert_eq(run_bin(args, 0, out, sizeof out), 0);
     cr_expect_str_eq(out, "tiny\n");
     snprintf(args, sizeof args, "matrix --file %s --resolve tiny", path);
     cr_assert_eq(run_bin(args, 0, out, sizeof out), 0);
     cr_expect_str_eq(out, "tiny\n");
+    /* a graph configuration beside its eager twin */
+    snprintf(text, sizeof text,
+             "| ENV | backend | models | res | batch | precision | graph | warmup | iters | "
+             "repeats | ranks | counters |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+             "| tiny | cuda | resnet18 | 32 | 2 | bf16 | off, on | 1 | 2 | 1 | 1 | off |\n");
+    const char *graph_path = write_file(dir, "g.md", text);
+    snprintf(args, sizeof args, "matrix --file %s tiny", graph_path);
+    cr_assert_eq(run_bin(args, 0, out, sizeof out), 0);
+    cr_expect_str_eq(out, "resnet18\t32\t2\tbf16\t1\t2\t1\tcuda\toff\t1\tfull\toff\n"
+                          "resnet18\t32\t2\tbf16\t1\t2\t1\tcuda\toff\t1\tfull\ton\n");
     remove_temp_dir(dir);
 }
 

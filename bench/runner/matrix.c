@@ -14,8 +14,9 @@
 enum { MAX_CELLS = 32, MAX_FILE_BYTES = 1 << 20, MAX_ITERS = 1000000 };
 
 typedef enum {
-    COL_ENV, COL_BACKEND, COL_MODELS, COL_RES, COL_BATCH, COL_PRECISION, COL_WARMUP,
-    COL_ITERS, COL_REPEATS, COL_RANKS, COL_COUNTERS, COL_PEAKS, COL_NOTES, COL_COUNT
+    COL_ENV, COL_BACKEND, COL_MODELS, COL_RES, COL_BATCH, COL_PRECISION, COL_GRAPH,
+    COL_WARMUP, COL_ITERS, COL_REPEATS, COL_RANKS, COL_COUNTERS, COL_PEAKS, COL_NOTES,
+    COL_COUNT
 } column;
 
 static const struct {
@@ -23,7 +24,7 @@ static const struct {
     bool required;
 } columns[COL_COUNT] = {
     {"ENV", true},       {"backend", true}, {"models", true},   {"res", true},
-    {"batch", true},     {"precision", true}, {"warmup", true}, {"iters", true},
+    {"batch", true},     {"precision", true}, {"graph", false}, {"warmup", true}, {"iters", true},
     {"repeats", true},   {"ranks", true},   {"counters", true}, {"peaks", false},
     {"notes", false},
 };
@@ -258,6 +259,10 @@ static int check_row(const parse_ctx *c, const matrix_row *r)
                             "runs fp32)", precision_name(r->prec[i]));
         if (strcmp(r->counters, "cupti") == 0)
             return fail(c, "column 'counters': 'cupti' needs backend cuda (cpu: perf or off)");
+        for (int i = 0; i < r->n_graph; i++)
+            if (r->graph[i])
+                return fail(c, "column 'graph': 'on' needs backend cuda (a CUDA graph replays "
+                            "the step; the cpu backend runs it layer by layer: off)");
     } else if (strcmp(r->counters, "perf") == 0) {
         return fail(c, "column 'counters': 'perf' counts CPU events (cuda: cupti or off)");
     }
@@ -271,15 +276,42 @@ static int check_row(const parse_ctx *c, const matrix_row *r)
     for (int i = 0; i < n; i++) {
         for (int j = 0; j < i; j++) {
             if (!strcmp(all[i].model, all[j].model) && all[i].res == all[j].res &&
-                all[i].batch == all[j].batch && all[i].prec == all[j].prec) {
-                fail(c, "configuration %s res %d batch %d %s appears twice", all[i].model,
-                     all[i].res, all[i].batch, precision_name(all[i].prec));
+                all[i].batch == all[j].batch && all[i].prec == all[j].prec &&
+                all[i].graph == all[j].graph) {
+                fail(c, "configuration %s res %d batch %d %s%s appears twice", all[i].model,
+                     all[i].res, all[i].batch, precision_name(all[i].prec),
+                     all[i].graph ? " graph" : "");
                 free(all);
                 return -1;
             }
         }
     }
     free(all);
+    return 0;
+}
+
+/* The graph cell: `off`, `on` or both, in the order given; no cell: off. */
+static int graph_cell(const parse_ctx *c, char *cell, matrix_row *r)
+{
+    if (!cell) {
+        r->graph[0] = false;
+        r->n_graph = 1;
+        return 0;
+    }
+    char *items[MATRIX_MAX_LIST];
+    int n = split_list(c, "graph", cell, false, items);
+    if (n < 0)
+        return -1;
+    if (n > 2)
+        return fail(c, "column 'graph': %d items (accepted: off, on, or both)", n);
+    for (int i = 0; i < n; i++) {
+        if (strcmp(items[i], "off") && strcmp(items[i], "on"))
+            return fail(c, "column 'graph': unknown '%s' (accepted: off, on)", items[i]);
+        r->graph[i] = strcmp(items[i], "on") == 0;
+    }
+    if (n == 2 && r->graph[0] == r->graph[1])
+        return fail(c, "column 'graph': '%s' appears twice", r->graph[0] ? "on" : "off");
+    r->n_graph = n;
     return 0;
 }
 
@@ -324,6 +356,8 @@ static int parse_row(parse_ctx *c, char *cells[], const int col_of[COL_COUNT], m
             return fail(c, "column 'precision': unknown '%s' (accepted: %s)", items[i],
                         precision_names());
     r->n_prec = n;
+    if (graph_cell(c, col_of[COL_GRAPH] < 0 ? NULL : cells[col_of[COL_GRAPH]], r))
+        return -1;
     if (int_list_cell(c, "res", cells[col_of[COL_RES]], true, 1, ZOO_MAX_RES, r->res, &r->n_res) ||
         int_list_cell(c, "batch", cells[col_of[COL_BATCH]], true, 1, MATRIX_MAX_BATCH, r->batch,
                       &r->n_batch) ||
@@ -533,13 +567,16 @@ int matrix_expand(const matrix_row *row, matrix_config *out, int max)
         for (int r = 0; r < n_res; r++) {
             int res = m->res ? m->res : row->n_res ? row->res[r] : default_res;
             for (int b = 0; b < n_batch; b++) {
-                for (int p = 0; p < row->n_prec; p++, n++) {
-                    if (!out || n >= max)
-                        continue;
-                    snprintf(out[n].model, sizeof out[n].model, "%s", m->name);
-                    out[n].res = res;
-                    out[n].batch = m->batch ? m->batch : row->batch[b];
-                    out[n].prec = row->prec[p];
+                for (int p = 0; p < row->n_prec; p++) {
+                    for (int g = 0; g < row->n_graph; g++, n++) {
+                        if (!out || n >= max)
+                            continue;
+                        snprintf(out[n].model, sizeof out[n].model, "%s", m->name);
+                        out[n].res = res;
+                        out[n].batch = m->batch ? m->batch : row->batch[b];
+                        out[n].prec = row->prec[p];
+                        out[n].graph = row->graph[g];
+                    }
                 }
             }
         }

@@ -5,6 +5,7 @@
 #ifndef ROOFLINE_MATRIX_H
 #define ROOFLINE_MATRIX_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "../../models/precision.h"
@@ -38,6 +39,11 @@ typedef struct {
     int n_batch;
     precision prec[MATRIX_MAX_LIST];
     int n_prec;
+    /* how the step runs: false launches it layer by layer (eager), true
+     * replays one captured CUDA graph (bin/train --graph); column absent:
+     * eager alone */
+    bool graph[2];
+    int n_graph;
     int warmup, iters, repeats;
     int ranks[MATRIX_MAX_LIST]; /* n_ranks 0: `-`, no scaling study */
     int n_ranks;
@@ -47,6 +53,7 @@ typedef struct {
     char model[MATRIX_NAME_LEN];
     int res, batch;
     precision prec;
+    bool graph;
 } matrix_config;
 
 typedef struct {
@@ -74,7 +81,8 @@ const char *matrix_env_names(const run_matrix *m, char *buf, size_t len);
 
 /* Writes the row's configurations to out (at most max; out may be NULL to
  * count) and returns how many there are: models in the order of the cell,
- * then resolutions, batches and precisions, each crossed with the next. */
+ * then resolutions, batches, precisions and graph modes, each crossed with
+ * the next. */
 int matrix_expand(const matrix_row *row, matrix_config *out, int max);
 
 /* The row `local` stands for: the cuda row whose name is a word, or adjacent
