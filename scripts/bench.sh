@@ -390,7 +390,17 @@ assemble() {
         return 0
     fi
     fresh "$out.tmp"
-    awk 'FNR == 1 && NR != 1 { next } { print }' "$@" >"$out.tmp"
+    case $out in
+    */steps.csv)
+        # parts of a folder begun by a runner before the graph column (its
+        # last) are eager steps: they get the column, so that every row of
+        # the file has the header's cells
+        awk 'FNR == 1 { old = $0 !~ /,graph$/ }
+             FNR == 1 && NR != 1 { next }
+             old { $0 = $0 (FNR == 1 ? ",graph" : ",off") } { print }' "$@" >"$out.tmp"
+        ;;
+    *) awk 'FNR == 1 && NR != 1 { next } { print }' "$@" >"$out.tmp" ;;
+    esac
     mv -f -T "$out.tmp" "$out"
 }
 
@@ -413,8 +423,11 @@ assemble_all() {
     fresh "$run/configs.csv.tmp"
     {
         echo "config,model,res,batch,precision,repeat,status,seconds,log,graph"
-        # rows of a folder begun before the graph column: eager
-        if ((${#rows[@]})); then awk -F, 'NF == 9 { $0 = $0 ",off" } { print }' "${rows[@]}"; fi
+        # rows of a folder begun before the graph column (their last cell a
+        # log's path, never on or off): eager
+        if ((${#rows[@]})); then
+            awk -F, '$NF != "on" && $NF != "off" { $0 = $0 ",off" } { print }' "${rows[@]}"
+        fi
     } >"$run/configs.csv.tmp"
     mv -f -T "$run/configs.csv.tmp" "$run/configs.csv"
 }

@@ -274,6 +274,46 @@ Test(resume, an_empty_run_folder_is_taken_over, .timeout = 300)
     remove_temp_dir(b.dir);
 }
 
+/* A folder begun by the runner before the graph column (matrix.tsv, the
+ * steps and configs parts without it), resumed by this one: the parts it
+ * holds and the runs it adds make one steps.csv and one configs.csv, every
+ * row eager. */
+Test(resume, a_folder_from_before_the_graph_column_resumes, .timeout = 300)
+{
+    bench_env b;
+    setup(&b);
+    char run[1024];
+    int status = wait_bench(start_bench(&b, "", NULL), 300);
+    char *text = read_text(b.dir, "out.txt");
+    cr_assert_eq(status, 0, "%s", text);
+    free(text);
+    cr_assert_eq(run_folders(&b, run, sizeof run, false), 1);
+    /* as the older runner left it, its second repeat not yet run */
+    cr_assert_eq(sh("cd '%s' && grep -q \"$(printf '\\toff$')\" matrix.tsv && "
+                    "sed -i \"s/$(printf '\\t')off$//\" matrix.tsv && "
+                    "sed -i '1s/,graph$//; 2,$s/,off$//' parts/*.steps.csv && "
+                    "sed -i 's/,off$//' parts/*.config.csv && "
+                    "rm -f parts/*.rep2.* complete steps.csv configs.csv",
+                    run),
+                 0);
+    status = wait_bench(start_bench(&b, "", run), 300);
+    text = read_text(b.dir, "out.txt");
+    cr_expect_eq(status, 0, "%s", text);
+    cr_expect(strstr(text, "resuming") && strstr(text, "2 of 3 runs complete, 1 to run"), "%s", text);
+    free(text);
+    expect_whole_run(run, 0, "a folder from before the graph column");
+    char *steps = read_text(run, "steps.csv"), *configs = read_text(run, "configs.csv");
+    const char *header = "env,backend,model,res,batch,precision,world_size,rank,repeat,iter,"
+                         "step_ms,images_per_s,loss,peak_mem_bytes,graph\n";
+    cr_expect(strncmp(steps, header, strlen(header)) == 0, "%s", steps);
+    cr_expect_eq(count_of(steps, ",off\n"), 4, "every step eager:\n%s", steps);
+    cr_expect(strstr(configs, ",log,graph\n") != NULL, "%s", configs);
+    cr_expect_eq(count_of(configs, ",off\n"), 3, "every run eager:\n%s", configs);
+    free(steps);
+    free(configs);
+    remove_temp_dir(b.dir);
+}
+
 /* Starts a run and signals it once its first training process runs: `group`
  * sends the signal to the whole process group (Ctrl-C in a terminal), else to
  * the runner alone (kill PID). */
