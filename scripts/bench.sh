@@ -397,7 +397,8 @@ assemble() {
         # the file has the header's cells
         awk 'FNR == 1 { old = $0 !~ /,graph$/ }
              FNR == 1 && NR != 1 { next }
-             old { $0 = $0 (FNR == 1 ? ",graph" : ",off") } { print }' "$@" >"$out.tmp"
+             old { $0 = $0 (FNR == 1 ? ",graph" : FILENAME ~ /_graph[.]rep/ ? ",on" : ",off") }
+             { print }' "$@" >"$out.tmp"
         ;;
     *) awk 'FNR == 1 && NR != 1 { next } { print }' "$@" >"$out.tmp" ;;
     esac

@@ -82,11 +82,13 @@ fi
 IFS=', ' read -r -a world_sizes <<<"${ranks_column//-/}"
 
 models=() res=() batch=() prec=() warmup=() iters=() backend=()
+# --ddp steps eagerly (the reductions are not captured in a CUDA graph): a
+# graph configuration scales as its eager twin, once, and eagerly where the
+# matrix has no twin
+eager=$(awk -F'\t' '$12 != "on" { print $1, $2, $3, $4 }' "$run/matrix.tsv")
 while IFS=$'\t' read -r m r b p w i _n be _c _rk _pk g; do
     [[ -z $m || $m == \#* ]] && continue
-    # --ddp steps eagerly (the reductions are not captured in a CUDA graph):
-    # a graph configuration's eager twin is the one that scales
-    [[ $g == on ]] && continue
+    [[ $g == on ]] && grep -qxF "$m $r $b $p" <<<"$eager" && continue
     models+=("$m") res+=("$r") batch+=("$b") prec+=("$p") warmup+=("$w") iters+=("$i")
     backend+=("$be")
 done <"$run/matrix.tsv"
@@ -199,7 +201,9 @@ if ((${#parts[@]})); then
     mv "$run/scaling.csv.tmp" "$run/scaling.csv"
 fi
 if ((${#rows[@]})) && [[ -f $run/configs.csv ]]; then
-    { cat "$run/configs.csv"; cat "${rows[@]}"; } >"$run/configs.csv.tmp"
+    # rows of a folder begun before configs.csv's graph column (their last cell
+    # a log's path): eager, as bench.sh reads them
+    { cat "$run/configs.csv"; awk -F, '$NF != "on" && $NF != "off" { $0 = $0 ",off" } { print }' "${rows[@]}"; } >"$run/configs.csv.tmp"
     mv "$run/configs.csv.tmp" "$run/configs.csv"
 fi
 

@@ -470,6 +470,58 @@ Test(report_run, compare_puts_environments_side_by_side)
     remove_temp_dir(out);
 }
 
+/* Configurations replayed from a CUDA graph beside their eager twins: their
+ * own rows, graph/eager as a finding, a precision run only as a graph still
+ * gets its findings, and the comparison keeps graph and eager apart. */
+Test(report_run, graph_configurations_beside_their_eager_twins)
+{
+    char *plain = toy_run(), *dir = toy_run(), *out = temp_dir(), args[1024], msg[4096];
+    write_text(dir, "summary.csv",
+               "env,backend,model,res,batch,precision,world_size,repeats,iters,"
+               "images_per_s_median,images_per_s_q1,images_per_s_q3,step_ms_median,"
+               "analytic_gflop_per_step,achieved_tflops,peak_ceiling,peak_gflops,pct_of_peak,mfu,"
+               "mem_bound_time_share,status,graph\n"
+               "toy,cuda,resnet18-cifar,32,8,fp32,1,2,12,40,39,41,200,8.2,0.041,fp32_fma,100,41,41,"
+               "0.11,ok,off\n"
+               "toy,cuda,resnet18-cifar,32,8,fp32,1,2,12,44,43,45,181.8,8.2,0.045,fp32_fma,100,45,"
+               "45,,ok,on\n"
+               "toy,cuda,resnet18-cifar,32,8,bf16,1,2,12,50,49,51,160,8.2,0.05,bf16_tensor,1000,5,"
+               "5,,ok,on\n"
+               "toy,cuda,resnet18-cifar,32,16,bf16,1,2,12,90,89,91,177.8,16.25,0.09,bf16_tensor,"
+               "1000,9,9,,ok,on\n");
+    format_or_fail(args, sizeof args, "report %s", dir);
+    cr_assert_eq(run_bin(args, 1, msg, sizeof msg), 0, "bin/report failed: %s", msg);
+    char *md = read_text(dir, "report.md");
+    expect_contains(md, "| resnet18-cifar | 32 | 8 | fp32 graph | 44.0 | 43.0 to 45.0 |",
+                    "report.md");
+    expect_contains(md, "| resnet18-cifar | 32 | 8 | fp32 | 40.0 | 39.0 to 41.0 |", "report.md");
+    expect_contains(md, "A precision marked graph replays the step from one captured CUDA graph",
+                    "report.md");
+    expect_contains(md, "CUDA graph against eager launches (images/s, median over the repeats): "
+                        "resnet18-cifar @32 b8 fp32 1.10x. Where the graph gains",
+                    "report.md");
+    /* eager fp32's findings leave the graph row out; bf16 ran only as a graph */
+    expect_contains(md, "fp32: resnet18-cifar at batch 8 reaches 41%", "report.md");
+    expect_contains(md, "bf16 graph: the best use of the bf16_tensor peak is resnet18-cifar at "
+                        "batch 16",
+                    "report.md");
+    expect_contains(md, "bf16 graph: throughput depends on batch size (images/s: resnet18-cifar "
+                        "+80% from batch 8 to 16)",
+                    "report.md");
+    free(md);
+    /* against a run of eager steps alone */
+    format_or_fail(args, sizeof args, "report --compare %s %s %s", out, plain, dir);
+    cr_assert_eq(run_bin(args, 1, msg, sizeof msg), 0, "bin/report --compare failed: %s", msg);
+    md = read_text(out, "compare.md");
+    expect_contains(md, "| resnet18-cifar | fp32 | 70.0 (16) | 71% | 40.0 (8) | 41% |",
+                    "compare.md");
+    expect_contains(md, "| resnet18-cifar | fp32 graph | - | - | 44.0 (8) | 45% |", "compare.md");
+    free(md);
+    remove_temp_dir(plain);
+    remove_temp_dir(dir);
+    remove_temp_dir(out);
+}
+
 /* ---- gnuplot ------------------------------------------------------------- */
 
 Test(report_gnuplot, draws_a_png_of_the_requested_size)

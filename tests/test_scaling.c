@@ -109,7 +109,13 @@ Test(scaling_stage, weak_strong_skip_model_and_resume, .timeout = 300)
     cr_expect(strstr(configs, "\nscaling,resnet18-cifar,32,4,fp32,strong-2,ok,") != NULL, "%s",
               configs);
 
-    /* a resume trains nothing again and keeps the rows */
+    /* a resume trains nothing again and keeps the rows, in a folder as the
+     * runner before the graph column left it too */
+    cr_assert_eq(sh("cd '%s' && sed -i \"s/$(printf '\\t')off$//\" matrix.tsv && "
+                    "sed -i '1s/,graph$//; 2,$s/,off$//' parts/*.steps.csv && "
+                    "sed -i 's/,off$//' parts/*.config.csv && rm -f complete configs.csv",
+                    run),
+                 0);
     format_or_fail(args, sizeof args, "ddp MATRIX='%s' RUNS_DIR='%s' RUN='%s'", path, runs, run);
     char *before = read_text(run, "scaling.csv");
     status = bench(args, out, sizeof out);
@@ -118,6 +124,7 @@ Test(scaling_stage, weak_strong_skip_model_and_resume, .timeout = 300)
     cr_expect_str_eq(read_text(run, "scaling.csv"), before);
     char *again = read_text(run, "configs.csv");
     cr_expect(strstr(again, "\nscaling,resnet18-cifar,32,4,fp32,weak-2,ok,") != NULL, "%s", again);
+    cr_expect_eq(count_of(again, ",off\n"), count_lines(again) - 1, "every row eager:\n%s", again);
     remove_temp_dir(dir);
 }
 

@@ -163,6 +163,15 @@ Test(training, bin_train_appends_one_row_per_iteration, .timeout = 120)
     expect_usage_error(args, "--out: '");
     expect_usage_error(args, "steps.csv' has another header than the steps.csv this bin/train "
                              "writes");
+    /* a FIFO or a pipe as --out has no header to check and is not read */
+    cr_expect_eq(sh("cd '%s' && mkfifo rows && { cat rows > fifo.csv & } && "
+                    "timeout 60 '%s/train' --model resnet18-cifar --batch 2 --warmup 0 --iters 1 "
+                    "--threads 1 --out rows >/dev/null 2>&1 && wait && "
+                    "grep -q ',peak_mem_bytes,graph$' fifo.csv && "
+                    "timeout 60 '%s/train' --model resnet18-cifar --batch 2 --warmup 0 --iters 1 "
+                    "--threads 1 --out /dev/stdout 2>/dev/null | grep -q ',off$'",
+                    dir, ROOFLINE_BIN_DIR, ROOFLINE_BIN_DIR),
+                 0, "--out to a FIFO or a pipe hung or wrote no rows");
     free(dir);
 }
 

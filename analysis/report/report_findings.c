@@ -144,22 +144,24 @@ static void above_roof_finding(report_doc *d, const roofline *rl)
              fmt_gflops(b, worst->pt.peak_gflops));
 }
 
+/* A precision's configurations of one kind: eager, or graph where the
+ * precision ran no eager step (else graph_finding sets graph beside eager). */
 typedef struct {
     const summary *s;
     const char *precision;
+    bool graph;
 } precision_arg;
 
-/* Eager steps: graph configurations have their own finding (graph_finding). */
-static bool ok_in_precision(const summary_row *s, const char *precision)
+static bool ok_in_precision(const summary_row *s, const precision_arg *p)
 {
-    return !s->graph && strcmp(s->precision, precision) == 0 && strcmp(s->status, "ok") == 0 &&
-           !isnan(s->ips_median);
+    return s->graph == p->graph && strcmp(s->precision, p->precision) == 0 &&
+           strcmp(s->status, "ok") == 0 && !isnan(s->ips_median);
 }
 
 static bool keep_ok(int i, const void *arg)
 {
     const precision_arg *p = arg;
-    return ok_in_precision(&p->s->rows[i], p->precision);
+    return ok_in_precision(&p->s->rows[i], p);
 }
 
 static double pct_of_peak(int i, const void *arg)
@@ -168,11 +170,13 @@ static double pct_of_peak(int i, const void *arg)
 }
 
 /* Best and worst share of the peak among a precision's configurations. */
-static void peak_share_finding(report_doc *d, const summary *s, const char *precision)
+static void peak_share_finding(report_doc *d, const precision_arg *arg)
 {
-    precision_arg arg = {s, precision};
+    const summary *s = arg->s;
+    char precision[FMT_LEN];
+    report_precision_label(precision, sizeof precision, arg->precision, arg->graph);
     int n;
-    int *rows = report_order_desc(s->n, keep_ok, pct_of_peak, &arg, &n);
+    int *rows = report_order_desc(s->n, keep_ok, pct_of_peak, arg, &n);
     if (!rows) {
         d->failed = true;
         return;
@@ -198,8 +202,11 @@ static void peak_share_finding(report_doc *d, const summary *s, const char *prec
 }
 
 /* Per model with several batch sizes: images/s at the smallest and largest. */
-static void batch_finding(report_doc *d, const summary *s, const char *precision)
+static void batch_finding(report_doc *d, const precision_arg *arg)
 {
+    const summary *s = arg->s;
+    char precision[FMT_LEN];
+    report_precision_label(precision, sizeof precision, arg->precision, arg->graph);
     char text[2048] = "";
     size_t used = 0;
     double largest = 0;
@@ -213,7 +220,7 @@ static void batch_finding(report_doc *d, const summary *s, const char *precision
         const summary_row *lo = NULL, *hi = NULL;
         for (int i = 0; i < s->n; i++) {
             const summary_row *r = &s->rows[i];
-            if (!ok_in_precision(r, precision) || strcmp(r->model, model) != 0)
+            if (!ok_in_precision(r, arg) || strcmp(r->model, model) != 0)
                 continue;
             if (!lo || r->batch < lo->batch)
                 lo = r;
@@ -267,6 +274,9 @@ static void graph_finding(report_doc *d, const summary *s)
                  text,
                  hi < 1.02 && lo > 0.98
                      ? "Within 2% everywhere: launch overhead is not what limits these steps."
+                 : hi <= 0.98
+                     ? "The graph is slower everywhere: its replay costs more than the launches "
+                       "it saves (the eager step's gaps between kernels are small)."
                      : "Where the graph gains, the host's launches (or the gaps between kernels) "
                        "cost that share of the eager step.");
 }
@@ -447,8 +457,11 @@ void report_findings(report_doc *d, const run_model *run)
             first = strcmp(s->rows[j].precision, p) != 0;
         if (!first)
             continue;
-        peak_share_finding(d, s, p);
-        batch_finding(d, s, p);
+        precision_arg arg = {s, p, true};
+        for (int j = 0; j < s->n && arg.graph; j++)
+            arg.graph = s->rows[j].graph || strcmp(s->rows[j].precision, p) != 0;
+        peak_share_finding(d, &arg);
+        batch_finding(d, &arg);
     }
     graph_finding(d, s);
     variability_findings(d, &run->variability);

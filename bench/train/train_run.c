@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -76,9 +77,14 @@ static const char steps_header[] = "env,backend,model,res,batch,precision,world_
 
 bool train_steps_file_ok(const char *path, char *err, size_t err_len)
 {
+    /* a new file (cannot-create was checked with the option), or a pipe,
+     * FIFO or terminal, which has no header to read and must not be waited on */
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return true;
     FILE *f = fopen(path, "r");
     if (!f)
-        return true; /* a new file (cannot-create was checked with the option) */
+        return true;
     char first[sizeof steps_header + 2];
     bool empty = !fgets(first, sizeof first, f);
     fclose(f);
@@ -93,14 +99,15 @@ bool train_steps_file_ok(const char *path, char *err, size_t err_len)
     return false;
 }
 
-/* Appends rows to steps.csv: the header only for a new or empty file, and a
- * flush per row so an interrupted run keeps every measured iteration. */
+/* Appends rows to steps.csv: the header only for a new or empty file (or a
+ * pipe, which has no position: a stream of its own), and a flush per row so
+ * an interrupted run keeps every measured iteration. */
 static FILE *open_steps_csv(const char *path)
 {
     FILE *f = fopen(path, "a");
     if (!f)
         return NULL;
-    if (ftell(f) == 0)
+    if (ftell(f) <= 0)
         fprintf(f, "%s\n", steps_header);
     return f;
 }
