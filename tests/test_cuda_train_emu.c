@@ -122,16 +122,29 @@ Test(cuda_train_emu, auto_takes_the_gpu_and_graph_replays_the_eager_losses, .tim
     cr_expect(a[2] < a[0], "the loss did not fall: %g then %g", a[0], a[2]);
 
     /* steps.csv's peak device memory: what the backend allocated, > 0 */
+    /* with the graph's rows beside them: two configurations, the graph marked */
     run_model model;
     char err[512];
-    sh("cd '%s' && mv eager.csv steps.csv", dir);
+    sh("cd '%s' && { cat eager.csv; tail -n +2 graph.csv; } > steps.csv", dir);
     cr_assert_eq(run_load(&model, dir, RUN_STEPS, RUN_STEPS, err, sizeof err), RUN_LOAD_OK,
                  "%s", err);
-    cr_assert_eq(model.n_steps, 1);
+    cr_assert_eq(model.n_steps, 2);
+    cr_expect(!model.steps[0].key.graph && model.steps[1].key.graph);
     cr_expect(model.steps[0].peak_mem_bytes > 1e6, "peak memory %g bytes",
               model.steps[0].peak_mem_bytes);
     cr_expect_str_eq(model.steps[0].key.backend, "cuda");
     run_free(&model);
+
+    /* a graph configuration traced (make bench's where the row has no eager
+     * twin): the replayed steps timed, the traced step eager */
+    cr_assert_eq(emulated_train(dir, "", "graphtrace",
+                                SMALL " --warmup 1 --iters 1 --backend cuda --graph --trace "
+                                      "graphtrace.csv --counters analytic"),
+                 0, "%s", read_text(dir, "graphtrace.err"));
+    char *traced = read_text(dir, "graphtrace.out");
+    cr_expect(strstr(traced, "against the median untraced step (a CUDA graph's replay") != NULL,
+              "%s", traced);
+    cr_expect_gt(count_lines(read_text(dir, "graphtrace.csv")), 100, "kernels of the traced step");
     remove_temp_dir(dir);
 }
 
