@@ -856,6 +856,11 @@ Test(cuda_train_emu, bench_of_a_cuda_row_end_to_end, .timeout = 600)
     cr_expect(strstr(md, "CUDA graph against eager launches (images/s, median over the repeats): "
                          "resnet18-cifar @16 b4 bf16 ") != NULL,
               "no graph finding");
+    /* the throughput figure draws the graph configuration as a series of its own */
+    char *vars = read_text(run, "figures/data/throughput_bf16.vars");
+    cr_expect(strstr(vars, "series_name_1 = \"resnet18-cifar\"") &&
+                  strstr(vars, "series_name_2 = \"resnet18-cifar (graph)\""),
+              "%s", vars);
     /* the cuDNN stand-in's counts are the convolutions' analytic FLOPs; the
      * backend's own kernels, whose instructions the emulator does not count,
      * read 0 and are the findings' disagreements */
