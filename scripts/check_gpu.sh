@@ -321,10 +321,13 @@ time_shares() { # KERNELS_CSV
                 print line } }' "$1"
 }
 
-# images/s and peak GiB of one configuration in a steps.csv: median step, largest memory
-config_figures() { # MODEL RES BATCH PREC FILE -> "img/s GiB" or "- -"
-    awk -F, -v m="$1" -v r="$2" -v b="$3" -v p="$4" \
-        'NR > 1 && $3 == m && $4 == r && $5 == b && $6 == p { print $11, $14 }' "$5" 2>/dev/null |
+# images/s and peak GiB of one configuration in a steps.csv: median step, largest memory;
+# GRAPH off takes the eager rows alone (bin/train's graph column, 15th; pytorch_ref.py's
+# rows have none), any every row (a file of one mode)
+config_figures() { # MODEL RES BATCH PREC FILE [GRAPH] -> "img/s GiB" or "- -"
+    awk -F, -v m="$1" -v r="$2" -v b="$3" -v p="$4" -v g="${6:-any}" \
+        'NR > 1 && $3 == m && $4 == r && $5 == b && $6 == p && (g == "any" || $15 != "on") {
+             print $11, $14 }' "$5" 2>/dev/null |
         sort -g | awk -v b="$3" '{ ms[NR] = $1; if ($2 > mem) mem = $2 }
             END { if (!NR) { print "- -"; exit }
                   med = NR % 2 ? ms[(NR + 1) / 2] : (ms[NR / 2] + ms[NR / 2 + 1]) / 2
@@ -333,10 +336,10 @@ config_figures() { # MODEL RES BATCH PREC FILE -> "img/s GiB" or "- -"
 
 # One configuration in two steps.csv files: "ours_img/s torch_img/s ratio ours_GiB
 # torch_GiB" ('-' for what is missing), the ratio to DIGITS decimals (2).
-side_by_side() { # MODEL RES BATCH PREC OURS_CSV TORCH_CSV [DIGITS]
+side_by_side() { # MODEL RES BATCH PREC OURS_CSV TORCH_CSV [DIGITS] [GRAPH]
     local ratio o_ips o_gib t_ips t_gib
-    read -r o_ips o_gib <<<"$(config_figures "$1" "$2" "$3" "$4" "$5")"
-    read -r t_ips t_gib <<<"$(config_figures "$1" "$2" "$3" "$4" "$6")"
+    read -r o_ips o_gib <<<"$(config_figures "$1" "$2" "$3" "$4" "$5" "${8:-any}")"
+    read -r t_ips t_gib <<<"$(config_figures "$1" "$2" "$3" "$4" "$6" "${8:-any}")"
     ratio=-
     [[ $o_ips != - && $t_ips != - ]] &&
         ratio=$(awk -v a="$o_ips" -v b="$t_ips" -v d="${7:-2}" 'BEGIN { printf "%.*f", d, a / b }')
@@ -344,10 +347,10 @@ side_by_side() { # MODEL RES BATCH PREC OURS_CSV TORCH_CSV [DIGITS]
 }
 
 # The table's row of one configuration: ours and PyTorch's images/s, the ratio, the
-# memory of each.
+# memory of each; PyTorch's steps are eager, and so are the ones of ours it is set beside.
 torch_row() { # MODEL RES BATCH PREC OURS_CSV TORCH_CSV
     local o_ips t_ips ratio o_gib t_gib
-    read -r o_ips t_ips ratio o_gib t_gib <<<"$(side_by_side "$@")"
+    read -r o_ips t_ips ratio o_gib t_gib <<<"$(side_by_side "$@" 2 off)"
     printf '%-13s %-5s %5s %11s %11s %6s %9s %9s' "$1" "$4" "$3" "$o_ips" "$t_ips" "$ratio" "$o_gib" "$t_gib"
 }
 
@@ -462,7 +465,9 @@ stage_torch() {
         ours_csv=$(cat "$OUT/train/run_folder.txt")/steps.csv
         [[ -f ${ours_csv%/*}/kernels.csv ]] && ours_kernels=${ours_csv%/*}/kernels.csv
     fi
-    "$BIN/matrix" gpu-quick >"$dir/configs.tsv" || {
+    # eager configurations: PyTorch's side runs eagerly (a graph configuration of
+    # the row would be its eager twin again)
+    "$BIN/matrix" gpu-quick >"$dir/matrix.tsv" && awk -F'\t' '$12 != "on"' "$dir/matrix.tsv" >"$dir/configs.tsv" || {
         result "bin/matrix gpu-quick: FAILED"
         return 1
     }

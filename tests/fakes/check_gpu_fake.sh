@@ -36,11 +36,13 @@ opt() {
     done
 }
 
-# one steps.csv row per timed step (the header for a new file); 2 GiB unless MEM
-steps_rows() { # FILE MODEL RES BATCH PREC ITERS STEP_MS [MEM]
-    [[ -s $1 ]] || echo "env,backend,model,res,batch,precision,world_size,rank,repeat,iter,step_ms,images_per_s,loss,peak_mem_bytes" >"$1"
+# one steps.csv row per timed step (the header for a new file); 2 GiB unless MEM;
+# GRAPH (on or off) the column bin/train writes, none for pytorch_ref.py's rows
+steps_rows() { # FILE MODEL RES BATCH PREC ITERS STEP_MS [MEM] [GRAPH]
+    local graph_col=${9:+,graph} graph_cell=${9:+,$9}
+    [[ -s $1 ]] || echo "env,backend,model,res,batch,precision,world_size,rank,repeat,iter,step_ms,images_per_s,loss,peak_mem_bytes$graph_col" >"$1"
     for ((i = 0; i < $6; i++)); do
-        echo "fake,cuda,$2,$3,$4,$5,1,0,0,$i,$7,1,6.$((9 - i)),${8:-2147483648}" >>"$1"
+        echo "fake,cuda,$2,$3,$4,$5,1,0,0,$i,$7,1,6.$((9 - i)),${8:-2147483648}$graph_cell" >>"$1"
     done
 }
 
@@ -175,7 +177,10 @@ bench)
     echo "config,model,res,batch,precision,repeat,status,seconds,log" >"$run/configs.csv"
     echo "env,model,res,batch,precision,repeat,seq,kernel,layer,layer_type,phase,duration_ns,flops_fp64,flops_fp32,flops_fp16,flops_tensor,dram_read_bytes,dram_write_bytes,l2_bytes,l1_bytes,source" >"$run/kernels.csv"
     while IFS=$'\t' read -r model res batch prec _ iters _; do
-        steps_rows "$run/steps.csv" "$model" "$res" "$batch" "$prec" "$iters" 100.0
+        steps_rows "$run/steps.csv" "$model" "$res" "$batch" "$prec" "$iters" 100.0 "" off
+        # a graph twin twice as fast: never ours beside PyTorch's eager step
+        [[ -n ${FAKE_BENCH_GRAPH:-} ]] &&
+            steps_rows "$run/steps.csv" "$model" "$res" "$batch" "$prec" "$iters" 50.0 "" on
         echo "1/8,$model,$res,$batch,$prec,1,ok,1.0,x.log" >>"$run/configs.csv"
         # a traced step of 100 ms: conv backward half of it, in two kernels
         for k in "fprop,layer,conv,fwd,30000000" "dgrad_a,layer,conv,bwd_data,20000000" \
@@ -187,8 +192,10 @@ bench)
     ;;
 train)
     out=$(opt --out "$@") trace=$(opt --trace "$@") iters=$(opt --iters "$@")
+    graph=off
+    [[ " $* " == *" --graph "* ]] && graph=on
     [[ -n $out ]] && steps_rows "$out" "$(opt --model "$@")" 224 "$(opt --batch "$@")" \
-        "$(opt --precision "$@")" "${iters:-20}" 100.0
+        "$(opt --precision "$@")" "${iters:-20}" 100.0 "" "$graph"
     [[ " $* " == *" --ddp "* ]] && echo "ddp: 1 rank, nccl, 3 buckets; comm 1.0 ms, exposed 0.2 ms"
     if [[ -n $trace ]]; then # appended, as the real one's (the header for a new file)
         at="fake,$(opt --model "$@"),224,$(opt --batch "$@"),$(opt --precision "$@")"
