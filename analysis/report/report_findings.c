@@ -27,25 +27,12 @@ static const char *stability(double cv)
     return cv < STABLE_CV ? "stable" : cv <= NOISY_CV ? "moderate" : "noisy";
 }
 
-/* The traced step's configuration: eager, as the trace pass runs it, else
- * a graph configuration traced for want of an eager twin. */
-static const summary_row *summary_of(const run_model *run, const roof_config *c)
-{
-    for (int graph = 0; graph <= 1; graph++)
-        for (int i = 0; i < run->summary.n; i++) {
-            const summary_row *s = &run->summary.rows[i];
-            if (s->graph == graph && s->res == c->res && s->batch == c->batch &&
-                strcmp(s->model, c->model) == 0 && strcmp(s->precision, c->precision) == 0)
-                return s;
-        }
-    return NULL;
-}
-
 /* The share of the traced step in memory-bound kernels: the summary's,
  * else the sum over the kernel rows. */
 static double memory_bound_share(const run_model *run, const roof_config *c)
 {
-    const summary_row *s = summary_of(run, c);
+    const summary_row *s =
+        report_traced_summary(run, c->model, c->res, c->batch, c->precision, false);
     if (s && !isnan(s->mem_bound_share))
         return s->mem_bound_share;
     double sum = 0;

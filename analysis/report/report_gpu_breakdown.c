@@ -8,20 +8,12 @@
 #include "../trace_gpu.h"
 #include "report_sections.h"
 
-/* The median timed step of the trace's configuration (any world size; the
- * eager steps, as the trace pass runs them, else the graph's), NaN when
- * summary.csv has none. */
+/* The median timed step of the trace's configuration (any world size), NaN
+ * when summary.csv has none. */
 static double median_step_ms(const run_model *run, const run_trace *t)
 {
-    for (int graph = 0; graph <= 1; graph++)
-        for (int i = 0; i < run->summary.n; i++) {
-            const summary_row *s = &run->summary.rows[i];
-            if (s->graph == graph && s->res == t->res && s->batch == t->batch &&
-                strcmp(s->model, t->model) == 0 && strcmp(s->precision, t->precision) == 0 &&
-                !isnan(s->step_ms_median))
-                return s->step_ms_median;
-        }
-    return NAN;
+    const summary_row *s = report_traced_summary(run, t->model, t->res, t->batch, t->precision, true);
+    return s ? s->step_ms_median : NAN;
 }
 
 static void share_table(report_doc *d, const time_breakdown *b)

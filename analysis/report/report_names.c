@@ -1,8 +1,10 @@
-/* What the report's sections share: how a configuration is named, the name
- * of the main memory level, and rows ordered by a number. */
+/* What the report's sections share: how a configuration is named, the
+ * summary row a trace belongs to, the name of the main memory level, and rows
+ * ordered by a number. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../roofs.h"
 #include "report_sections.h"
@@ -17,6 +19,20 @@ void report_key_name(char *out, size_t len, const char *model, int res, int batc
                      const char *precision)
 {
     snprintf(out, len, "%s @%d, batch %d, %s", model, res, batch, precision);
+}
+
+const summary_row *report_traced_summary(const run_model *run, const char *model, int res,
+                                         int batch, const char *precision, bool timed)
+{
+    for (int graph = 0; graph <= 1; graph++)
+        for (int i = 0; i < run->summary.n; i++) {
+            const summary_row *s = &run->summary.rows[i];
+            if (s->graph == graph && s->res == res && s->batch == batch &&
+                strcmp(s->model, model) == 0 && strcmp(s->precision, precision) == 0 &&
+                !(timed && isnan(s->step_ms_median)))
+                return s;
+        }
+    return NULL;
 }
 
 const char *report_precision_label(char *out, size_t len, const char *precision, bool graph)

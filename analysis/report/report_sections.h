@@ -44,6 +44,11 @@ void report_key_short(char *out, size_t len, const char *model, int res, int bat
 /* "resnet50 @224, batch 8, fp32" */
 void report_key_name(char *out, size_t len, const char *model, int res, int batch,
                      const char *precision);
+/* The summary row of a traced configuration: its eager steps, as the trace
+ * pass runs them, else a graph configuration traced for want of an eager
+ * twin; with `timed`, only a row with a median step. NULL when none. */
+const summary_row *report_traced_summary(const run_model *run, const char *model, int res,
+                                         int batch, const char *precision, bool timed);
 /* "bf16", or "bf16 graph" for steps replayed from a CUDA graph: the
  * precision cell of a configuration that may run either way. Returns out. */
 const char *report_precision_label(char *out, size_t len, const char *precision, bool graph);
