@@ -304,10 +304,12 @@ static int graph_cell(const parse_ctx *c, char *cell, matrix_row *r)
         return -1;
     if (n > 2)
         return fail(c, "column 'graph': %d items (accepted: off, on, or both)", n);
+    static const char *const modes[] = {"off", "on"};
     for (int i = 0; i < n; i++) {
-        if (strcmp(items[i], "off") && strcmp(items[i], "on"))
-            return fail(c, "column 'graph': unknown '%s' (accepted: off, on)", items[i]);
-        r->graph[i] = strcmp(items[i], "on") == 0;
+        char mode[4];
+        if (choice_cell(c, "graph", items[i], modes, 2, mode, sizeof mode))
+            return -1;
+        r->graph[i] = strcmp(mode, "on") == 0;
     }
     if (n == 2 && r->graph[0] == r->graph[1])
         return fail(c, "column 'graph': '%s' appears twice", r->graph[0] ? "on" : "off");
