@@ -308,13 +308,14 @@ for ((k = 0; k < n_configs; k++)); do
 done
 # The trace pass times the step eagerly (kernel by kernel, graph or not): a
 # graph configuration whose eager twin is in the matrix has its trace there.
+declare -A in_matrix=()
+for key in "${keys[@]}"; do in_matrix[$key]=1; done
 traced=()
 for ((k = 0; k < n_configs; k++)); do
-    traced+=(true)
-    if [[ ${graph[k]} == on ]]; then
-        for ((j = 0; j < n_configs; j++)); do
-            [[ ${keys[j]} == "${keys[k]%_graph}" ]] && traced[k]=false
-        done
+    if [[ ${graph[k]} == on && -n ${in_matrix[${keys[k]%_graph}]:-} ]]; then
+        traced+=(false)
+    else
+        traced+=(true)
     fi
 done
 # "bf16" or "bf16 graph": a configuration's precision and mode, for messages
@@ -419,6 +420,10 @@ assemble_all() {
         f=${keys[k]}.trace.config.csv
         [[ -f $f ]] && rows+=("$f")
     done
+    # the scaling stage's processes (scripts/scaling.sh), after the matrix's
+    shopt -s nullglob
+    rows+=("$run"/parts/*.scaling.config.csv)
+    shopt -u nullglob
     assemble "$run/steps.csv" "${steps[@]}"
     assemble "$run/kernels.csv" "${kernels[@]}"
     fresh "$run/configs.csv.tmp"
@@ -563,6 +568,7 @@ else
     if ! BIN="$BIN" THREADS="$THREADS" "$here/scaling.sh" "$run" "$ranks"; then
         say "scaling: some runs failed (configs.csv and $run/logs say which)"
     fi
+    assemble_all
 fi
 
 # ---- the run is complete: every configuration was attempted --------------------

@@ -9,7 +9,8 @@
 # (bin/allreduce; its latency and plateau appended to peaks.csv) and the
 # scaling model's predictions (bin/scaling_model -> scaling_model.csv).
 # Every process writes a part file renamed into place when it succeeds, so a
-# resumed run skips what is done; a failed process is a configs.csv row.
+# resumed run skips what is done; every process leaves its configs.csv row in a
+# part (parts/*.scaling.config.csv) that bench.sh gathers into configs.csv.
 #
 #   scripts/scaling.sh RUN_DIR RANKS          (RANKS: the matrix's "1, 2, 4")
 #   environment: BIN (default bin), THREADS (all ranks of a node together),
@@ -191,20 +192,13 @@ for ((k = 0; k < n_configs; k++)); do
     done
 done
 
-# ---- scaling.csv and the configs.csv rows -----------------------------------------
+# ---- scaling.csv (the processes' configs.csv rows: bench.sh gathers their parts) ----
 shopt -s nullglob
 parts=("$run"/parts/*.scaling.csv)
-rows=("$run"/parts/*.scaling.config.csv)
 shopt -u nullglob
 if ((${#parts[@]})); then
     awk 'FNR == 1 && NR != 1 { next } { print }' "${parts[@]}" >"$run/scaling.csv.tmp"
     mv "$run/scaling.csv.tmp" "$run/scaling.csv"
-fi
-if ((${#rows[@]})) && [[ -f $run/configs.csv ]]; then
-    # rows of a folder begun before configs.csv's graph column (their last cell
-    # a log's path): eager, as bench.sh reads them
-    { cat "$run/configs.csv"; awk -F, '$NF != "on" && $NF != "off" { $0 = $0 ",off" } { print }' "${rows[@]}"; } >"$run/configs.csv.tmp"
-    mv "$run/configs.csv.tmp" "$run/configs.csv"
 fi
 
 # ---- the allreduce curve and the peaks rows -----------------------------------------
