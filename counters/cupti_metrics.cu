@@ -315,15 +315,17 @@ int open_steps(cupti_metrics *m, precision prec, const gpu_metric_options *mo,
     }
     CUDA_OR_RETURN(cudaFree(nullptr)); /* the primary context exists from here */
 
+    /* the one subscriber of a process, before any other CUPTI call (the CUPTI
+     * guide's order): under another tool it is what fails, with the code that
+     * names the cause, where the profiler's calls could fail otherwise */
+    CUPTI_CHECK(cuptiSubscribe(&m->subscriber, on_driver_call, m));
+    CUPTI_CHECK(cuptiEnableDomain(1, m->subscriber, CUPTI_CB_DOMAIN_DRIVER_API));
+
     auto init = PARAMS(CUpti_Profiler_Initialize_Params);
     CUPTI_CHECK(cuptiProfilerInitialize(&init));
     m->initialized = true;
     if (int rc = device_supported(m->device, err, err_len))
         return rc;
-
-    /* the one subscriber of a process: fails first when another tool is attached */
-    CUPTI_CHECK(cuptiSubscribe(&m->subscriber, on_driver_call, m));
-    CUPTI_CHECK(cuptiEnableDomain(1, m->subscriber, CUPTI_CB_DOMAIN_DRIVER_API));
 
     auto chip = PARAMS(CUpti_Device_GetChipName_Params);
     chip.deviceIndex = (size_t)m->device;

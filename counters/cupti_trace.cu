@@ -44,6 +44,10 @@ struct trace_context {
      * of that buffer, kernels included, is lost */
     CUptiResult unreadable = CUPTI_SUCCESS;
     bool out_of_memory = false;
+    /* held for the whole pass, taking no callbacks: CUPTI allows one client,
+     * and subscribing is how another (Nsight, compute-sanitizer, cuda-gdb)
+     * is found before its buffers are taken over */
+    CUpti_SubscriberHandle subscriber = nullptr;
 };
 
 /* CUPTI's buffer callbacks take no user pointer, so the running trace is
@@ -158,6 +162,9 @@ int check_device(int device, char *err, size_t err_len)
     return 0;
 }
 
+/* the subscriber's callback: no domain is enabled, so it is never called */
+void CUPTIAPI no_callbacks(void *, CUpti_CallbackDomain, CUpti_CallbackId, const void *) {}
+
 } // namespace
 
 extern "C" int cupti_trace_start(int device, char *err, size_t err_len)
@@ -173,8 +180,13 @@ extern "C" int cupti_trace_start(int device, char *err, size_t err_len)
         snprintf(err, err_len, "out of memory for the trace context");
         return -1;
     }
+    CUptiResult r = cuptiSubscribe(&t->subscriber, no_callbacks, nullptr);
+    if (r != CUPTI_SUCCESS) {
+        delete t;
+        return cupti_failed(r, "cuptiSubscribe", __FILE__, __LINE__, err, err_len);
+    }
     running.store(t);
-    CUptiResult r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
+    r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
     int rc = r == CUPTI_SUCCESS ? 0
                                 : cupti_failed(r, "cuptiActivityRegisterCallbacks", __FILE__,
                                                __LINE__, err, err_len);
@@ -187,6 +199,7 @@ extern "C" int cupti_trace_start(int device, char *err, size_t err_len)
         running.store(nullptr);
         while (callbacks_under_way.load() != 0)
             std::this_thread::yield();
+        cuptiUnsubscribe(t->subscriber);
         gpu_kernel_list_free(&t->kernels);
         delete t;
     }
@@ -261,6 +274,9 @@ extern "C" int cupti_trace_stop(gpu_kernel_list *out, char *err, size_t err_len)
     size_t dropped = 0;
     if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS)
         t->dropped += dropped;
+    r = cuptiUnsubscribe(t->subscriber);
+    if (r != CUPTI_SUCCESS && rc == 0)
+        rc = cupti_failed(r, "cuptiUnsubscribe", __FILE__, __LINE__, err, err_len);
 
     if (rc == 0 && t->out_of_memory) {
         snprintf(err, err_len, "out of memory while collecting the activity records");

@@ -107,8 +107,10 @@ static const char *const lines[GPU_CAUSE_COUNT] = {
     [GPU_CAUSE_UNSUPPORTED_GPU] =
         "this GPU is not supported by CUPTI's range profiler (compute capability 7.5 or newer)",
     [GPU_CAUSE_NO_LIBRARIES] =
-        "CUPTI's profiler libraries did not load: libnvperf_host.so and libnvperf_target.so "
-        "must lie beside libcupti.so (the CUDA toolkit's lib64)",
+        "CUPTI could not initialise: the driver may be older than this CUDA toolkit needs "
+        "(nvidia-smi's 'CUDA Version' below the toolkit's: update the driver), or "
+        "libnvperf_host.so and libnvperf_target.so do not lie beside libcupti.so (the CUDA "
+        "toolkit's lib64)",
     [GPU_CAUSE_NO_CUPTI] = "built without CUPTI (no cupti.h under CUDA_HOME): rebuild with a "
                            "CUDA toolkit that has it",
     [GPU_CAUSE_NO_DEVICE] = "no CUDA device",

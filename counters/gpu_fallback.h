@@ -23,7 +23,7 @@ typedef enum {
     GPU_CAUSE_SLI,
     GPU_CAUSE_WSL,
     GPU_CAUSE_UNSUPPORTED_GPU,
-    GPU_CAUSE_NO_LIBRARIES,     /* libnvperf_* not found beside libcupti */
+    GPU_CAUSE_NO_LIBRARIES,     /* CUPTI cannot initialise: an old driver, or no libnvperf_* */
     GPU_CAUSE_NO_CUPTI,         /* built without CUPTI */
     GPU_CAUSE_NO_DEVICE,
     GPU_CAUSE_COUNT

@@ -154,13 +154,20 @@ static int timing_pass(const gpu_passes *p, step_driver *d, int warmup,
 }
 
 /* Runs the metric pass over a second step. 0 with *fell_back set when the
- * counters cannot be read here (result->why says why), -1 on an error. */
+ * counters cannot be read here (result->why says why), -1 on an error. Any
+ * CUPTI refusal before the step (opening or starting the pass) falls back,
+ * the known ones with their cause and fix, the others (MPS refuses in a way
+ * CUPTI's device check cannot see) with CUPTI's own words: nothing has been
+ * measured then that would be wrong, and the timing pass's rows are kept.
+ * After the step, a CUPTI error that is not a known refusal is an error:
+ * the counters were taken and could not be read. */
 static int metric_pass(const gpu_passes *p, step_driver *d, precision prec,
                        const gpu_trace_options *opt, int max_ranges, gpu_metric_pass *metric,
                        bool *fell_back, gpu_trace_result *result, char *err, size_t err_len)
 {
     char why[300] = "";
     gpu_metric_info info = {0};
+    bool before_step = true;
     int rc = p->metrics_open(p->ctx, opt->device, prec, &opt->metrics, max_ranges, &info, why,
                              sizeof why);
     if (rc == 0) {
@@ -169,6 +176,7 @@ static int metric_pass(const gpu_passes *p, step_driver *d, precision prec,
         snprintf(result->chip, sizeof result->chip, "%s", info.chip);
         rc = p->metrics_start(p->ctx, why, sizeof why);
         if (rc == 0) {
+            before_step = false;
             observer_state s = {.p = p};
             step_grad_hooks saved = d->grad_hooks;
             d->observer =
@@ -191,7 +199,7 @@ static int metric_pass(const gpu_passes *p, step_driver *d, precision prec,
     if (rc == 0)
         return 0;
     gpu_cause cause = rc > 0 ? gpu_cause_of_cupti(rc) : GPU_CAUSE_NONE;
-    if (cause == GPU_CAUSE_NONE) {
+    if (cause == GPU_CAUSE_NONE && !(rc > 0 && before_step)) {
         snprintf(err, err_len, "metric pass: %s", why);
         return -1;
     }

@@ -228,6 +228,30 @@ Test(cuda_train_emu, counters_on_a_mig_slice_fall_back_with_their_cause, .timeou
     expect_trace_with_fallback("FAKE_CUPTI_PROFILER_ERROR=43", "MIG");
 }
 
+/* Another tool holding CUPTI (Nsight, compute-sanitizer): the timing pass
+ * finds it when it subscribes, before it takes any buffer, and the step is
+ * timed operation by operation on the host, with one line naming the cause. */
+Test(cuda_train_emu, another_tool_holding_cupti_is_named_and_the_host_times, .timeout = 600)
+{
+    char *dir = temp_dir();
+    cr_assert_eq(emulated_train(dir, "FAKE_CUPTI_PROFILER_ERROR=0 FAKE_CUPTI_OTHER_TOOL=1", "tool",
+                                SMALL " --warmup 0 --iters 1 --trace kernels.csv --counters cupti"),
+                 0, "%s", read_text(dir, "tool.err"));
+    char *err = read_text(dir, "tool.err"), *out = read_text(dir, "tool.out");
+    cr_expect(strstr(err, "another profiler or debugger is attached") &&
+                  strstr(err, "cuptiSubscribe"),
+              "%s", err);
+    cr_expect_eq(count_lines(err), 1, "one line, not:\n%s", err);
+    cr_expect(strstr(out, "timing host, FLOPs and bytes analytic") != NULL, "%s", out);
+    /* no timing pass ran: no overhead of one is claimed */
+    cr_expect_null(strstr(out, "the traced step took"), "%s", out);
+    run_model model;
+    const run_trace *t = load_the_trace(dir, &model);
+    cr_expect_gt(t->n, 10, "%d rows", t->n);
+    run_free(&model);
+    remove_temp_dir(dir);
+}
+
 /* The metric pass over the stand-in Range Profiler (fake_cupti_profiler.cpp,
  * counters permitted): its call sequence, one range per kernel joined to the
  * timing pass by launch order and name, the values through the plan's

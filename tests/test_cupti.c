@@ -526,6 +526,7 @@ typedef struct {
     /* what to do */
     int timing_refusal;         /* CUptiResult for timing_start, 0: fine */
     int open_refusal;           /* idem for metrics_open */
+    int stop_refusal;           /* idem for metrics_stop, after the step */
     int rename_launch;          /* launch k of the metric pass gets another name, -1: none */
     int extra_launch;           /* the metric pass launches one more kernel */
 } fake_gpu;
@@ -649,6 +650,10 @@ static int fake_metrics_stop(void *ctx, gpu_metric_pass *out, char *err, size_t 
     if (g->extra_launch)
         fake_launch(g, "_Z5extrav", 10);
     g->recording = false;
+    if (g->stop_refusal) {
+        snprintf(err, err_len, "cuptiRangeProfilerDecodeData: CUPTI_ERROR_Y");
+        return g->stop_refusal;
+    }
     g->metric.n_ranges = g->metric.n_launches;
     g->metric.counts = calloc((size_t)g->metric.n_ranges + 1, sizeof *g->metric.counts);
     cr_assert_not_null(g->metric.counts);
@@ -996,6 +1001,54 @@ Test(gpu_trace, counters_refused_fall_back_to_the_analytic_model, .timeout = 30)
     cr_expect_eq(atoll(rows.field[0][F_FP32]) + atoll(rows.field[1][F_FP32]), conv_fwd);
     cr_expect(llabs(atoll(rows.field[0][F_FP32]) - llround(conv_fwd * 1000.0 / 1300.0)) <= 1);
     free(rows.text);
+    fake_run_free(&r);
+}
+
+/* A refusal CUPTI gives no known cause for (as under MPS, which the device
+ * check cannot see) falls back as long as the step has not run: nothing was
+ * counted, and the timing pass's rows are kept. After the step, a CUPTI
+ * error that is not a known refusal is an error and writes nothing. */
+Test(gpu_trace, an_unknown_refusal_before_the_step_falls_back_after_it_fails, .timeout = 30)
+{
+    fake_run r;
+    fake_run_init(&r);
+    r.gpu.open_refusal = 999; /* CUPTI_ERROR_UNKNOWN */
+    gpu_passes p = fake_passes(&r.gpu);
+    gpu_trace_options opt = {.env = "test", .counters = GPU_COUNTERS_CUPTI};
+    gpu_trace_result res;
+    char err[400] = "";
+    cr_assert_eq(gpu_trace_step_with(&p, &r.d, 4, PREC_FP32, &opt, r.path, &res, err, sizeof err),
+                 0, "%s", err);
+    cr_expect_str_eq(res.source, "analytic");
+    cr_expect_str_eq(res.timing, "cupti");
+    cr_expect(strstr(res.why, "GPU counters unavailable") && strstr(res.why, "CUPTI_ERROR_X"),
+              "%s", res.why);
+    csv_rows rows;
+    read_rows(&r, &rows);
+    cr_expect_eq(rows.n, TINY_KERNELS);
+    free(rows.text);
+    fake_run_free(&r);
+
+    fake_run_init(&r);
+    r.gpu.stop_refusal = 999;
+    p = fake_passes(&r.gpu);
+    err[0] = '\0';
+    cr_expect_neq(gpu_trace_step_with(&p, &r.d, 4, PREC_FP32, &opt, r.path, &res, err, sizeof err),
+                  0);
+    cr_expect(strstr(err, "metric pass") && strstr(err, "CUPTI_ERROR_Y"), "%s", err);
+    FILE *f = fopen(r.path, "r");
+    cr_expect_null(f, "%s written", r.path);
+    if (f)
+        fclose(f);
+    fake_run_free(&r);
+
+    /* a known refusal after the step still falls back with its cause */
+    fake_run_init(&r);
+    r.gpu.stop_refusal = GPU_CUPTI_HARDWARE_BUSY;
+    p = fake_passes(&r.gpu);
+    cr_assert_eq(gpu_trace_step_with(&p, &r.d, 4, PREC_FP32, &opt, r.path, &res, err, sizeof err),
+                 0, "%s", err);
+    cr_expect(strstr(res.why, "held by another client"), "%s", res.why);
     fake_run_free(&r);
 }
 

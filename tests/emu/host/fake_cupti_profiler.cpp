@@ -22,7 +22,9 @@
  * FAKE_CUPTI_HIDE_LAUNCH=k: the k-th kernel launched after a start makes no
  * launch callback (as a launch through a path the callback list misses),
  * while it still gets its range: the names and the ranges then disagree.
- * FAKE_CUPTI_NO_SYMBOL_NAME=1: the launch callbacks carry no symbol name. */
+ * FAKE_CUPTI_NO_SYMBOL_NAME=1: the launch callbacks carry no symbol name.
+ * FAKE_CUPTI_OTHER_TOOL=1: another tool (Nsight, compute-sanitizer) holds
+ * CUPTI: cuptiSubscribe refuses every subscriber as CUPTI then does. */
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -343,6 +345,9 @@ CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *subscriber,
 {
     if (!subscriber || !callback)
         return CUPTI_ERROR_INVALID_PARAMETER;
+    const char *other_tool = getenv("FAKE_CUPTI_OTHER_TOOL");
+    if (other_tool && strcmp(other_tool, "1") == 0)
+        return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
     std::lock_guard<std::mutex> guard(state().lock);
     if (state().subscribed)
         return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
