@@ -171,14 +171,17 @@ static int run_trace(const train_options *o, step_driver *drv, const network *ne
         if (r.comm_kernels || r.unattributed)
             printf("; %d communication kernels, %d outside every operation", r.comm_kernels,
                    r.unattributed);
+        printf("\n");
         /* the traced step runs eagerly: against a replayed graph its
-         * difference also holds the launch gaps the graph removes */
-        printf("\ntrace: the traced step took %.2f ms on the host, %+.1f%% against the median "
-               "untraced step (%s)\n",
-               r.step_ms, 100.0 * (r.step_ms / median - 1.0),
-               o->graph ? "a CUDA graph's replay: the timing pass's overhead and the eager "
-                          "launches the graph saves"
-                        : "the timing pass's overhead");
+         * difference also holds the launch gaps the graph removes. Timed on
+         * the host (CUPTI refused), no step of the timing pass ran. */
+        if (r.step_ms > 0)
+            printf("trace: the traced step took %.2f ms on the host, %+.1f%% against the "
+                   "median untraced step (%s)\n",
+                   r.step_ms, 100.0 * (r.step_ms / median - 1.0),
+                   o->graph ? "a CUDA graph's replay: the timing pass's overhead and the eager "
+                              "launches the graph saves"
+                            : "the timing pass's overhead");
         return 0;
     }
     trace_options topt = {.env = o->env, .repeat = o->repeat,
