@@ -410,25 +410,35 @@ static int search_shape(backend *b, int i, cuda_conv *c, const conv_shape *shape
 /* What the chosen algorithm of pass p needs, as cuDNN's query for it says,
  * where that is more than the figure its search reported: established
  * frameworks query the chosen algorithm's workspace again rather than trust
- * Find's, and the memory plan gives each pass exactly what it asked for. */
+ * Find's, and the memory plan gives each pass exactly what it asked for.
+ * A query that answers "not supported" for an algorithm Find has just run
+ * keeps Find's figure, with which it ran; any other refusal is an error. */
 static int query_workspace(backend *b, cuda_conv *c, int p)
 {
     conv_pass_choice *ch = &c->choice[p];
     size_t bytes = 0;
     if (ch->own)
         return 0;
-    if (p == 0)
-        CUDNN_TRY(b, cudnnGetConvolutionForwardWorkspaceSize(
-                         b->dnn, c->x, c->w, c->conv[0], c->y,
-                         (cudnnConvolutionFwdAlgo_t)ch->algo, &bytes));
-    else if (p == 1)
-        CUDNN_TRY(b, cudnnGetConvolutionBackwardDataWorkspaceSize(
-                         b->dnn, c->w, c->y, c->conv[1], c->x,
-                         (cudnnConvolutionBwdDataAlgo_t)ch->algo, &bytes));
-    else
-        CUDNN_TRY(b, cudnnGetConvolutionBackwardFilterWorkspaceSize(
-                         b->dnn, c->x, c->y, c->conv[2], c->w,
-                         (cudnnConvolutionBwdFilterAlgo_t)ch->algo, &bytes));
+    cudnnStatus_t st;
+    const char *call;
+    if (p == 0) {
+        call = "cudnnGetConvolutionForwardWorkspaceSize";
+        st = cudnnGetConvolutionForwardWorkspaceSize(b->dnn, c->x, c->w, c->conv[0], c->y,
+                                                     (cudnnConvolutionFwdAlgo_t)ch->algo, &bytes);
+    } else if (p == 1) {
+        call = "cudnnGetConvolutionBackwardDataWorkspaceSize";
+        st = cudnnGetConvolutionBackwardDataWorkspaceSize(
+            b->dnn, c->w, c->y, c->conv[1], c->x, (cudnnConvolutionBwdDataAlgo_t)ch->algo, &bytes);
+    } else {
+        call = "cudnnGetConvolutionBackwardFilterWorkspaceSize";
+        st = cudnnGetConvolutionBackwardFilterWorkspaceSize(
+            b->dnn, c->x, c->y, c->conv[2], c->w, (cudnnConvolutionBwdFilterAlgo_t)ch->algo,
+            &bytes);
+    }
+    if (CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_NOT_SUPPORTED)
+        return 0;
+    if (st != CUDNN_STATUS_SUCCESS)
+        return cudnn_fail_call(b, __FILE__, __LINE__, call, st);
     if ((int64_t)bytes > ch->workspace_bytes)
         ch->workspace_bytes = (int64_t)bytes;
     return 0;

@@ -207,14 +207,19 @@ cudnnStatus_t runnable(const offered (&list)[N], int algo, size_t workspace, siz
 
 /* cudnnGet*WorkspaceSize: what `algo` needs (CUDNN_STATUS_BAD_PARAM for
  * descriptors that disagree, CUDNN_STATUS_NOT_SUPPORTED for an algorithm
- * Find does not offer). */
+ * Find does not offer). FAKE_CUDNN_REFUSE_WORKSPACE_QUERY=1: "not supported"
+ * also for every algorithm whose Find figure is what it needs (a query
+ * refusing an algorithm Find ran, which the backend must survive). */
 template <size_t N>
 cudnnStatus_t workspace_size(bool shapes_ok, const offered (&list)[N], int algo, size_t *bytes)
 {
     if (!shapes_ok)
         return CUDNN_STATUS_BAD_PARAM;
+    const char *refuse = getenv("FAKE_CUDNN_REFUSE_WORKSPACE_QUERY");
     for (const offered &o : list)
         if (o.algo == algo && o.relative_time > 0.0f) {
+            if (refuse && strcmp(refuse, "1") == 0 && o.workspace == o.needs)
+                return CUDNN_STATUS_NOT_SUPPORTED_SHAPE;
             *bytes = o.needs;
             return CUDNN_STATUS_SUCCESS;
         }
