@@ -139,7 +139,7 @@ static options parse_options(int argc, char **argv)
 }
 
 /* auto: NCCL where this build has it and a GPU opens. */
-static comm_transport choose_transport(const options *o)
+static comm_transport choose_transport(const options *o, int *devices_seen)
 {
     bool nccl_built = false;
     int devices = 0;
@@ -148,6 +148,7 @@ static comm_transport choose_transport(const options *o)
     nccl_built = true;
     devices = cuda_device_count(why, sizeof why);
 #endif
+    *devices_seen = devices;
     if (!strcmp(o->transport, "mpi"))
         return COMM_MPI;
     if (!strcmp(o->transport, "nccl")) {
@@ -182,7 +183,8 @@ static void print_curve(const ddp_world *w, const char *transport, const allredu
 int main(int argc, char **argv)
 {
     options o = parse_options(argc, argv);
-    comm_transport tr = choose_transport(&o);
+    int devices = 0;
+    comm_transport tr = choose_transport(&o, &devices);
     const char *name = tr == COMM_NCCL ? "nccl" : "mpi";
     o.run.transport = tr;
     ddp_world w;
@@ -192,8 +194,11 @@ int main(int argc, char **argv)
         return 1;
     }
     ddp_install_stop_handler(&w, prog);
-    if (!o.device_given)
-        o.run.device = w.local_rank;
+    if (tr == COMM_NCCL && !o.device_given) {
+        o.run.device = ddp_world_gpu(&w, devices, err, sizeof err);
+        if (o.run.device < 0)
+            cli_usage_error(prog, "--transport: nccl: %s", err);
+    }
     allreduce_curve c;
     int rc = 0;
     if (allreduce_sweep(&w, &o.run, &c)) {

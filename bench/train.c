@@ -418,15 +418,12 @@ static const backend_ops *choose_backend(options *o, const ddp_world *w)
 #ifdef HAVE_CUDA
     if (w && !cpu) {
         int devices = cuda_device_count(why, sizeof why);
-        /* every GPU visible to every rank: one each, by the rank on the node;
-         * a launcher that shows each rank its own (Slurm's --gpus-per-task,
-         * CUDA_VISIBLE_DEVICES) leaves NCCL to find two ranks on one GPU */
-        if (w->local_size > devices && !getenv("CUDA_VISIBLE_DEVICES"))
-            cli_usage_error(prog, "--ddp: %d ranks on %s but %d CUDA device(s): NCCL needs a GPU "
-                                  "per rank (it refuses two on one device); run CPU ranks with "
-                                  "--backend cpu", w->local_size, w->host, devices);
-        if (!o->device_given && devices > 0)
-            r->device = w->local_rank % devices;
+        char gpu_err[DDP_ERR_LEN];
+        int gpu = ddp_world_gpu(w, devices, gpu_err, sizeof gpu_err);
+        if (gpu < 0)
+            cli_usage_error(prog, "--ddp: %s; run CPU ranks with --backend cpu", gpu_err);
+        if (!o->device_given)
+            r->device = gpu;
     }
 #endif
     (void)w;

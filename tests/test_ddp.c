@@ -23,6 +23,7 @@
 #include "../models/data.h"
 #include "../models/ddp/ddp_bf16.h"
 #include "../models/ddp/ddp_plan.h"
+#include "../models/ddp/ddp_world.h"
 #include "helpers.h"
 
 /* ---- the bucket plan -------------------------------------------------------- */
@@ -394,4 +395,30 @@ Test(ddp_options, need_ddp_or_refuse_with_it)
 #else
     expect_usage_error("train --model resnet18-cifar --ddp", "--ddp: this build has no MPI");
 #endif
+}
+
+/* A rank's GPU: its rank on the node among the GPUs it sees, wrapping where
+ * each rank sees only its own; more ranks than GPUs, all seen by all, is
+ * refused (NCCL would find two ranks on one GPU). */
+Test(ddp_world, each_rank_its_gpu_on_the_node)
+{
+    ddp_world w = {.rank = 5, .size = 8, .local_rank = 5, .local_size = 8, .nodes = 1,
+                   .host = "node7"};
+    char err[DDP_ERR_LEN] = "";
+    const char *visible = getenv("CUDA_VISIBLE_DEVICES");
+    char *saved = visible ? strdup(visible) : NULL;
+    unsetenv("CUDA_VISIBLE_DEVICES");
+    cr_expect_eq(ddp_world_gpu(&w, 8, err, sizeof err), 5);
+    cr_expect_eq(ddp_world_gpu(&w, 4, err, sizeof err), -1);
+    cr_expect(strstr(err, "8 ranks on node7 but 4 CUDA device(s)"), "%s", err);
+    cr_expect_eq(ddp_world_gpu(&w, 0, err, sizeof err), -1);
+    cr_expect(strstr(err, "no CUDA device on node7"), "%s", err);
+    /* srun --gpus-per-task=1: each rank sees one GPU, its own */
+    setenv("CUDA_VISIBLE_DEVICES", "5", 1);
+    cr_expect_eq(ddp_world_gpu(&w, 1, err, sizeof err), 0);
+    if (saved)
+        setenv("CUDA_VISIBLE_DEVICES", saved, 1);
+    else
+        unsetenv("CUDA_VISIBLE_DEVICES");
+    free(saved);
 }

@@ -35,6 +35,22 @@ int ddp_launcher_rank(void)
     return 0;
 }
 
+int ddp_world_gpu(const ddp_world *w, int devices, char *err, size_t err_len)
+{
+    if (devices < 1) {
+        snprintf(err, err_len, "no CUDA device on %s", w->host);
+        return -1;
+    }
+    if (w->local_size > devices && !getenv("CUDA_VISIBLE_DEVICES")) {
+        snprintf(err, err_len,
+                 "%d ranks on %s but %d CUDA device(s): NCCL needs a GPU per rank (it refuses "
+                 "two on one device)",
+                 w->local_size, w->host, devices);
+        return -1;
+    }
+    return w->local_rank % devices;
+}
+
 /* The handler can only use what was prepared before it runs: one line,
  * written with write(2). A signal handler has no context argument, hence
  * this one static. */

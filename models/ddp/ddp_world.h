@@ -38,6 +38,14 @@ bool ddp_world_available(void);
  * alone reports bad options. */
 int ddp_launcher_rank(void);
 
+/* The GPU of this rank among the `devices` it sees: one each by its rank on
+ * the node, wrapping where the launcher shows each rank only its own
+ * (Slurm's --gpus-per-task, CUDA_VISIBLE_DEVICES set per rank, where device 0
+ * is the rank's own). -1 with the reason when the node has more ranks than
+ * GPUs and every rank sees them all (no CUDA_VISIBLE_DEVICES): NCCL refuses
+ * two ranks on one GPU. */
+int ddp_world_gpu(const ddp_world *w, int devices, char *err, size_t err_len);
+
 /* MPI_Init_thread (funneled: only the thread that runs the step calls MPI),
  * the world's communicator, ranks and nodes; timeout_s bounds every wait on
  * the other ranks and timeout_option (a string constant, e.g.
