@@ -796,6 +796,25 @@ Test(cuda_train_emu, nccl_ddp_reductions_that_never_end_are_a_lost_peer, .timeou
                         NULL);
 }
 
+/* bin/train --ddp over NCCL: a call that never returns (NCCL connecting
+ * the peers inside the first reduction, one of them hung) ends the rank
+ * within --ddp-timeout, without ncclCommAbort (the main thread is inside an
+ * NCCL call on that communicator). */
+Test(cuda_train_emu, nccl_ddp_a_reduction_call_that_never_returns_ends_the_rank, .timeout = 300)
+{
+    if (sh("command -v mpirun >/dev/null") != 0)
+        cr_skip_test("no mpirun");
+    char *dir = temp_dir();
+    int status = one_nccl_rank(dir, "FAKE_NCCL_CONNECT_HANG", "1", "--iters 1");
+    char *err = read_text(dir, "ddp.err");
+    cr_expect(status != 0 && status != 124, "exit %d: %s", status, err);
+    cr_expect(strstr(err, "no answer from the other ranks for 1 s while reducing gradient "
+                          "bucket 1 of 3: a peer rank died or hangs") &&
+                  !strstr(err, "communicator aborted"),
+              "%s", err);
+    remove_temp_dir(dir);
+}
+
 /* bin/train --ddp over NCCL: a communicator that is never made (a peer lost
  * after the unique id's broadcast) ends the rank with one line naming it,
  * after 10 x --ddp-timeout (a guard thread bounds the blocking call). */

@@ -65,6 +65,10 @@ typedef struct {
     watch_item one;              /* a single wait's (arm_one) */
     watch_item *steps_watch;     /* a step's: each bucket's reduction */
     bool armed;
+    /* the main thread is inside an NCCL call on comm: the watchdog ending the
+     * rank then exits without ncclCommAbort (NCCL allows one thread at a time
+     * on a communicator) */
+    bool in_call;
     bool reported;               /* the main thread reported an NCCL error: not again */
     double clock_from, limit_s;
     const ddp_world *world;      /* who this rank is and its timeout option, for the line */
@@ -110,14 +114,15 @@ static void *abort_main(void *arg)
  * (the main thread then waits on the lock until _exit). */
 _Noreturn static void watchdog_end(nccl_state *s, char *why, size_t why_len)
 {
-    if (s->have_comm) {
+    bool abort_comm = s->have_comm && !s->in_call;
+    if (abort_comm) {
         size_t n = strlen(why);
         snprintf(why + n, why_len - n, "; NCCL communicator aborted");
     }
     ddp_world_say(s->world, "train", why);
     pthread_t t;
     struct timespec until;
-    if (s->have_comm && pthread_create(&t, NULL, abort_main, &s->comm) == 0 &&
+    if (abort_comm && pthread_create(&t, NULL, abort_main, &s->comm) == 0 &&
         clock_gettime(CLOCK_REALTIME, &until) == 0) {
         until.tv_sec += ABORT_GRACE_S;
         pthread_timedjoin_np(t, NULL, &until);
@@ -222,8 +227,22 @@ static void disarm(nccl_state *s)
 {
     pthread_mutex_lock(&s->lock);
     s->armed = false;
+    s->in_call = false;
     s->watch = NULL;
     s->n_watch = s->next_watch = 0;
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* The main thread enters NCCL calls that queue reductions, bounded as a wait
+ * (disarm ends it): NCCL 2.22 and later connect an algorithm's peers inside
+ * the first call that uses it, a rendezvous with every peer on this thread,
+ * so a peer that hangs there would hang it unwatched. */
+static void enter_calls(nccl_state *s, const char *what)
+{
+    pthread_mutex_lock(&s->lock);
+    s->one = (watch_item){.after = NULL, .done = NULL, .what = what};
+    arm_locked(s, &s->one, 1, s->world->timeout_s);
+    s->in_call = true;
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -390,8 +409,12 @@ static int nccl_launch(ddp *d, int k)
     if (copy_tensors(d, k, true))
         return -1;
     CUDA_TRY(d, cudaEventRecord(db->packed, s->stream));
-    NCCL_TRY(d, ncclAllReduce(db->buf, db->buf, (size_t)d->plan.buckets[k].elems, s->type,
-                              ncclSum, s->comm, s->stream));
+    enter_calls(s, db->what);
+    ncclResult_t r = ncclAllReduce(db->buf, db->buf, (size_t)d->plan.buckets[k].elems, s->type,
+                                   ncclSum, s->comm, s->stream);
+    disarm(s);
+    if (r != ncclSuccess)
+        return nccl_failed(d, __FILE__, __LINE__, "ncclAllReduce", r);
     CUDA_TRY(d, cudaEventRecord(db->reduced, s->stream));
     /* the average goes back at once: only the update reads these gradients
      * again, and it waits for the last bucket */
@@ -452,6 +475,7 @@ static int nccl_time_buckets(ddp *d, int first, double *ms)
     int rc = 0;
     if (cudaEventRecord(s->alone[0], s->stream) != cudaSuccess)
         rc = ddp_fail(d, "cudaEventRecord failed");
+    enter_calls(s, "timing the reductions alone");
     for (int k = first; k < d->plan.n_buckets && rc == 0; k++) {
         ncclResult_t nr = ncclAllReduce(s->buckets[k].buf, s->buckets[k].buf,
                                         (size_t)d->plan.buckets[k].elems, s->type, ncclSum,
@@ -459,6 +483,7 @@ static int nccl_time_buckets(ddp *d, int first, double *ms)
         if (nr != ncclSuccess)
             rc = nccl_failed(d, __FILE__, __LINE__, "ncclAllReduce", nr);
     }
+    disarm(s);
     if (rc == 0 && cudaEventRecord(s->alone[1], s->stream) != cudaSuccess)
         rc = ddp_fail(d, "cudaEventRecord failed");
     if (rc == 0) {

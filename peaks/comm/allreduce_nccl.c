@@ -56,6 +56,11 @@ nccl_bench *allreduce_nccl_open(ddp_world *w, int device, char *err, size_t err_
     }
     nb->w = w;
     CUDA_OR_FAIL(cudaSetDevice(device));
+    /* every peer connected inside the communicator's creation, which is
+     * bounded (ddp_nccl_comm.h), not inside the first reduction of each
+     * algorithm (NCCL 2.22 and later), where a hung peer would hang this
+     * program, which has no watchdog; a user's own setting is kept */
+    setenv("NCCL_RUNTIME_CONNECT", "0", 0);
     if (ddp_nccl_comm_open(w, "allreduce", &nb->comm, err, err_len))
         goto fail;
     CUDA_OR_FAIL(cudaStreamCreateWithFlags(&nb->stream, cudaStreamNonBlocking));
@@ -123,6 +128,9 @@ int allreduce_nccl_run(nccl_bench *nb, int64_t bytes, int warmup, int iters, dou
     size_t count = (size_t)bytes / sizeof(float);
     float *host = malloc((size_t)bytes), *send = NULL, *recv = NULL;
     int rc = -1;
+    /* reductions queued and not yet seen done: a failure then (an NCCL call
+     * returning a lost peer's error) leaves them spinning on the GPU */
+    bool queued = false;
     float ms = 0.0f;
     if (!host) {
         snprintf(err, err_len, "out of host memory for %lld bytes", (long long)bytes);
@@ -139,18 +147,22 @@ int allreduce_nccl_run(nccl_bench *nb, int64_t bytes, int warmup, int iters, dou
      * buffer still being filled and a late memset could clear recv after them */
     CUDA_OR_FAIL(cudaMemcpyAsync(send, host, (size_t)bytes, cudaMemcpyHostToDevice, nb->stream));
     CUDA_OR_FAIL(cudaMemsetAsync(recv, 0, (size_t)bytes, nb->stream));
+    queued = true;
     for (int k = 0; k < warmup; k++)
         NCCL_OR_FAIL(ncclAllReduce(send, recv, count, ncclFloat32, ncclSum, nb->comm, nb->stream));
     if (wait_stream(nb, "the warm-up reductions", err, err_len))
         goto fail;
+    queued = false;
     if (ddp_barrier(nb->w, 0, "aligning the ranks before the timed loop", err, err_len))
         goto fail;
     CUDA_OR_FAIL(cudaEventRecord(nb->start, nb->stream));
+    queued = true;
     for (int k = 0; k < iters; k++)
         NCCL_OR_FAIL(ncclAllReduce(send, recv, count, ncclFloat32, ncclSum, nb->comm, nb->stream));
     CUDA_OR_FAIL(cudaEventRecord(nb->stop, nb->stream));
     if (wait_stream(nb, "the timed reductions", err, err_len))
         goto fail;
+    queued = false;
     CUDA_OR_FAIL(cudaEventElapsedTime(&ms, nb->start, nb->stop));
     *seconds = ms * 1e-3;
     CUDA_OR_FAIL(cudaMemcpyAsync(host, recv, (size_t)bytes, cudaMemcpyDeviceToHost, nb->stream));
@@ -163,6 +175,8 @@ int allreduce_nccl_run(nccl_bench *nb, int64_t bytes, int warmup, int iters, dou
     *correct = ok;
     rc = 0;
 fail:
+    if (rc != 0 && queued)
+        nb->stuck = true;
     /* stuck: cudaFree would wait for the reductions that never end */
     if (!nb->stuck) {
         cudaFree(send);

@@ -147,9 +147,15 @@ ncclResult_t ncclCommAbort(ncclComm_t comm)
     return ncclSuccess;
 }
 
+/* FAKE_NCCL_CONNECT_HANG=1: the call never returns, as the real one (2.22
+ * and later) waits inside the first call of an algorithm for a peer that
+ * hangs while they connect */
 ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, ncclDataType_t type,
                            ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
 {
+    if (getenv("FAKE_NCCL_CONNECT_HANG"))
+        for (;;)
+            pause();
     size_t elem = size_of(type);
     if (!comm || elem == 0 || (op != ncclSum && op != ncclAvg) ||
         count * elem > (size_t)INT32_MAX) {
