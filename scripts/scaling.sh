@@ -61,7 +61,16 @@ fi
 launch_args() {
     local n=$1 t=$2 be=$3
     case ${LAUNCHER##*/} in
-    srun*) echo "$LAUNCHER -n $n --cpus-per-task=$t" ;;
+    srun*)
+        # as few nodes as hold the ranks: without -N a job step spreads over
+        # every node of the allocation, and 8 ranks on two nodes would measure
+        # the network where one node's NVLink was meant
+        local per=${SLURM_NTASKS_PER_NODE%%(*} place=""
+        if [[ $per =~ ^[1-9][0-9]*$ ]]; then
+            place=" -N $(((n + per - 1) / per)) --ntasks-per-node=$((n < per ? n : per))"
+        fi
+        echo "$LAUNCHER -n $n$place --cpus-per-task=$t"
+        ;;
     *)
         local extra=""
         [[ $(id -u) == 0 ]] && extra="--allow-run-as-root"

@@ -125,6 +125,34 @@ Test(scaling_stage, weak_strong_skip_model_and_resume, .timeout = 300)
     char *again = read_text(run, "configs.csv");
     cr_expect(strstr(again, "\nscaling,resnet18-cifar,32,4,fp32,weak-2,ok,") != NULL, "%s", again);
     cr_expect_eq(count_of(again, ",off\n"), count_lines(again) - 1, "every row eager:\n%s", again);
+
+    /* inside a Slurm allocation of 2 nodes, one task each: srun gets the
+     * nodes that hold each world size (a stand-in srun notes its arguments
+     * and starts the ranks with mpirun) */
+    write_text(dir, "srun",
+               "#!/bin/bash\n"
+               "echo \"$*\" >>\"${0%/*}/srun.log\"\n"
+               "np=1\n"
+               "while (($#)); do\n"
+               "  case $1 in -n) np=$2; shift 2 ;; -N) shift 2 ;; -*) shift ;; *) break ;; esac\n"
+               "done\n"
+               "exec mpirun --bind-to none -np \"$np\" \"$@\"\n");
+    cr_assert_eq(sh("cd '%s' && rm -f '%s'/parts/*.n2.scaling.csv && chmod +x '%s/srun' && "
+                    "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 THREADS=2 "
+                    "BIN='%s' LAUNCHER='%s/srun' SLURM_JOB_ID=7 SLURM_NTASKS=2 "
+                    "SLURM_NTASKS_PER_NODE=1 scripts/scaling.sh '%s' '1, 2, 64' "
+                    ">'%s/slurm.out' 2>&1",
+                    ROOFLINE_SOURCE_DIR, run, dir, ROOFLINE_BIN_DIR, dir, run, dir),
+                 0, "%s", read_text(dir, "slurm.out"));
+    char *slurm = read_text(dir, "slurm.out");
+    cr_assert_eq(sh("test -f '%s/srun.log'", dir), 0, "srun never ran:\n%s", slurm);
+    char *srun = read_text(dir, "srun.log");
+    cr_expect(strstr(srun, "-n 2 -N 2 --ntasks-per-node=1 --cpus-per-task=1 ") != NULL, "%s",
+              srun);
+    cr_expect(strstr(slurm, "skipped (world size 64: only 2 tasks in Slurm job 7 here)") != NULL,
+              "%s", slurm);
+    cr_expect_eq(sh("test $(ls '%s'/parts/*.n2.scaling.csv | wc -l) -eq 2", run), 0,
+                 "the 2-rank runs, weak and strong, measured again");
     remove_temp_dir(dir);
 }
 
