@@ -652,7 +652,7 @@ perf_torch() { # PREC MODE MODEL:BATCH...
     shift 2
     (($#)) || return 0
     for spec in "$@"; do
-        echo "${spec%:*} 224 ${spec#*:} $prec $PERF_WARMUP $PERF_ITERS"
+        printf '%s\t224\t%s\t%s\t%s\t%s\n' "${spec%:*}" "${spec#*:}" "$prec" "$PERF_WARMUP" "$PERF_ITERS"
     done >"$list"
     local log=$OUT/perf/logs/torch-$prec-$mode.log rc
     perf_pytorch "$log" "$list" $# --mode "$mode" --out "$OUT/perf/torch-$mode.csv"

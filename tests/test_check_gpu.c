@@ -430,7 +430,7 @@ Test(check_gpu, perf_sets_ours_beside_pytorch_with_each_goal)
     cr_expect_eq(count_of(calls, "--counters analytic"), 2, "%s", calls);
     cr_expect_eq(count_of(calls, "--profile"), 1, "%s", calls);
     char *compiled = read_text(d, "out/perf/torch-bf16-compile.tsv");
-    cr_expect_str_eq(compiled, "resnet50 224 256 bf16 3 20\n");
+    cr_expect_str_eq(compiled, "resnet50\t224\t256\tbf16\t3\t20\n");
     free(compiled);
     free(calls);
     free(summary);
