@@ -158,6 +158,7 @@ static void write_env_json(FILE *f, const options *o, int argc, char **argv)
     envinfo_write_cpu_clocks(&w);
     envinfo_write_gpus(&w);
     envinfo_write_versions(&w);
+    envinfo_write_environment(&w);
     write_ranks(&w, o->backend);
     json_end(&w);
 }

@@ -210,6 +210,30 @@ Test(envinfo, writes_valid_json_with_the_expected_keys)
     remove_temp_dir(dir);
 }
 
+/* The variables that change what the libraries do are recorded by name,
+ * sorted; the rest of the environment is not. */
+Test(envinfo, records_the_variables_that_change_the_measurements)
+{
+    char *dir = temp_dir();
+    char cmd[1024], out[4096];
+    format_or_fail(cmd, sizeof cmd,
+                   "env OMP_NUM_THREADS=3 CUDA_LAUNCH_BLOCKING=1 NCCL_ALGO='Ring,Tree' "
+                   "ROOFLINE_SECRET=x '%s/envinfo' --out '%s/env.json' --backend cpu 2>&1",
+                   ROOFLINE_BIN_DIR, dir);
+    cr_assert_eq(run_capture(cmd, out, sizeof out), 0, "%s", out);
+    char *json = read_text(dir, "env.json");
+    cr_expect(json_valid(json), "invalid JSON:\n%s", json);
+    const char *section = strstr(json, "\"environment\": {");
+    cr_assert_not_null(section, "%s", json);
+    const char *blocking = strstr(section, "\"CUDA_LAUNCH_BLOCKING\": \"1\""),
+               *algo = strstr(section, "\"NCCL_ALGO\": \"Ring,Tree\""),
+               *threads = strstr(section, "\"OMP_NUM_THREADS\": \"3\"");
+    cr_expect(blocking && algo && threads && blocking < algo && algo < threads, "%s", section);
+    cr_expect_null(strstr(json, "ROOFLINE_SECRET"), "%s", json);
+    free(json);
+    remove_temp_dir(dir);
+}
+
 Test(envinfo, rejects_bad_options_and_unwritable_paths)
 {
     expect_usage_error("envinfo --backend rocm", "--backend: unknown 'rocm' (accepted: cpu, cuda)");

@@ -21,4 +21,8 @@ void envinfo_write_cpu_clocks(json_writer *w);
  * oneDNN; "not found (...)" or "not built (...)" where absent. */
 void envinfo_write_versions(json_writer *w);
 
+/* "environment": the variables set that change what the libraries do
+ * (CUDA_*, NCCL_*, OMP_*, ...; envinfo_vars.c lists the prefixes), by name. */
+void envinfo_write_environment(json_writer *w);
+
 #endif
