@@ -366,6 +366,22 @@ static options parse_options(int argc, char **argv)
 
 /* The backend asked for, or for auto the GPU when one opens; what cannot
  * run here is a usage error (exit 2) with the reason. */
+/* Variables of the environment that make a GPU run measure something else
+ * than it says: one line each (env.json records them too). */
+static void warn_cuda_environment(precision prec)
+{
+    const char *blocking = getenv("CUDA_LAUNCH_BLOCKING");
+    if (blocking && strcmp(blocking, "1") == 0)
+        fprintf(stderr, "%s: CUDA_LAUNCH_BLOCKING=1 is set: every launch waits for its kernel, "
+                        "so the step times hold the launch gaps asynchronous launches hide\n",
+                prog);
+    const char *tf32 = getenv("NVIDIA_TF32_OVERRIDE");
+    if (prec == PREC_TF32 && tf32 && strcmp(tf32, "0") == 0)
+        fprintf(stderr, "%s: NVIDIA_TF32_OVERRIDE=0 is set: cuDNN and cuBLAS compute this tf32 "
+                        "run in full fp32 (unset it to measure tf32)\n",
+                prog);
+}
+
 static const backend_ops *choose_backend(options *o, const ddp_world *w)
 {
     train_options *r = &o->run;
@@ -415,6 +431,8 @@ static const backend_ops *choose_backend(options *o, const ddp_world *w)
     /* after the checks: a refused option is then the only line */
     if (cpu && automatic)
         fprintf(stderr, "%s: no usable GPU (%s): running on the cpu backend\n", prog, why);
+    if (!cpu)
+        warn_cuda_environment(r->prec);
 #ifdef HAVE_CUDA
     if (w && !cpu) {
         int devices = cuda_device_count(why, sizeof why);

@@ -228,6 +228,24 @@ Test(cuda_train_emu, counters_on_a_mig_slice_fall_back_with_their_cause, .timeou
     expect_trace_with_fallback("FAKE_CUPTI_PROFILER_ERROR=43", "MIG");
 }
 
+/* The variables that make a GPU run measure something else than it says
+ * get one line each, and the run goes on. */
+Test(cuda_train_emu, launch_blocking_and_tf32_override_are_named, .timeout = 600)
+{
+    char *dir = temp_dir();
+    cr_assert_eq(emulated_train(dir, "CUDA_LAUNCH_BLOCKING=1 NVIDIA_TF32_OVERRIDE=0", "vars",
+                                "--model resnet18-cifar --res 16 --batch 4 --precision tf32 "
+                                "--warmup 0 --iters 1"),
+                 0, "%s", read_text(dir, "vars.err"));
+    char *err = read_text(dir, "vars.err");
+    cr_expect(strstr(err, "train: CUDA_LAUNCH_BLOCKING=1 is set: every launch waits") &&
+                  strstr(err, "train: NVIDIA_TF32_OVERRIDE=0 is set: cuDNN and cuBLAS compute "
+                              "this tf32 run in full fp32"),
+              "%s", err);
+    cr_expect_eq(count_lines(err), 2, "%s", err);
+    remove_temp_dir(dir);
+}
+
 /* Another tool holding CUPTI (Nsight, compute-sanitizer): the timing pass
  * finds it when it subscribes, before it takes any buffer, and the step is
  * timed operation by operation on the host, with one line naming the cause. */
