@@ -55,7 +55,10 @@ forward, cross-entropy, backward, optimizer.step(). The default lr is bin/train'
 base x batch / 256 (base 0.1, 0.01 for vgg16). Warm-up steps are not written. One row per
 timed step is appended to --out and flushed at once, so an interrupted run loses nothing
 measured; peak_mem_bytes is the configuration's peak RSS on the CPU (VmHWM) and
-torch.cuda.max_memory_allocated() on a GPU.
+torch.cuda.max_memory_allocated() on a GPU, over the timed steps: the peak is reset
+once the warm-up is done, because cudnn.benchmark's search during the warm-up takes
+workspaces sized by the free memory from PyTorch's allocator, which that figure would
+count (bin/train's searches are outside its figure too).
 
 On the CPU the step is timed with time.perf_counter (the CPU is synchronous). On a GPU
 (--device cuda): cudnn.benchmark on, CUDA events around each step; fp32 with TF32 off
@@ -604,6 +607,11 @@ def run_config(torch, a, c, out):
               f"{a['repeat']},")
     times = []
     for i in range(c["warmup"] + c["iters"]):
+        if cuda and i == c["warmup"] and i > 0:
+            # the timed steps' own peak (a captured graph's pool stays counted: it
+            # is allocated), not the warm-up's algorithm searches
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
         lv, ms = timed_step()
         if i < c["warmup"]:
             continue
