@@ -412,7 +412,8 @@ static int search_shape(backend *b, int i, cuda_conv *c, const conv_shape *shape
  * frameworks query the chosen algorithm's workspace again rather than trust
  * Find's, and the memory plan gives each pass exactly what it asked for.
  * A query that answers "not supported" for an algorithm Find has just run
- * keeps Find's figure, with which it ran; any other refusal is an error. */
+ * keeps Find's figure, with which it ran; any other refusal, or one for a
+ * row of --algo-cache (a stale row: nothing here ran it), is an error. */
 static int query_workspace(backend *b, cuda_conv *c, int p)
 {
     conv_pass_choice *ch = &c->choice[p];
@@ -435,7 +436,7 @@ static int query_workspace(backend *b, cuda_conv *c, int p)
             b->dnn, c->x, c->y, c->conv[2], c->w, (cudnnConvolutionBwdFilterAlgo_t)ch->algo,
             &bytes);
     }
-    if (CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_NOT_SUPPORTED)
+    if (CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_NOT_SUPPORTED && !c->from_cache)
         return 0;
     if (st != CUDNN_STATUS_SUCCESS)
         return cudnn_fail_call(b, __FILE__, __LINE__, call, st);
@@ -452,12 +453,14 @@ int cuda_conv_choose(backend *b, int i, int same_as)
     if (same_as != i) {
         for (int p = 0; p < CONV_PASSES; p++)
             c->choice[p] = b->layers[same_as].conv->choice[p];
+        c->from_cache = b->layers[same_as].conv->from_cache;
     } else {
         conv_shape shape = conv_shape_of(l, &b->fusion[i], b->cfg.batch, b->pp.prec);
         char key[ALGO_KEY_LEN] = "";
         if (b->cfg.algo_cache && algo_cache_key(&b->algo_ctx, &shape, key, sizeof key))
             return cuda_fail(b, "--algo-cache: the key of this shape is too long");
-        if (b->cfg.algo_cache && from_cache(b, key, shape.input_grad, c)) {
+        c->from_cache = b->cfg.algo_cache && from_cache(b, key, shape.input_grad, c);
+        if (c->from_cache) {
             b->shapes_cached++;
         } else {
             if (search_shape(b, i, c, &shape))

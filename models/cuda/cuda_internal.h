@@ -35,6 +35,9 @@ struct cuda_conv {
     cudnnFilterDescriptor_t w;
     cudnnConvolutionDescriptor_t conv[3];   /* fwd, bwd_data, bwd_weights: own math type */
     conv_pass_choice choice[3];
+    /* the choices were read from --algo-cache, not run by this process's
+     * search: a workspace query refusing one is a stale row, not Find's */
+    bool from_cache;
     /* conv_shape.bias_relu only (else NULL): the bias (1, K, 1, 1) and the
      * ReLU of cuDNN's fused call */
     cudnnTensorDescriptor_t bias;
