@@ -10,6 +10,9 @@
 #include "fast_divide.h"
 
 enum { DW_THREADS = 256, DW_FILTER_ROWS = 8, DW_CHANNELS_PER_BLOCK = 32 };
+/* the fp16/bf16 5x5 vector kernels take 252 registers a thread: 256 threads
+ * fill the SM's 65536, so more would not launch */
+static_assert(DW_THREADS <= 256, "the 5x5 depthwise kernels need at most 256 threads a block");
 
 /* Element counts below 2^31 (depthwise_own_fits): 32-bit index arithmetic,
  * the dimensions' divisions by multiply and shift (fast_divide.h). */
