@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../counters/gpu_fallback.h"
 #include "../counters/gpu_join.h"
@@ -1004,6 +1005,15 @@ Test(gpu_trace, counters_refused_fall_back_to_the_analytic_model, .timeout = 30)
     fake_run_free(&r);
 }
 
+/* The tiny network's step traced with counters over r's fake passes. */
+static int trace_counted(fake_run *r, gpu_trace_result *res, char *err, size_t err_len)
+{
+    gpu_passes p = fake_passes(&r->gpu);
+    gpu_trace_options opt = {.env = "test", .counters = GPU_COUNTERS_CUPTI};
+    err[0] = '\0';
+    return gpu_trace_step_with(&p, &r->d, 4, PREC_FP32, &opt, r->path, res, err, err_len);
+}
+
 /* A refusal CUPTI gives no known cause for (as under MPS, which the device
  * check cannot see) falls back as long as the step has not run: nothing was
  * counted, and the timing pass's rows are kept. After the step, a CUPTI
@@ -1011,14 +1021,11 @@ Test(gpu_trace, counters_refused_fall_back_to_the_analytic_model, .timeout = 30)
 Test(gpu_trace, an_unknown_refusal_before_the_step_falls_back_after_it_fails, .timeout = 30)
 {
     fake_run r;
+    gpu_trace_result res;
+    char err[400];
     fake_run_init(&r);
     r.gpu.open_refusal = 999; /* CUPTI_ERROR_UNKNOWN */
-    gpu_passes p = fake_passes(&r.gpu);
-    gpu_trace_options opt = {.env = "test", .counters = GPU_COUNTERS_CUPTI};
-    gpu_trace_result res;
-    char err[400] = "";
-    cr_assert_eq(gpu_trace_step_with(&p, &r.d, 4, PREC_FP32, &opt, r.path, &res, err, sizeof err),
-                 0, "%s", err);
+    cr_assert_eq(trace_counted(&r, &res, err, sizeof err), 0, "%s", err);
     cr_expect_str_eq(res.source, "analytic");
     cr_expect_str_eq(res.timing, "cupti");
     cr_expect(strstr(res.why, "GPU counters unavailable") && strstr(res.why, "CUPTI_ERROR_X"),
@@ -1031,23 +1038,15 @@ Test(gpu_trace, an_unknown_refusal_before_the_step_falls_back_after_it_fails, .t
 
     fake_run_init(&r);
     r.gpu.stop_refusal = 999;
-    p = fake_passes(&r.gpu);
-    err[0] = '\0';
-    cr_expect_neq(gpu_trace_step_with(&p, &r.d, 4, PREC_FP32, &opt, r.path, &res, err, sizeof err),
-                  0);
+    cr_expect_neq(trace_counted(&r, &res, err, sizeof err), 0);
     cr_expect(strstr(err, "metric pass") && strstr(err, "CUPTI_ERROR_Y"), "%s", err);
-    FILE *f = fopen(r.path, "r");
-    cr_expect_null(f, "%s written", r.path);
-    if (f)
-        fclose(f);
+    cr_expect_neq(access(r.path, F_OK), 0, "%s written", r.path);
     fake_run_free(&r);
 
     /* a known refusal after the step still falls back with its cause */
     fake_run_init(&r);
     r.gpu.stop_refusal = GPU_CUPTI_HARDWARE_BUSY;
-    p = fake_passes(&r.gpu);
-    cr_assert_eq(gpu_trace_step_with(&p, &r.d, 4, PREC_FP32, &opt, r.path, &res, err, sizeof err),
-                 0, "%s", err);
+    cr_assert_eq(trace_counted(&r, &res, err, sizeof err), 0, "%s", err);
     cr_expect(strstr(res.why, "held by another client"), "%s", res.why);
     fake_run_free(&r);
 }
