@@ -364,8 +364,6 @@ static options parse_options(int argc, char **argv)
     return o;
 }
 
-/* The backend asked for, or for auto the GPU when one opens; what cannot
- * run here is a usage error (exit 2) with the reason. */
 /* Variables of the environment that make a GPU run measure something else
  * than it says: one line each (env.json records them too). */
 static void warn_cuda_environment(precision prec)
@@ -382,6 +380,8 @@ static void warn_cuda_environment(precision prec)
                 prog);
 }
 
+/* The backend asked for, or for auto the GPU when one opens; what cannot
+ * run here is a usage error (exit 2) with the reason. */
 static const backend_ops *choose_backend(options *o, const ddp_world *w)
 {
     train_options *r = &o->run;
