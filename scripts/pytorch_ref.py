@@ -556,7 +556,10 @@ def training_step(torch, a, c):
             opt.step()
         return loss
 
-    return captured(torch, step, c["warmup"]) if graph else step
+    if graph:
+        return captured(torch, step, c["warmup"])
+    step.scaler = scaler  # profile_config warms fp16 until a step is not skipped
+    return step
 
 
 def captured(torch, step, warmup):
@@ -649,6 +652,14 @@ def profile_config(torch, a, c, profile_out):
         step = training_step(torch, a, c)
         for _ in range(max(1, c["warmup"])):
             step()
+        # fp16: on until a step keeps its loss scale (one that lowers it skipped
+        # its update, and the profiled step should not be such a one)
+        scaler = getattr(step, "scaler", None)
+        for _ in range(8 if scaler is not None else 0):
+            before = scaler.get_scale()
+            step()
+            if scaler.get_scale() >= before:
+                break
         if cuda:
             torch.cuda.synchronize()
         at = f"{a['env']},{c['model']},{c['res']},{c['batch']},{c['precision']},"
