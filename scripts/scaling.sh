@@ -65,8 +65,10 @@ launch_args() {
         # as few nodes as hold the ranks: without -N a job step spreads over
         # every node of the allocation, and 8 ranks on two nodes would measure
         # the network where one node's NVLink was meant
-        local per=${SLURM_NTASKS_PER_NODE%%(*} place=""
-        if [[ $per =~ ^[1-9][0-9]*$ ]]; then
+        # (one count for every node: "8" or "8(x2)"; a mixed list is left to srun)
+        local per=${SLURM_NTASKS_PER_NODE:-} place=""
+        if [[ $per =~ ^([1-9][0-9]*)(\(x[0-9]+\))?$ ]]; then
+            per=${BASH_REMATCH[1]}
             place=" -N $(((n + per - 1) / per)) --ntasks-per-node=$((n < per ? n : per))"
         fi
         echo "$LAUNCHER -n $n$place --cpus-per-task=$t"

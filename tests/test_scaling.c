@@ -153,6 +153,15 @@ Test(scaling_stage, weak_strong_skip_model_and_resume, .timeout = 300)
               "%s", slurm);
     cr_expect_eq(sh("test $(ls '%s'/parts/*.n2.scaling.csv | wc -l) -eq 2", run), 0,
                  "the 2-rank runs, weak and strong, measured again");
+    /* an allocation without --ntasks-per-node: srun places the ranks */
+    cr_assert_eq(sh("cd '%s' && rm -f '%s'/parts/*.weak.n2.scaling.csv '%s/srun.log' && "
+                    "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 THREADS=2 "
+                    "BIN='%s' LAUNCHER='%s/srun' SLURM_JOB_ID=7 SLURM_NTASKS=2 "
+                    "scripts/scaling.sh '%s' '1, 2' >'%s/slurm.out' 2>&1",
+                    ROOFLINE_SOURCE_DIR, run, dir, ROOFLINE_BIN_DIR, dir, run, dir),
+                 0, "%s", read_text(dir, "slurm.out"));
+    srun = read_text(dir, "srun.log");
+    cr_expect(strstr(srun, "-n 2 --cpus-per-task=1 ") != NULL, "%s", srun);
     remove_temp_dir(dir);
 }
 
