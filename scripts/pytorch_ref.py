@@ -58,7 +58,8 @@ measured; peak_mem_bytes is the configuration's peak RSS on the CPU (VmHWM) and
 torch.cuda.max_memory_allocated() on a GPU, over the timed steps: the peak is reset
 once the warm-up is done, because cudnn.benchmark's search during the warm-up takes
 workspaces sized by the free memory from PyTorch's allocator, which that figure would
-count (bin/train's searches are outside its figure too).
+count (bin/train's searches are outside its figure too); with --mode graph, just
+before the capture, whose allocations are the graph's memory.
 
 On the CPU the step is timed with time.perf_counter (the CPU is synchronous). On a GPU
 (--device cuda): cudnn.benchmark on, CUDA events around each step; fp32 with TF32 off
@@ -574,6 +575,10 @@ def captured(torch, step, warmup):
         for _ in range(max(2, warmup)):
             step()
     torch.cuda.current_stream().wait_stream(side)
+    # the graph's peak: what its capture allocates (its pool's blocks count as
+    # allocated while captured, not in the replays after), not the search before
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph, stream=side):
         loss = step()
@@ -610,9 +615,9 @@ def run_config(torch, a, c, out):
               f"{a['repeat']},")
     times = []
     for i in range(c["warmup"] + c["iters"]):
-        if cuda and i == c["warmup"] and i > 0:
-            # the timed steps' own peak (a captured graph's pool stays counted: it
-            # is allocated), not the warm-up's algorithm searches
+        if cuda and i == c["warmup"] and i > 0 and a["mode"] != "graph":
+            # the timed steps' own peak, not the warm-up's algorithm searches (a
+            # graph's was reset before its capture: replays allocate nothing)
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
         lv, ms = timed_step()

@@ -459,8 +459,9 @@ Test(check_gpu, perf_sets_ours_beside_pytorch_with_each_goal)
 }
 
 /* pytorch_ref.py --mode graph captures as PyTorch's whole-network capture
- * does: the warm-up steps (at least 2) on a side stream, the capture on that
- * same stream, replays that return the captured step's loss; and refuses, with
+ * does: the warm-up steps (at least 2) on a side stream, the peak memory
+ * reset after them (the graph's is what its capture allocates), the capture
+ * on that same stream, replays that return the captured step's loss; and refuses, with
  * exit 2, what cannot be: a graph on the CPU or with fp16's GradScaler, a
  * profile of a graph or compiled step, an unknown mode. */
 Test(check_gpu, pytorch_graph_mode_captures_after_warming_on_a_side_stream)
@@ -472,7 +473,8 @@ Test(check_gpu, pytorch_graph_mode_captures_after_warming_on_a_side_stream)
                  0);
     char *calls4 = read_text(d, "calls4.txt");
     cr_expect(strstr(calls4, "work on side\nstep 1\nstep 2\nstep 3\nstep 4\nend of work on side\n"
-                             "current waits for side\ncapture on side\nstep 5\n"),
+                             "current waits for side\nsynchronize\npeak memory reset\n"
+                             "capture on side\nstep 5\n"),
               "4 warm-up steps, then the capture:\n%s", calls4);
     free(calls4);
     char *calls = read_text(d, "calls.txt");
@@ -482,6 +484,8 @@ Test(check_gpu, pytorch_graph_mode_captures_after_warming_on_a_side_stream)
                             "step 2\n"
                             "end of work on side\n"
                             "current waits for side\n"
+                            "synchronize\n"
+                            "peak memory reset\n"
                             "capture on side\n"
                             "step 3\n"
                             "end of capture on side\n"

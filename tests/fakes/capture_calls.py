@@ -1,7 +1,7 @@
 """pytorch_ref.py --mode graph's capture, over a stand-in for the torch.cuda calls it
 makes: prints each call in order, so that tests/test_check_gpu.c can check the
-whole-network capture's order (warm-up on a side stream, the capture on that stream,
-replays returning the captured loss) without a GPU.
+whole-network capture's order (warm-up on a side stream, the peak memory reset after
+it, the capture on that stream, replays returning the captured loss) without a GPU.
 
   python3 -B tests/fakes/capture_calls.py SCRIPTS_DIR WARMUP
 """
@@ -44,6 +44,8 @@ cuda = types.SimpleNamespace(
     stream=lambda s: StreamContext(s, "work"),
     CUDAGraph=Graph,
     graph=lambda g, stream=None: StreamContext(stream or Stream("its own"), "capture"),
+    synchronize=lambda: print("synchronize"),
+    reset_peak_memory_stats=lambda: print("peak memory reset"),
 )
 torch = types.SimpleNamespace(cuda=cuda)
 steps = []
