@@ -471,6 +471,28 @@ static char *choices_before_cache(const char *out, const char *from)
     return strndup(a, (size_t)(b - a));
 }
 
+/* A choice whose workspace cuDNN's query would not state (the stand-in
+ * refusing it) runs with Find's figure and is not written to --algo-cache:
+ * the next process, which would have the row alone and refuse it as stale,
+ * searches that shape again and runs. */
+Test(cuda_train_emu, a_refused_workspace_query_is_not_cached, .timeout = 600)
+{
+    char *dir = temp_dir();
+    const char *args = SMALL " --warmup 0 --iters 1 --algo-cache algos.csv";
+    for (int i = 0; i < 2; i++) {
+        char name[16], err[24];
+        format_or_fail(name, sizeof name, "run%d", i);
+        format_or_fail(err, sizeof err, "%s.err", name);
+        cr_assert_eq(emulated_train(dir, "FAKE_CUDNN_REFUSE_WORKSPACE_QUERY=1", name, args), 0,
+                     "%s", read_text(dir, err));
+    }
+    char *second = read_text(dir, "run1.out");
+    cr_expect(strstr(second, "convolution algorithms: 0 of 11 distinct shapes from algos.csv, "
+                             "11 searched") != NULL,
+              "%s", second);
+    remove_temp_dir(dir);
+}
+
 /* --algo-cache: the first process searches every distinct convolution shape
  * and writes its choices, the next one runs them without searching (the
  * stand-in for cuDNN knows no algorithm its Find did not offer, so a row

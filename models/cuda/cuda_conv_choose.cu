@@ -322,7 +322,7 @@ static int try_fused(backend *b, int i, cuda_conv *c, conv_bias_choice mode)
                                    (unsigned *)(copy + align_up(out_bytes)), &t->difference))
                 return -1;
             t->verified = true;
-            t->matched = t->difference <= trial_match_tolerance(&b->pp);
+            t->matched = t->difference <= fused_match_tolerance(&b->pp);
         }
     }
     if (algo < 0 && !b->fused_refusals++)
@@ -412,8 +412,8 @@ static int search_shape(backend *b, int i, cuda_conv *c, const conv_shape *shape
  * frameworks query the chosen algorithm's workspace again rather than trust
  * Find's, and the memory plan gives each pass exactly what it asked for.
  * A query that answers "not supported" for an algorithm Find has just run
- * keeps Find's figure, with which it ran; any other refusal, or one for a
- * row of --algo-cache (a stale row: nothing here ran it), is an error. */
+ * keeps Find's figure, with which it ran (1); any other refusal, or one for
+ * a row of --algo-cache (a stale row: nothing here ran it), is an error. */
 static int query_workspace(backend *b, cuda_conv *c, int p)
 {
     conv_pass_choice *ch = &c->choice[p];
@@ -437,7 +437,7 @@ static int query_workspace(backend *b, cuda_conv *c, int p)
             &bytes);
     }
     if (CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_NOT_SUPPORTED && !c->from_cache)
-        return 0;
+        return 1;
     if (st != CUDNN_STATUS_SUCCESS)
         return cudnn_fail_call(b, __FILE__, __LINE__, call, st);
     if ((int64_t)bytes > ch->workspace_bytes)
@@ -450,13 +450,14 @@ int cuda_conv_choose(backend *b, int i, int same_as)
     b->current_layer = i;
     cuda_conv *c = b->layers[i].conv;
     const layer *l = &b->net->layers[i];
+    conv_shape shape = conv_shape_of(l, &b->fusion[i], b->cfg.batch, b->pp.prec);
+    char key[ALGO_KEY_LEN] = "";
+    bool searched = false;
     if (same_as != i) {
         for (int p = 0; p < CONV_PASSES; p++)
             c->choice[p] = b->layers[same_as].conv->choice[p];
         c->from_cache = b->layers[same_as].conv->from_cache;
     } else {
-        conv_shape shape = conv_shape_of(l, &b->fusion[i], b->cfg.batch, b->pp.prec);
-        char key[ALGO_KEY_LEN] = "";
         if (b->cfg.algo_cache && algo_cache_key(&b->algo_ctx, &shape, key, sizeof key))
             return cuda_fail(b, "--algo-cache: the key of this shape is too long");
         c->from_cache = b->cfg.algo_cache && from_cache(b, key, shape.input_grad, c);
@@ -465,17 +466,23 @@ int cuda_conv_choose(backend *b, int i, int same_as)
         } else {
             if (search_shape(b, i, c, &shape))
                 return -1;
-            if (b->cfg.algo_cache)
-                to_cache(b, key, shape.input_grad, c);
+            searched = true;
             b->shapes_searched++;
         }
     }
     b->bias_in_call[i] = c->choice[0].fused;
+    bool refused = false;
     for (int p = 0; p < CONV_PASSES; p++) {
         CUDNN_TRY(b, cudnnSetConvolutionMathType(c->conv[p], (cudnnMathType_t)c->choice[p].math));
-        if ((p != 1 || l->computes_input_grad) && query_workspace(b, c, p))
+        int q = p != 1 || l->computes_input_grad ? query_workspace(b, c, p) : 0;
+        if (q < 0)
             return -1;
+        refused = refused || q > 0;
     }
+    /* a choice whose workspace cuDNN would not state is not offered to later
+     * processes: they would have the row alone, and refuse it as stale */
+    if (searched && b->cfg.algo_cache && !refused)
+        to_cache(b, key, shape.input_grad, c);
     return 0;
 }
 
