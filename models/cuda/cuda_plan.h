@@ -197,6 +197,12 @@ typedef struct {
  * element type (and tf32 rounds cuDNN's inputs). An indexing error moves
  * results by far more. */
 double trial_match_tolerance(const precision_plan *pp);
+/* The fused conv+bias+ReLU trial's: two cuDNN ways of one convolution, whose
+ * sums are short (at most C x R x S terms), so that in fp32 an engine that
+ * took tf32 in FMA math is told from rounding (the depthwise trials' filter
+ * gradients sum a whole batch's pixels, whose fp32 rounding needs
+ * trial_match_tolerance's room). */
+double fused_match_tolerance(const precision_plan *pp);
 
 /* Blocks of `threads` for a grid-stride loop over n elements on sm_count
  * SMs: enough for n, at most 32 a SM (the loop does the rest). */
