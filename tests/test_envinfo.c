@@ -218,7 +218,8 @@ Test(envinfo, records_the_variables_that_change_the_measurements)
     char cmd[1024], out[4096];
     format_or_fail(cmd, sizeof cmd,
                    "env OMP_NUM_THREADS=3 CUDA_LAUNCH_BLOCKING=1 NCCL_ALGO='Ring,Tree' "
-                   "ROOFLINE_SECRET=x '%s/envinfo' --out '%s/env.json' --backend cpu 2>&1",
+                   "ROOFLINE_SECRET=x NVIDIA_API_KEY=y CUDA_X1=2 CUDA_X=1 "
+                   "'%s/envinfo' --out '%s/env.json' --backend cpu 2>&1",
                    ROOFLINE_BIN_DIR, dir);
     cr_assert_eq(run_capture(cmd, out, sizeof out), 0, "%s", out);
     char *json = read_text(dir, "env.json");
@@ -230,6 +231,10 @@ Test(envinfo, records_the_variables_that_change_the_measurements)
                *threads = strstr(section, "\"OMP_NUM_THREADS\": \"3\"");
     cr_expect(blocking && algo && threads && blocking < algo && algo < threads, "%s", section);
     cr_expect_null(strstr(json, "ROOFLINE_SECRET"), "%s", json);
+    cr_expect_null(strstr(json, "NVIDIA_API_KEY"), "a credential recorded:\n%s", json);
+    /* by name: CUDA_X before CUDA_X1 */
+    const char *x = strstr(section, "\"CUDA_X\": \"1\""), *x1 = strstr(section, "\"CUDA_X1\"");
+    cr_expect(x && x1 && x < x1, "%s", section);
     free(json);
     remove_temp_dir(dir);
 }

@@ -2,8 +2,9 @@
  * change what the libraries do and so what is measured (CUDA_LAUNCH_BLOCKING
  * serialises every launch, NVIDIA_TF32_OVERRIDE=0 turns tf32 into fp32,
  * OMP_NUM_THREADS and NCCL_ALGO change the CPU and communication figures).
- * Only names under the prefixes below: the rest of the environment (paths,
- * user names, tokens) is not the run's business. */
+ * Only names under the prefixes below, and none that looks like a credential
+ * (NVIDIA_API_KEY, ..._TOKEN): the rest of the environment (paths, user
+ * names, tokens) is not the run's business. */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,17 +18,32 @@ static const char *const prefixes[] = {
     "ONEDNN_", "MKL_", "OMPI_MCA_", "UCX_", "PYTORCH_", "TORCH_",
 };
 
+static const char *const secrets[] = {"KEY", "TOKEN", "SECRET", "PASS", "AUTH", "CREDENTIAL"};
+
+/* entry: NAME=value */
 static bool recorded(const char *entry)
 {
+    const char *eq = strchr(entry, '=');
+    if (!eq)
+        return false;
+    for (size_t i = 0; i < sizeof secrets / sizeof *secrets; i++) {
+        const char *at = strstr(entry, secrets[i]);
+        if (at && at < eq)
+            return false;
+    }
     for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
         if (!strncmp(entry, prefixes[i], strlen(prefixes[i])))
             return true;
     return false;
 }
 
+/* NAME=value entries by NAME alone ('=' sorts after the digits) */
 static int by_name(const void *a, const void *b)
 {
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
+    const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+    size_t nx = strcspn(x, "="), ny = strcspn(y, "=");
+    int c = strncmp(x, y, nx < ny ? nx : ny);
+    return c ? c : (nx > ny) - (nx < ny);
 }
 
 void envinfo_write_environment(json_writer *w)
@@ -43,7 +59,7 @@ void envinfo_write_environment(json_writer *w)
         return;
     }
     for (char **e = environ; e && *e; e++)
-        if (recorded(*e) && strchr(*e, '='))
+        if (recorded(*e))
             picked[n++] = *e;
     qsort(picked, n, sizeof *picked, by_name);
     for (size_t i = 0; i < n; i++) {
