@@ -197,7 +197,8 @@ int main(int argc, char **argv)
     if (tr == COMM_NCCL && !o.device_given) {
         o.run.device = ddp_world_gpu(&w, devices, err, sizeof err);
         if (o.run.device < 0)
-            cli_usage_error(prog, "--transport: nccl: %s", err);
+            cli_usage_error(prog, "the nccl transport: %s (--transport mpi reduces over MPI)",
+                            err);
     }
     allreduce_curve c;
     int rc = 0;

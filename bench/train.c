@@ -431,8 +431,6 @@ static const backend_ops *choose_backend(options *o, const ddp_world *w)
     /* after the checks: a refused option is then the only line */
     if (cpu && automatic)
         fprintf(stderr, "%s: no usable GPU (%s): running on the cpu backend\n", prog, why);
-    if (!cpu)
-        warn_cuda_environment(r->prec);
 #ifdef HAVE_CUDA
     if (w && !cpu) {
         int devices = cuda_device_count(why, sizeof why);
@@ -444,6 +442,9 @@ static const backend_ops *choose_backend(options *o, const ddp_world *w)
             r->device = gpu;
     }
 #endif
+    /* after every refusal: a refused run gets its one line alone */
+    if (!cpu)
+        warn_cuda_environment(r->prec);
     (void)w;
     return ops;
 }

@@ -11,8 +11,10 @@
  * over MPI, the creation bounded by a guard). A watchdog thread polls
  * ncclCommGetAsyncError and the reductions' completion; an asynchronous
  * error, or a bucket's reduction not done within the world's timeout of the
- * bucket being packed (a lost peer leaves NCCL's kernels spinning), ends the
- * rank with one line after ncclCommAbort, so that it never hangs.
+ * bucket being packed (a lost peer leaves NCCL's kernels spinning), or an
+ * ncclAllReduce call that does not return within it (NCCL connects peers
+ * inside a first call), ends the rank with one line, after ncclCommAbort
+ * unless the main thread is inside an NCCL call, so that it never hangs.
  *
  * Compiled wherever NCCL is found; it has never run on a GPU (the GPU machines
  * at hand have one GPU each and NCCL refuses two ranks on one device). */
