@@ -216,12 +216,18 @@ static void arm(nccl_state *s, const watch_item *items, int n, double limit_s)
     pthread_mutex_unlock(&s->lock);
 }
 
-/* One wait: ev (NULL: until disarmed) within limit_s from now. */
+/* Called with s->lock held: one wait, ev (NULL: until disarmed) within
+ * limit_s from now. */
+static void arm_one_locked(nccl_state *s, cudaEvent_t ev, double limit_s, const char *what)
+{
+    s->one = (watch_item){.after = NULL, .done = ev, .what = what};
+    arm_locked(s, &s->one, 1, limit_s);
+}
+
 static void arm_one(nccl_state *s, cudaEvent_t ev, double limit_s, const char *what)
 {
     pthread_mutex_lock(&s->lock);
-    s->one = (watch_item){.after = NULL, .done = ev, .what = what};
-    arm_locked(s, &s->one, 1, limit_s);
+    arm_one_locked(s, ev, limit_s, what);
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -242,8 +248,7 @@ static void disarm(nccl_state *s)
 static void enter_calls(nccl_state *s, const char *what)
 {
     pthread_mutex_lock(&s->lock);
-    s->one = (watch_item){.after = NULL, .done = NULL, .what = what};
-    arm_locked(s, &s->one, 1, s->world->timeout_s);
+    arm_one_locked(s, NULL, s->world->timeout_s, what);
     s->in_call = true;
     pthread_mutex_unlock(&s->lock);
 }
