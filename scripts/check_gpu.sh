@@ -27,6 +27,7 @@
 #                    passes (and ncu beside them where it is), the NCCL transport, the
 #                    peaks kernels and the full GEMM sweep), each with its log and time
 #   peaks       60 s bin/peaks --gpu --quick; scripts/pytorch_bandwidth.py beside it
+#                    (HBM copy/triad/read/write, PCIe each way)
 #   allreduce   40 s bin/allreduce --transport nccl, 1 KiB..1 GiB, one rank (under
 #                    mpirun where it is)
 #   train      300 s the gpu-quick row of run_matrix.md (scripts/bench.sh): 8

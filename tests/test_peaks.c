@@ -349,6 +349,37 @@ Test(peaks_cli, pytorch_bandwidth_says_what_is_missing_in_one_line, .timeout = 6
     cr_expect(strstr(err, "--trials") != NULL && count_lines(err) == 1, "%s", err);
 }
 
+/* scripts/pytorch_bandwidth.py over tests/fakes/torch_stub, whose operations
+ * book their operands' bytes (a host<->device copy its bytes once) on a clock
+ * running at 1000 GB/s: every ceiling bin/peaks' bandwidth table sets PyTorch
+ * beside reads exactly 1000 when the script counts each figure's bytes as
+ * bin/peaks does. */
+Test(peaks_cli, pytorch_bandwidth_counts_bytes_as_bin_peaks, .timeout = 60)
+{
+    if (sh("command -v python3 >/dev/null 2>&1") != 0)
+        cr_skip_test("python3 is not installed");
+    char *dir = temp_dir(), cmd[2048], out[4096];
+    format_or_fail(cmd, sizeof cmd,
+                   "PYTHONPATH='%s/tests/fakes/torch_stub' python3 -B '%s/scripts/pytorch_bandwidth.py'"
+                   " --gib 0.01 --pcie-mib 4 --trials 2 --env stub --out '%s/bw.csv' 2>&1",
+                   ROOFLINE_SOURCE_DIR, ROOFLINE_SOURCE_DIR, dir);
+    cr_assert_eq(run_capture(cmd, out, sizeof out), 0, "%s", out);
+    cr_expect_eq(count_lines(out), 6, "%s", out);
+    char *csv = read_text(dir, "bw.csv");
+    static const char *const ceilings[] = {"hbm_copy", "hbm_triad", "hbm_read",
+                                           "hbm_write", "pcie_h2d", "pcie_d2h"};
+    for (size_t i = 0; i < sizeof ceilings / sizeof *ceilings; i++) {
+        char row[64];
+        format_or_fail(row, sizeof row, "\nstub,Stand-in GPU,%s,1000,GB/s,pytorch,,4,", ceilings[i]);
+        cr_expect(strstr(csv, row) != NULL, "no row '%s' in:\n%s", row + 1, csv);
+    }
+    cr_expect_eq(count_lines(csv), 7, "%s", csv);
+    cr_expect_eq(count_of(csv, "STREAM counting"), 4, "%s", csv);
+    cr_expect_eq(count_of(csv, "the bytes over the link, once"), 2, "%s", csv);
+    free(csv);
+    remove_temp_dir(dir);
+}
+
 /* ---- specs.csv --------------------------------------------------------------- */
 
 static gpu_spec_table load_specs(void)
