@@ -109,6 +109,12 @@ typedef struct {
     const char *name;
     /* NULL on failure, with the reason in err (e.g. the memory a batch needs). */
     backend *(*create)(const network *net, const backend_config *cfg, char *err, size_t err_len);
+    /* optional: 1 where this machine cannot run cfg's configuration at all
+     * (a GPU without the precision, a batch larger than its memory holds),
+     * with the reason in why; 0 where it can; -1 where it cannot be asked
+     * (why says why). What create would refuse first, asked before, so that
+     * such a configuration is told from a failure (bin/train: exit 3). */
+    int (*cannot_run)(const network *net, const backend_config *cfg, char *why, size_t why_len);
     void (*destroy)(backend *b);
     const char *(*error)(const backend *b);
 

@@ -579,15 +579,35 @@ Test(cuda_train_emu, no_gemm_algorithm_is_one_line_at_setup, .timeout = 600)
     remove_temp_dir(dir);
 }
 
-Test(cuda_train_emu, out_of_device_memory_is_one_line_and_no_rows, .timeout = 600)
+/* What the device cannot run at all, a batch larger than its memory or a
+ * precision its compute capability lacks, is exit 3 ("cannot run here", which
+ * the runner skips, not fails) with one line, before anything is allocated;
+ * a device that can runs it. */
+Test(cuda_train_emu, what_the_device_cannot_run_is_exit_3_and_one_line, .timeout = 600)
 {
     char *dir = temp_dir();
     char *err = one_line_failure(dir, "FAKE_CUDA_MEMORY_MB=40", "oom",
                                  SMALL " --precision fp32 --warmup 0 --iters 1 --out steps.csv",
                                  "steps.csv");
-    cr_expect(strstr(err, "device memory") && strstr(err, "fp32") &&
-                  strstr(err, "use a smaller --batch"),
+    cr_expect(strncmp(err, "train: cannot run here: a batch of 4 needs ", 43) == 0 &&
+                  strstr(err, "GiB of device memory") && strstr(err, "use a smaller --batch"),
               "%s", err);
+    cr_expect_eq(emulated_train(dir, "FAKE_CUDA_MEMORY_MB=40", "oom",
+                                SMALL " --precision fp32 --warmup 0 --iters 1"),
+                 3);
+    err = one_line_failure(dir, "FAKE_CUDA_CC=75", "cc",
+                           SMALL " --warmup 0 --iters 1 --out steps.csv", "steps.csv");
+    cr_expect_str_eq(err, "train: cannot run here: bf16 needs compute capability 8.0 or newer; "
+                          "host emulator (tests/emu) is 7.5\n");
+    cr_expect_eq(emulated_train(dir, "FAKE_CUDA_CC=75", "tf32",
+                                SMALL " --precision tf32 --warmup 0 --iters 1"),
+                 3, "%s", read_text(dir, "tf32.err"));
+    /* fp16 needs no Ampere; an Ampere runs bf16 */
+    cr_expect_eq(emulated_train(dir, "FAKE_CUDA_CC=75", "fp16",
+                                SMALL " --precision fp16 --warmup 0 --iters 1"),
+                 0, "%s", read_text(dir, "fp16.err"));
+    cr_expect_eq(emulated_train(dir, "FAKE_CUDA_CC=80", "a100", SMALL " --warmup 0 --iters 1"), 0,
+                 "%s", read_text(dir, "a100.err"));
     remove_temp_dir(dir);
 }
 

@@ -367,6 +367,14 @@ int train_run(const train_options *o, const backend_ops *ops, ddp_world *world)
                           .no_fusion = o->no_fusion, .depthwise = o->depthwise,
                           .conv_bias = o->conv_bias,
                           .algo_cache = o->algo_cache};
+    /* a configuration the device cannot run at all is told apart from a
+     * failure, before anything is allocated */
+    int refused = ops->cannot_run ? ops->cannot_run(&net, &cfg, err, sizeof err) : 0;
+    if (refused) {
+        say_failed(world, "%s%s", refused > 0 ? "cannot run here: " : "", err);
+        net_free(&net);
+        return refused > 0 ? TRAIN_CANNOT_RUN_HERE : 1;
+    }
     /* the backend first: a batch too large is reported before the host
      * allocates and fills it */
     backend *b = ops->create(&net, &cfg, err, sizeof err);

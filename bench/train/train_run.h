@@ -43,9 +43,14 @@ typedef struct {
     int fault_rank, fault_step; /* tests: rank fault_rank kills itself mid-step; -1: never */
 } train_options;
 
-/* Runs the process's training with ops; its exit status (0, or 1 after a
- * failure already reported on stderr in one line). With --ddp, `world` holds
- * the ranks (NULL otherwise). */
+/* The exit status of a process whose configuration this machine cannot run
+ * at all (backend_ops.cannot_run): not a failure of it, a configuration to
+ * skip here (scripts/bench.sh and scaling.sh do). */
+enum { TRAIN_CANNOT_RUN_HERE = 3 };
+
+/* Runs the process's training with ops; its exit status (0; 1 after a
+ * failure, 2 for --data, TRAIN_CANNOT_RUN_HERE, each reported on stderr in
+ * one line first). With --ddp, `world` holds the ranks (NULL otherwise). */
 int train_run(const train_options *o, const backend_ops *ops, ddp_world *world);
 
 /* Whether rows can be appended to the steps.csv at path: true when it is new

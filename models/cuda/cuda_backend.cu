@@ -210,20 +210,45 @@ static int allocate_layer(backend *b, int i)
     return 0;
 }
 
+/* Why the batch does not fit in the device's free memory, into why; false
+ * where it fits. */
+static bool memory_refused(const network *net, int batch, const precision_plan *pp,
+                           const mem_plan *plan, size_t free_bytes, size_t total, char *why,
+                           size_t why_len)
+{
+    int64_t need = cuda_planned_bytes(net, batch, pp, plan);
+    if (need <= (int64_t)free_bytes)
+        return false;
+    snprintf(why, why_len,
+             "a batch of %d needs %.2f GiB of device memory for activations, gradients and "
+             "parameters; %.2f GiB is free of %.2f: use a smaller --batch",
+             batch, need / 1073741824.0, free_bytes / 1073741824.0, total / 1073741824.0);
+    return true;
+}
+
+/* Why a device of compute capability cc cannot compute in prec, into why;
+ * false where it can. */
+static bool precision_refused(precision prec, int cc, const char *device_name, char *why,
+                              size_t why_len)
+{
+    bool ampere_type = prec == PREC_TF32 || prec == PREC_BF16;
+    if (!ampere_type || cc >= 80)
+        return false;
+    snprintf(why, why_len, "%s needs compute capability 8.0 or newer; %s is %d.%d",
+             precision_name(prec), device_name, cc / 10, cc % 10);
+    return true;
+}
+
 /* Fails early, with what a batch needs, rather than in the middle of the
  * allocations. */
 static int check_memory(backend *b)
 {
     size_t free_bytes = 0, total = 0;
     CUDA_TRY(b, cudaMemGetInfo(&free_bytes, &total));
-    int64_t need = cuda_planned_bytes(b->net, b->cfg.batch, &b->pp, &b->plan);
-    if (need > (int64_t)free_bytes)
-        return cuda_fail(b,
-                         "a batch of %d needs %.2f GiB of device memory for activations, "
-                         "gradients and parameters; %.2f GiB is free of %.2f: use a smaller "
-                         "--batch",
-                         b->cfg.batch, need / 1073741824.0, free_bytes / 1073741824.0,
-                         total / 1073741824.0);
+    char why[320];
+    if (memory_refused(b->net, b->cfg.batch, &b->pp, &b->plan, free_bytes, total, why,
+                       sizeof why))
+        return cuda_fail(b, "%s", why);
     return 0;
 }
 
@@ -236,11 +261,42 @@ static int check_device(backend *b)
     int cc = 10 * prop.major + prop.minor;
     snprintf(b->device_name, sizeof b->device_name, "%s", prop.name);
     b->algo_ctx.cc = cc;
-    bool ampere_type = b->pp.prec == PREC_TF32 || b->pp.prec == PREC_BF16;
-    if (ampere_type && cc < 80)
-        return cuda_fail(b, "%s needs compute capability 8.0 or newer; %s is %d.%d",
-                         precision_name(b->pp.prec), prop.name, prop.major, prop.minor);
+    char why[320];
+    if (precision_refused(b->pp.prec, cc, prop.name, why, sizeof why))
+        return cuda_fail(b, "%s", why);
     return 0;
+}
+
+/* What cuda_create refuses before it allocates anything, asked without a
+ * backend: the device's compute capability for the precision, and its free
+ * memory for the batch (the same checks, from the same plan). */
+extern "C" int cuda_cannot_run(const network *net, const backend_config *cfg, char *why,
+                               size_t why_len)
+{
+    cudaDeviceProp prop;
+    size_t free_bytes = 0, total = 0;
+    cudaError_t err = cudaSetDevice(cfg->device);
+    if (err == cudaSuccess)
+        err = cudaGetDeviceProperties(&prop, cfg->device);
+    if (err == cudaSuccess)
+        err = cudaMemGetInfo(&free_bytes, &total);
+    if (err != cudaSuccess) {
+        snprintf(why, why_len, "asking CUDA device %d what it can run: %s", cfg->device,
+                 cudaGetErrorString(err));
+        return -1;
+    }
+    if (precision_refused(cfg->prec, 10 * prop.major + prop.minor, prop.name, why, why_len))
+        return 1;
+    precision_plan pp = precision_plan_of(cfg->prec);
+    memplan_rules rules = cuda_memplan_rules(!cfg->no_fusion);
+    mem_plan plan;
+    if (memplan_make(net, cfg->batch, &rules, NULL, &plan)) {
+        snprintf(why, why_len, "out of host memory for the memory plan");
+        return -1;
+    }
+    bool refused = memory_refused(net, cfg->batch, &pp, &plan, free_bytes, total, why, why_len);
+    memplan_free(&plan);
+    return refused ? 1 : 0;
 }
 
 static int open_libraries(backend *b)

@@ -17,6 +17,12 @@ extern const backend_ops cuda_backend_ops;
  * device). */
 int cuda_device_count(char *why, size_t why_len);
 
+/* Whether device cfg->device cannot run a step of net at cfg's batch and
+ * precision at all: 1 with the reason in why (a precision it lacks, or more
+ * memory than it has free), 0 where it can, -1 with CUDA's error where the
+ * device cannot be asked. What cuda_create would refuse first, asked before. */
+int cuda_cannot_run(const network *net, const backend_config *cfg, char *why, size_t why_len);
+
 /* The operations of the table, one per backend_ops entry (cuda_ops.c fills
  * the table from C; they are defined in the .cu files). */
 backend *cuda_create(const network *net, const backend_config *cfg, char *err, size_t err_len);

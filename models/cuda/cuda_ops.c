@@ -6,6 +6,7 @@
 const backend_ops cuda_backend_ops = {
     .name = "cuda",
     .create = cuda_create,
+    .cannot_run = cuda_cannot_run,
     .destroy = cuda_destroy,
     .error = cuda_error,
     .read = cuda_read,

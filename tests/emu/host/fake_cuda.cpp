@@ -377,6 +377,15 @@ size_t device_bytes_now()
     return mb > 0 ? (size_t)mb << 20 : device_bytes;
 }
 
+/* FAKE_CUDA_CC=MN: the device's compute capability M.N (default 9.0), so that
+ * a GPU without a precision can be tested */
+int device_cc()
+{
+    const char *text = getenv("FAKE_CUDA_CC");
+    int cc = text ? atoi(text) : 90;
+    return cc >= 10 && cc <= 129 ? cc : 90;
+}
+
 cudaError_t take(void **p, size_t bytes)
 {
     size_t rounded = (bytes + 255) / 256 * 256;
@@ -662,8 +671,8 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
         return cudaErrorInvalidDevice;
     memset(prop, 0, sizeof *prop);
     snprintf(prop->name, sizeof prop->name, "host emulator (tests/emu)");
-    prop->major = 9;
-    prop->minor = 0;
+    prop->major = device_cc() / 10;
+    prop->minor = device_cc() % 10;
     prop->multiProcessorCount = FAKE_SM_COUNT;
     prop->totalGlobalMem = device_bytes_now();
     prop->warpSize = 32;
