@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-enum { RUN_PATH_LEN = 1024, RUN_NAME_LEN = 64, RUN_STATUS_LEN = 128 };
+enum { RUN_PATH_LEN = 1024, RUN_NAME_LEN = 64, RUN_STATUS_LEN = 384 };
 
 /* ---- env.json --------------------------------------------------------- */
 
@@ -105,6 +105,9 @@ typedef struct {
     int res, batch;
     bool trace;
     bool graph;  /* a --graph configuration (its trace pass, if any, runs eagerly) */
+    /* status "skipped here (why)": the machine cannot run it (bin/train's exit 3:
+     * a precision the GPU lacks, a batch its memory cannot hold), not a failure */
+    bool skipped_here;
     double seconds;
 } run_attempt;
 

@@ -34,6 +34,7 @@ int run_read_configs(run_model *m, col_file *f)
         a->repeat = col_text(f, i, repeat);
         a->log = col_text(f, i, log);
         a->trace = strcmp(a->repeat, "trace") == 0;
+        a->skipped_here = strncmp(a->status, "skipped here (", 14) == 0;
     }
     m->n_attempts = n;
     return 0;

@@ -36,8 +36,9 @@ static bool attempt_matches(const run_attempt *a, const summary_row *s)
 
 /* "ok" when every timed attempt was, else the first one's status that was
  * not; a trace pass that failed is added after it ("ok; trace: failed (exit
- * 1)"), since the step times stand without it. Marks the attempts it read
- * and returns the number of timed ones. */
+ * 1)"), since the step times stand without it, unless its status is that one
+ * (a configuration skipped here, trace pass and all). Marks the attempts it
+ * read and returns the number of timed ones. */
 static int config_status(const run_model *m, bool *used, summary_row *s)
 {
     int timed = 0;
@@ -54,6 +55,8 @@ static int config_status(const run_model *m, bool *used, summary_row *s)
             first_bad = a->status;
         timed += !a->trace;
     }
+    if (trace_bad && first_bad && strcmp(trace_bad, first_bad) == 0)
+        trace_bad = NULL;
     snprintf(s->status, sizeof s->status, "%s%s%s", first_bad ? first_bad : "ok",
              trace_bad ? "; trace: " : "", trace_bad ? trace_bad : "");
     return timed;

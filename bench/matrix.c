@@ -78,6 +78,12 @@ static const matrix_row *resolve(const run_matrix *m, const options *o)
     if (have_gpu && strcmp(r->backend, "cuda") != 0)
         fprintf(stderr, "%s: local: no row of %s matches the GPU '%s'; using %s\n", prog, o->file,
                 gpu, r->env);
+    else if (have_gpu && strcmp(r->env, MATRIX_GENERIC_GPU) == 0)
+        fprintf(stderr,
+                "%s: local: no row of %s is named after the GPU '%s'; using %s, the generic GPU "
+                "row (what this GPU cannot run is skipped; a row named by a word of the GPU's "
+                "name chooses its own configurations)\n",
+                prog, o->file, gpu, r->env);
     else if (!have_gpu)
         fprintf(stderr, "%s: local: %s; using %s\n", prog, why, r->env);
     return r;

@@ -5,7 +5,10 @@
 # into runs/<ENV>/<RUN_ID>/. Each process writes a part file that is renamed
 # into place only when the process succeeds, so an interrupted run resumes by
 # skipping what is complete; a failing configuration becomes a row of
-# configs.csv with its status and the matrix goes on.
+# configs.csv with its status and the matrix goes on. A configuration the
+# machine cannot run at all (bin/train's exit 3: a precision the GPU lacks, a
+# batch its memory cannot hold) is a row "skipped here (why)", its other repeats
+# and trace pass rows of the same, and is no failure.
 #
 #   scripts/bench.sh ENV [RUN=runs/ENV/ID|new] [MATRIX=run_matrix.md] [RUNS_DIR=runs]
 #                        [BIN=bin] [THREADS=N]
@@ -25,6 +28,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+CANNOT_RUN_HERE=3 # bin/train's exit status (bench/train/train_run.h)
 accepted="RUN=, MATRIX=, RUNS_DIR=, BIN=, THREADS="
 
 if [[ $# -lt 1 || -z $1 || $1 == *=* ]]; then
@@ -462,9 +466,11 @@ estimate_left() {
     human_ms "$left"
 }
 
-# Writes configuration k's configs.csv row for TAG (repR or trace).
+# Writes configuration k's configs.csv row for TAG (repR or trace); a status
+# with a comma or a quote (a skipped run's reason) is quoted, as CSV quotes.
 write_row() {
     local k=$1 tag=$2 repeat=$3 status=$4 seconds=$5 log=$6
+    [[ $status == *[,\"]* ]] && status=\"${status//\"/\"\"}\"
     fresh "${keys[k]}.$tag.config.csv.tmp"
     echo "$((k + 1))/$n_configs,${models[k]},${res[k]},${batch[k]},${prec[k]},$repeat,$status,$seconds,$log,${graph[k]}" \
         >"${keys[k]}.$tag.config.csv.tmp"
@@ -508,7 +514,14 @@ run_one() {
     run_child "$BIN/train" "${args[@]}" >"$run/$rel" 2>&1 || status=$?
     ms=$(($(now_ms) - t0))
     local row_status=ok
-    if ((status != 0)) || [[ ! -f $part.tmp ]]; then
+    skip_why=
+    if ((status == CANNOT_RUN_HERE)); then
+        # bin/train's line: a precision the GPU lacks, or a batch its memory
+        # cannot hold; not a failure
+        skip_why=$(sed -n 's/^train: cannot run here: //p' "$run/$rel" | head -n 1)
+        skip_why=${skip_why:-bin/train: this device cannot run it}
+        row_status="skipped here ($skip_why)"
+    elif ((status != 0)) || [[ ! -f $part.tmp ]]; then
         ((status == 0)) && status=1 # exited 0 without writing its rows
         row_status="failed (exit $status)"
     fi
@@ -523,6 +536,9 @@ run_one() {
     if [[ $row_status == ok ]]; then
         mv -f -T "$part.tmp" "$part"
         say "  ok in $(human_ms "$ms")"
+    elif [[ $row_status == skipped* ]]; then
+        rm -f "$part.tmp"
+        say "  $row_status"
     else
         # what it did measure stays beside the log, out of the run's CSV files
         if [[ -f $part.tmp ]]; then mv -f -T "$part.tmp" "$part.failed"; fi
@@ -533,11 +549,25 @@ run_one() {
 }
 
 for ((k = 0; k < n_configs; k++)); do
-    ok_repeats=0
+    ok_repeats=0 skip_why=
     for ((r = 1; r <= repeats[k]; r++)); do
         [[ -f ${keys[k]}.rep$r.steps.csv ]] || run_one "$k" "$r"
         [[ -f ${keys[k]}.rep$r.steps.csv ]] && ok_repeats=$((ok_repeats + 1))
+        [[ -n $skip_why ]] && break
     done
+    if [[ -n $skip_why ]]; then
+        # what the device cannot run with one seed it cannot run with
+        # another: the other repeats and the trace pass are rows, not runs
+        for ((r = r + 1; r <= repeats[k]; r++)); do
+            write_row "$k" "rep$r" "$r" "skipped here ($skip_why)" 0.0 ""
+            done_runs=$((done_runs + 1))
+        done
+        if ${traced[k]} && [[ ! -f ${keys[k]}.kernels.csv ]]; then
+            write_row "$k" trace trace "skipped here ($skip_why)" 0.0 ""
+            done_runs=$((done_runs + 1))
+        fi
+        continue
+    fi
     [[ -f ${keys[k]}.kernels.csv ]] && continue
     ${traced[k]} || continue
     if ((ok_repeats > 0)); then
@@ -574,10 +604,11 @@ fi
 # ---- the run is complete: every configuration was attempted --------------------
 n_ok=$(awk -F, 'NR > 1 && $7 == "ok"' "$run/configs.csv" | wc -l)
 n_failed=$(awk -F, 'NR > 1 && $7 ~ /^failed/' "$run/configs.csv" | wc -l)
+n_skipped=$(awk -F, 'NR > 1 && $7 ~ /^"?skipped here \(/' "$run/configs.csv" | wc -l)
 fresh "$run/complete.tmp"
 {
     echo "finished $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-    echo "runs ok $n_ok, failed $n_failed, of $total_runs"
+    echo "runs ok $n_ok, failed $n_failed, skipped $n_skipped (this machine cannot run them), of $total_runs"
 } >"$run/complete.tmp"
 mv -f -T "$run/complete.tmp" "$run/complete"
 
@@ -631,4 +662,8 @@ if ! $rendered; then
     say "done: $run ($n_ok runs ok) but without a report"
     exit 1
 fi
-say "done: $run ($n_ok runs ok)"
+if ((n_skipped > 0)); then
+    say "done: $run ($n_ok runs ok; $n_skipped skipped: this machine cannot run them, configs.csv says why)"
+else
+    say "done: $run ($n_ok runs ok)"
+fi

@@ -277,7 +277,7 @@ stage_allreduce() {
 }
 
 stage_train() {
-    local dir=$OUT/train run ok failed
+    local dir=$OUT/train run ok skipped failed
     need "$BIN/train"
     ${BENCH:-scripts/bench.sh} gpu-quick RUN=new RUNS_DIR="$dir/runs" BIN="$BIN" >"$dir/bench.log" 2>&1
     local rc=$?
@@ -289,9 +289,13 @@ stage_train() {
         return 1
     fi
     echo "$run" >"$dir/run_folder.txt"
-    ok=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "status") s = i } NR > 1 && $s == "ok"' "$run/configs.csv" 2>/dev/null | wc -l)
-    failed=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "status") s = i } NR > 1 && $s != "ok"' "$run/configs.csv" 2>/dev/null | wc -l)
-    result "run folder $run: $ok processes ok, $failed not (bench.sh exit $rc); report: $([[ -f $run/report.html ]] && echo "$run/report.html" || echo none)"
+    # (a status with a comma is quoted: the cell up to it still starts as the status)
+    local count='NR == 1 { for (i = 1; i <= NF; i++) if ($i == "status") s = i }
+        NR > 1 { st = $s; sub(/^"/, "", st)
+                 n[st == "ok" ? "ok" : st ~ /^skipped here \(/ ? "skipped" : "failed"]++ }
+        END { printf "%d %d %d\n", n["ok"], n["skipped"], n["failed"] }'
+    read -r ok skipped failed <<<"$(awk -F, "$count" "$run/configs.csv" 2>/dev/null || echo 0 0 0)"
+    result "run folder $run: $ok processes ok, $failed not$( ((skipped)) && echo ", $skipped skipped here (the GPU cannot run them: configs.csv says why)") (bench.sh exit $rc); report: $([[ -f $run/report.html ]] && echo "$run/report.html" || echo none)"
     grep -E 'failed|FAILED' "$dir/bench.log" | head -n 8 | sed 's/^/  /' >>"$dir/result.txt"
     # what --depthwise auto chose for MobileNetV2 and --conv-bias auto for
     # VGG-16, and what both sides cost

@@ -170,10 +170,19 @@ run_scaling() {
     t0=$(date +%s)
     # shellcheck disable=SC2046 # the launcher's words split on purpose
     $(launch_args "$n" "$per_rank" "${backend[k]}") "$BIN/train" "${args[@]}" >"$run/$rel" 2>&1 || status=$?
-    local seconds=$(($(date +%s) - t0)) row_status=ok
+    local seconds=$(($(date +%s) - t0)) row_status=ok why
     if ((status == 0)) && [[ -f $part.tmp ]]; then
         mv "$part.tmp" "$part"
         say "  ok in $seconds s"
+    elif ((status == 3)); then
+        # bin/train's exit for what the device cannot run (a precision the GPU
+        # lacks, a batch its memory cannot hold): skipped, not failed
+        why=$(grep -m1 -o 'cannot run here: .*' "$run/$rel" 2>/dev/null || true)
+        why=${why#cannot run here: }
+        row_status="skipped here (${why:-bin/train: this device cannot run it})"
+        rm -f "$part.tmp"
+        say "  $row_status"
+        [[ $row_status == *[,\"]* ]] && row_status=\"${row_status//\"/\"\"}\"
     else
         ((status == 0)) && status=1
         row_status="failed (exit $status)"
@@ -191,6 +200,11 @@ for ((k = 0; k < n_configs; k++)); do
     key=${models[k]}_r${res[k]}_b${batch[k]}_${prec[k]}
     # one rank: once, the baseline of both modes
     run_scaling "$k" weak 1
+    # what one device cannot run has no baseline to scale from
+    if grep -q ',"\?skipped here (' "$run/parts/$key.weak.n1.scaling.config.csv" 2>/dev/null; then
+        ((${#sizes[@]} > 1)) && say "skipped (${models[k]} res ${res[k]} batch ${batch[k]} ${prec[k]} at more ranks: one rank cannot run it)"
+        continue
+    fi
     if [[ -f $run/parts/$key.weak.n1.scaling.csv && ! -f $run/parts/$key.strong.n1.scaling.csv ]]; then
         awk -F, -v OFS=, 'NR == 1 { print; next } { $4 = "strong"; print }' \
             "$run/parts/$key.weak.n1.scaling.csv" >"$run/parts/$key.strong.n1.scaling.csv.tmp"

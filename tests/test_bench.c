@@ -145,3 +145,122 @@ Test(bench, smoke_run_resume_and_failure, .timeout = 120)
     free(failed);
     remove_temp_dir(dir);
 }
+
+/* A configuration the machine cannot run at all (bin/train's exit 3: here a
+ * stand-in bin/train refuses every batch of 8 as a GPU short of memory
+ * would) is skipped, not failed: one process tries it, its other repeat and
+ * its trace pass are rows of the same status, its reason (commas and all) is
+ * one quoted cell, the scaling stage does not scale it, the report says so
+ * apart from failures, the run exits 0, and a resume keeps it that way. */
+Test(bench, what_the_machine_cannot_run_is_skipped_not_failed, .timeout = 300)
+{
+    /* the scaling stage where this build has --ddp and mpirun is there (not
+     * under make test-asan, which builds without MPI) */
+    bool ddp = sh("command -v mpirun >/dev/null && '%s/train' --help | grep -q -- --ddp",
+                  ROOFLINE_BIN_DIR) == 0;
+    int skips = ddp ? 4 : 3;
+    char *dir = temp_dir();
+    char path[1024], runs[1024], run[1024];
+    static char out[1 << 16];
+    write_text(dir, "matrix.md",
+               "| ENV | backend | models | res | batch | precision | warmup | iters | repeats | "
+               "ranks | counters | peaks |\n"
+               "|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+               "| skip | cpu | resnet18-cifar@8/4, resnet18-cifar@8/8 | - | - | fp32 | 0 | 1 | 2 | "
+               "1, 2 | perf | quick |\n");
+    write_text(dir, "train",
+               "#!/bin/bash\n"
+               "case \" $* \" in\n"
+               "*' --batch 8 '*)\n"
+               "  echo \"$*\" >>\"${0%/*}/refused.log\"\n"
+               "  echo 'train: cannot run here: a batch of 8 needs 1.50 GiB of device memory for "
+               "activations, gradients and parameters; 0.75 GiB is free of 0.75: use a smaller "
+               "--batch' >&2\n"
+               "  exit 3 ;;\n"
+               "esac\n"
+               "exec \"$REAL_TRAIN\" \"$@\"\n");
+    cr_assert_eq(sh("cd '%s' && mkdir bin && ln -s '%s'/* bin/ && rm bin/train && mv train bin/ "
+                    "&& chmod +x bin/train",
+                    dir, ROOFLINE_BIN_DIR),
+                 0);
+    format_or_fail(path, sizeof path, "%s/matrix.md", dir);
+    format_or_fail(runs, sizeof runs, "%s/runs", dir);
+    char cmd[4096];
+    format_or_fail(cmd, sizeof cmd,
+                   "cd '%s' && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 THREADS=2 "
+                   "REAL_TRAIN='%s/train' scripts/bench.sh skip MATRIX='%s' RUNS_DIR='%s' "
+                   "BIN='%s/bin' 2>&1",
+                   ROOFLINE_SOURCE_DIR, ROOFLINE_BIN_DIR, path, runs, dir);
+    int status = run_capture(cmd, out, sizeof out);
+    cr_assert_eq(status, 0, "bench exited %d:\n%s", status, out);
+    const char *why = "a batch of 8 needs 1.50 GiB of device memory for activations, gradients "
+                      "and parameters; 0.75 GiB is free of 0.75: use a smaller --batch";
+    char want[1024];
+    format_or_fail(want, sizeof want, "bench:   skipped here (%s)\n", why);
+    cr_expect_eq(count_of(out, want), 1, "%s", out);
+    format_or_fail(want, sizeof want, "bench: scaling:   skipped here (%s)\n", why);
+    cr_expect_eq(count_of(out, want), ddp, "%s", out);
+    cr_expect_eq(count_of(out, "skipped (resnet18-cifar res 8 batch 8 fp32 at more ranks: one "
+                               "rank cannot run it)"),
+                 ddp, "%s", out);
+    format_or_fail(want, sizeof want, " runs ok; %d skipped: this machine cannot run them", skips);
+    cr_expect(strstr(out, want) != NULL, "%s", out);
+    /* one process tried it alone, and one under mpirun at one rank */
+    char *refused = read_text(dir, "bin/refused.log");
+    cr_expect_eq(count_lines(refused), 1 + ddp, "%s", refused);
+    cr_expect_eq(count_of(refused, "--ddp"), ddp, "%s", refused);
+
+    format_or_fail(run, sizeof run, "%s/skip", runs);
+    cr_assert_eq(sh("cd '%s' && ln -s '%s'/2* run", dir, run), 0);
+    format_or_fail(run, sizeof run, "%s/run", dir);
+    char *configs = read_text(run, "configs.csv");
+    static const char *const tags[] = {"1", "2", "trace"};
+    for (size_t i = 0; i < 3; i++) {
+        format_or_fail(want, sizeof want, "\n2/2,resnet18-cifar,8,8,fp32,%s,\"skipped here (%s)\",",
+                       tags[i], why);
+        cr_expect(strstr(configs, want) != NULL, "no row '%s' in:\n%s", want + 1, configs);
+    }
+    if (ddp) {
+        format_or_fail(want, sizeof want,
+                       "\nscaling,resnet18-cifar,8,8,fp32,weak-1,\"skipped here (%s)\",", why);
+        cr_expect(strstr(configs, want) != NULL, "%s", configs);
+        cr_expect(strstr(configs, "\nscaling,resnet18-cifar,8,4,fp32,strong-2,ok,") != NULL,
+                  "%s", configs);
+    }
+    cr_expect_eq(count_of(configs, "failed"), 0, "%s", configs);
+    char *complete = read_text(run, "complete");
+    format_or_fail(want, sizeof want, "failed 0, skipped %d (this machine cannot run them)", skips);
+    cr_expect(strstr(complete, want) != NULL, "%s", complete);
+    char *md = read_text(run, "report.md");
+    cr_expect(strstr(md, "1 configuration of the matrix was skipped here, not failed: this "
+                         "machine cannot run it") != NULL,
+              "%s", md);
+    format_or_fail(want, sizeof want, "did not complete: 0 failed, and %d were skipped here", skips);
+    cr_expect(strstr(md, want) != NULL, "%s", md);
+    cr_expect(strstr(md, "runs did not complete, ") == NULL, "a skip reads as a failure:\n%s", md);
+    /* the study is whole: what the machine cannot run is no gap */
+    status = sh("cd '%s' && scripts/check_run.sh '%s' >'%s/check.out' 2>&1", ROOFLINE_SOURCE_DIR,
+                run, dir);
+    char *check = read_text(dir, "check.out");
+    cr_expect_eq(status, 0, "%s", check);
+    format_or_fail(want, sizeof want, "every run ok or skipped here (%d: the machine cannot run them)",
+                   skips);
+    cr_expect(strstr(check, want) != NULL, "%s", check);
+    free(check);
+    free(md);
+    free(complete);
+    free(refused);
+    free(configs);
+
+    /* a resume asks once more, and the rows stay one each */
+    format_or_fail(cmd, sizeof cmd,
+                   "cd '%s' && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 THREADS=2 "
+                   "REAL_TRAIN='%s/train' scripts/bench.sh skip MATRIX='%s' RUNS_DIR='%s' "
+                   "BIN='%s/bin' RUN='%s' 2>&1",
+                   ROOFLINE_SOURCE_DIR, ROOFLINE_BIN_DIR, path, runs, dir, run);
+    cr_expect_eq(run_capture(cmd, out, sizeof out), 0, "%s", out);
+    configs = read_text(run, "configs.csv");
+    cr_expect_eq(count_of(configs, "skipped here ("), skips, "%s", configs);
+    free(configs);
+    remove_temp_dir(dir);
+}

@@ -246,6 +246,29 @@ Test(matrix, local_is_the_row_named_by_the_gpu)
         cr_expect_str_eq(r->env, cases[i].env, "GPU '%s'", cases[i].gpu ? cases[i].gpu : "none");
     }
     matrix_free(&m);
+
+    /* with the generic row, a GPU no row names takes it, never a machine
+     * without a GPU, and a GPU whose name holds the word "GPU" is no better
+     * named by it */
+    m = parse_ok("| cpu | cpu | resnet18 | 224 | 8 | fp32 | 3 | 10 | 2 | 1 | perf |\n"
+                 "| gpu | cuda | resnet18 | 224 | 8 | fp32 | 3 | 10 | 2 | 1 | cupti |\n"
+                 "| h100 | cuda | resnet18 | 224 | 8 | fp32 | 3 | 10 | 2 | 1 | cupti |\n");
+    const struct { const char *gpu, *env; } generic[] = {
+        {"NVIDIA H100 80GB HBM3", "h100"}, {"NVIDIA L40S", "gpu"}, {"NVIDIA GH200 480GB", "gpu"},
+        {"Some GPU H100", "h100"},         {NULL, "cpu"},
+    };
+    for (size_t i = 0; i < sizeof generic / sizeof *generic; i++) {
+        const matrix_row *r = matrix_local_row(&m, generic[i].gpu);
+        cr_assert_not_null(r);
+        cr_expect_str_eq(r->env, generic[i].env, "GPU '%s'",
+                         generic[i].gpu ? generic[i].gpu : "none");
+    }
+    matrix_free(&m);
+    /* a generic row of the cpu backend is no GPU's */
+    m = parse_ok("| cpu | cpu | resnet18 | 224 | 8 | fp32 | 3 | 10 | 2 | 1 | perf |\n"
+                 "| gpu | cpu | resnet18 | 224 | 8 | fp32 | 3 | 10 | 2 | 1 | perf |\n");
+    cr_expect_str_eq(matrix_local_row(&m, "NVIDIA L40S")->env, "cpu");
+    matrix_free(&m);
 }
 
 /* ---- the shipped run_matrix.md and bin/matrix --------------------------------- */
@@ -256,7 +279,7 @@ Test(matrix, shipped_table_has_the_agreed_rows)
     char err[512] = "";
     cr_assert_eq(matrix_load(ROOFLINE_SOURCE_DIR "/run_matrix.md", &m, err, sizeof err), 0, "%s",
                  err);
-    const char *envs[] = {"cpu", "cpu-full", "h200", "h100", "a100", "t4", "rtx4090"};
+    const char *envs[] = {"cpu", "cpu-full", "h200", "h100", "a100", "t4", "rtx4090", "gpu"};
     for (size_t i = 0; i < sizeof envs / sizeof *envs; i++)
         cr_expect_not_null(matrix_find(&m, envs[i]), "row %s", envs[i]);
     /* the default of a machine without a GPU covers all four networks */

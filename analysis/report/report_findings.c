@@ -390,7 +390,7 @@ static void peaks_finding(report_doc *d, const run_model *run)
 
 static bool failed(const run_attempt *a)
 {
-    return strcmp(a->status, "ok") != 0;
+    return strcmp(a->status, "ok") != 0 && !a->skipped_here;
 }
 
 static bool same_config(const run_attempt *a, const run_attempt *b)
@@ -426,6 +426,36 @@ static void failure_finding(report_doc *d, const run_model *run)
                  runs, run->n_attempts, configs, configs == 1 ? "" : "s", list);
 }
 
+/* The configurations this machine cannot run (a precision the GPU lacks, a
+ * batch its memory cannot hold), by name: their reasons are in the table. */
+static void skipped_finding(report_doc *d, const run_model *run)
+{
+    int configs = 0;
+    char list[1024] = "", name[160];
+    size_t used = 0;
+    for (int i = 0; i < run->n_attempts; i++) {
+        const run_attempt *a = &run->attempts[i];
+        if (!a->skipped_here || a->trace)
+            continue;
+        bool first = true;
+        for (int j = 0; j < i && first; j++)
+            first = !(run->attempts[j].skipped_here && same_config(&run->attempts[j], a));
+        if (!first)
+            continue;
+        char label[FMT_LEN];
+        report_key_short(name, sizeof name, a->model, a->res, a->batch,
+                         report_precision_label(label, sizeof label, a->precision, a->graph));
+        fmt_append(list, sizeof list, &used, "%s%s", configs ? ", " : "", name);
+        configs++;
+    }
+    if (configs > 0)
+        doc_item(d, "%d configuration%s of the matrix %s skipped here, not failed: this machine "
+                    "cannot run %s (a precision the GPU lacks, or a batch larger than its "
+                    "memory holds; the reason of each under \"Failed and skipped runs\"): %s.",
+                 configs, configs == 1 ? "" : "s", configs == 1 ? "was" : "were",
+                 configs == 1 ? "it" : "them", list);
+}
+
 void report_findings(report_doc *d, const run_model *run)
 {
     doc_heading(d, 1, "Findings");
@@ -453,6 +483,7 @@ void report_findings(report_doc *d, const run_model *run)
     graph_finding(d, s);
     variability_findings(d, &run->variability);
     failure_finding(d, run);
+    skipped_finding(d, run);
     if (d->n > 0 && d->blocks[d->n - 1].kind == DOC_LIST && d->blocks[d->n - 1].n_cells == 0)
         doc_item(d, "Nothing to report yet: the run folder has no analysed data (run "
                     "scripts/render.sh on it).");

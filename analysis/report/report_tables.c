@@ -160,9 +160,11 @@ void report_results(report_doc *d, const run_model *run)
 
 void report_failures(report_doc *d, const run_model *run)
 {
-    int n = 0;
-    for (int i = 0; i < run->n_attempts; i++)
+    int n = 0, skipped = 0;
+    for (int i = 0; i < run->n_attempts; i++) {
         n += strcmp(run->attempts[i].status, "ok") != 0;
+        skipped += run->attempts[i].skipped_here;
+    }
     doc_heading(d, 1, "Failed and skipped runs");
     if (!(run->present & RUN_CONFIGS)) {
         doc_para(d, "No configs.csv: which runs were attempted is not recorded here.");
@@ -172,9 +174,17 @@ void report_failures(report_doc *d, const run_model *run)
         doc_para(d, "All %d runs of the matrix completed.", run->n_attempts);
         return;
     }
-    doc_para(d, "%d of the %d runs did not complete; the matrix went on. Their logs are named "
-                "relative to the run folder.",
-             n, run->n_attempts);
+    if (skipped == 0)
+        doc_para(d, "%d of the %d runs did not complete; the matrix went on. Their logs are "
+                    "named relative to the run folder.",
+                 n, run->n_attempts);
+    else
+        doc_para(d, "%d of the %d runs did not complete: %d failed, and %d %s skipped here "
+                    "(\"skipped here\": this machine cannot run %s, a precision its GPU lacks or "
+                    "a batch larger than its memory holds; not a failure). The matrix went on. "
+                    "Logs are named relative to the run folder.",
+                 n, run->n_attempts, n - skipped, skipped, skipped == 1 ? "was" : "were",
+                 skipped == 1 ? "it" : "them");
     doc_table(d, "llrrlrll",
               (const char *const[]){"config", "model", "res", "batch", "precision", "repeat",
                                     "status", "log"});

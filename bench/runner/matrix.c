@@ -636,10 +636,17 @@ const matrix_row *matrix_local_row(const run_matrix *m, const char *gpu_name)
     if (gpu_name) {
         for (int i = 0; i < m->n_rows; i++) {
             const matrix_row *r = &m->rows[i];
-            if (strcmp(r->backend, "cuda") == 0 && env_names_gpu(r->env, gpu_name) &&
+            /* the generic row names no GPU, even one whose name has the word */
+            if (strcmp(r->backend, "cuda") == 0 && strcmp(r->env, MATRIX_GENERIC_GPU) != 0 &&
+                env_names_gpu(r->env, gpu_name) &&
                 (!best || strlen(r->env) > strlen(best->env)))
                 best = r;
         }
     }
-    return best ? best : matrix_find(m, "cpu");
+    if (best)
+        return best;
+    const matrix_row *generic = gpu_name ? matrix_find(m, MATRIX_GENERIC_GPU) : NULL;
+    if (generic && strcmp(generic->backend, "cuda") == 0)
+        return generic;
+    return matrix_find(m, "cpu");
 }

@@ -85,10 +85,14 @@ const char *matrix_env_names(const run_matrix *m, char *buf, size_t len);
  * the next. */
 int matrix_expand(const matrix_row *row, matrix_config *out, int max);
 
+/* The generic GPU row: the one `local` stands for on a GPU that no row names. */
+#define MATRIX_GENERIC_GPU "gpu"
+
 /* The row `local` stands for: the cuda row whose name is a word, or adjacent
  * words run together, of the GPU's name ("NVIDIA H100 80GB HBM3" -> h100,
- * "NVIDIA GeForce RTX 4090" -> rtx4090), else the row named cpu. gpu_name
- * NULL: no GPU. NULL when neither exists. */
+ * "NVIDIA GeForce RTX 4090" -> rtx4090); on a GPU no row names, the cuda row
+ * MATRIX_GENERIC_GPU; else (no GPU, or no such row) the row named cpu.
+ * gpu_name NULL: no GPU. NULL when none of them exists. */
 const matrix_row *matrix_local_row(const run_matrix *m, const char *gpu_name);
 
 #endif
