@@ -638,6 +638,34 @@ static void check_memory(void)
         }
     }
     trainer_close(&t);
+
+    /* a batch beyond the device's memory is refused before anything is
+     * allocated (bin/train's exit 3): asked first, and by create alike */
+    network net;
+    if (zoo_build(&net, "resnet50", 224, 1000) != NET_OK) {
+        expectf(false, "zoo_build resnet50: %s", net.err);
+        return;
+    }
+    backend_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.batch = 1 << 16;
+    cfg.threads = 1;
+    cfg.prec = PREC_FP32;
+    char why[640] = "", err[640] = "";
+    cudaMemGetInfo(&free0, &total);
+    int refused = cuda_cannot_run(&net, &cfg, why, sizeof why);
+    backend *b = cuda_backend_ops.create(&net, &cfg, err, sizeof err);
+    cudaMemGetInfo(&free1, &total);
+    expectf(refused == 1 && strstr(why, "a batch of 65536 needs") && !b &&
+                strstr(err, "a batch of 65536 needs") && free1 + (64 << 20) >= free0,
+            "resnet50 fp32 batch 65536: refused before any allocation (%d: %s), create too (%s)",
+            refused, why, err);
+    if (b)
+        cuda_backend_ops.destroy(b);
+    cfg.batch = 16;
+    expectf(cuda_cannot_run(&net, &cfg, why, sizeof why) == 0,
+            "resnet50 fp32 batch 16: the device can run it");
+    net_free(&net);
 }
 
 int main(void)
