@@ -28,7 +28,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-CANNOT_RUN_HERE=3 # bin/train's exit status (bench/train/train_run.h)
+# shellcheck source=SCRIPTDIR/run_status.sh
+. "$here/run_status.sh"
 accepted="RUN=, MATRIX=, RUNS_DIR=, BIN=, THREADS="
 
 if [[ $# -lt 1 || -z $1 || $1 == *=* ]]; then
@@ -466,11 +467,10 @@ estimate_left() {
     human_ms "$left"
 }
 
-# Writes configuration k's configs.csv row for TAG (repR or trace); a status
-# with a comma or a quote (a skipped run's reason) is quoted, as CSV quotes.
+# Writes configuration k's configs.csv row for TAG (repR or trace).
 write_row() {
-    local k=$1 tag=$2 repeat=$3 status=$4 seconds=$5 log=$6
-    [[ $status == *[,\"]* ]] && status=\"${status//\"/\"\"}\"
+    local k=$1 tag=$2 repeat=$3 status seconds=$5 log=$6
+    status=$(csv_cell "$4")
     fresh "${keys[k]}.$tag.config.csv.tmp"
     echo "$((k + 1))/$n_configs,${models[k]},${res[k]},${batch[k]},${prec[k]},$repeat,$status,$seconds,$log,${graph[k]}" \
         >"${keys[k]}.$tag.config.csv.tmp"
@@ -514,13 +514,11 @@ run_one() {
     run_child "$BIN/train" "${args[@]}" >"$run/$rel" 2>&1 || status=$?
     ms=$(($(now_ms) - t0))
     local row_status=ok
-    skip_why=
+    skip_status=
     if ((status == CANNOT_RUN_HERE)); then
-        # bin/train's line: a precision the GPU lacks, or a batch its memory
-        # cannot hold; not a failure
-        skip_why=$(sed -n 's/^train: cannot run here: //p' "$run/$rel" | head -n 1)
-        skip_why=${skip_why:-bin/train: this device cannot run it}
-        row_status="skipped here ($skip_why)"
+        # a precision the GPU lacks, or a batch its memory cannot hold: not a failure
+        skip_status=$(skipped_here_status "$run/$rel")
+        row_status=$skip_status
     elif ((status != 0)) || [[ ! -f $part.tmp ]]; then
         ((status == 0)) && status=1 # exited 0 without writing its rows
         row_status="failed (exit $status)"
@@ -549,21 +547,21 @@ run_one() {
 }
 
 for ((k = 0; k < n_configs; k++)); do
-    ok_repeats=0 skip_why=
+    ok_repeats=0 skip_status=
     for ((r = 1; r <= repeats[k]; r++)); do
         [[ -f ${keys[k]}.rep$r.steps.csv ]] || run_one "$k" "$r"
         [[ -f ${keys[k]}.rep$r.steps.csv ]] && ok_repeats=$((ok_repeats + 1))
-        [[ -n $skip_why ]] && break
+        [[ -n $skip_status ]] && break
     done
-    if [[ -n $skip_why ]]; then
+    if [[ -n $skip_status ]]; then
         # what the device cannot run with one seed it cannot run with
         # another: the other repeats and the trace pass are rows, not runs
         for ((r = r + 1; r <= repeats[k]; r++)); do
-            write_row "$k" "rep$r" "$r" "skipped here ($skip_why)" 0.0 ""
+            write_row "$k" "rep$r" "$r" "$skip_status" 0.0 ""
             done_runs=$((done_runs + 1))
         done
         if ${traced[k]} && [[ ! -f ${keys[k]}.kernels.csv ]]; then
-            write_row "$k" trace trace "skipped here ($skip_why)" 0.0 ""
+            write_row "$k" trace trace "$skip_status" 0.0 ""
             done_runs=$((done_runs + 1))
         fi
         continue

@@ -16,6 +16,8 @@
 #   environment: BIN (default bin), THREADS (all ranks of a node together),
 #   LAUNCHER (default: srun inside a Slurm job, else mpirun)
 set -euo pipefail
+# shellcheck source=SCRIPTDIR/run_status.sh
+. "$(dirname "${BASH_SOURCE[0]}")/run_status.sh"
 
 if [[ $# -ne 2 || ! -f $1/matrix.tsv ]]; then
     echo "scaling: give the run folder and the ranks column: scripts/scaling.sh RUN_DIR '1, 2'" >&2
@@ -170,19 +172,15 @@ run_scaling() {
     t0=$(date +%s)
     # shellcheck disable=SC2046 # the launcher's words split on purpose
     $(launch_args "$n" "$per_rank" "${backend[k]}") "$BIN/train" "${args[@]}" >"$run/$rel" 2>&1 || status=$?
-    local seconds=$(($(date +%s) - t0)) row_status=ok why
+    local seconds=$(($(date +%s) - t0)) row_status=ok
     if ((status == 0)) && [[ -f $part.tmp ]]; then
         mv "$part.tmp" "$part"
         say "  ok in $seconds s"
-    elif ((status == 3)); then
-        # bin/train's exit for what the device cannot run (a precision the GPU
-        # lacks, a batch its memory cannot hold): skipped, not failed
-        why=$(grep -m1 -o 'cannot run here: .*' "$run/$rel" 2>/dev/null || true)
-        why=${why#cannot run here: }
-        row_status="skipped here (${why:-bin/train: this device cannot run it})"
+    elif ((status == CANNOT_RUN_HERE)); then
+        # a precision the GPU lacks, a batch its memory cannot hold: skipped, not failed
+        row_status=$(skipped_here_status "$run/$rel")
         rm -f "$part.tmp"
         say "  $row_status"
-        [[ $row_status == *[,\"]* ]] && row_status=\"${row_status//\"/\"\"}\"
     else
         ((status == 0)) && status=1
         row_status="failed (exit $status)"
@@ -192,7 +190,7 @@ run_scaling() {
     fi
     # the configuration's own batch: the row joins its configuration's
     # attempts (repeat names the mode and the world size)
-    echo "scaling,${models[k]},${res[k]},${batch[k]},${prec[k]},$mode-$n,$row_status,$seconds,$rel,off" \
+    echo "scaling,${models[k]},${res[k]},${batch[k]},${prec[k]},$mode-$n,$(csv_cell "$row_status"),$seconds,$rel,off" \
         >"$run/parts/$key.$mode.n$n.scaling.config.csv"
 }
 
