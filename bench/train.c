@@ -86,6 +86,9 @@ static void print_help(void)
            "(mode weak by default; efficiency against --baseline-ms, the 1-rank step:\n"
            "strong T1/(N x TN), weak T1/TN). --fault-kill RANK:STEP (tests): that rank\n"
            "kills itself (SIGKILL) halfway through the backward of that step.\n");
+    /* the runner reads this line: no scaling stage from a build that cannot run it */
+    if (!ddp_world_available())
+        printf("--ddp is not in this build (no MPI: mpicc was not found when it was built).\n");
 }
 
 static float parse_lr(const char *text)

@@ -586,8 +586,10 @@ for n in "${rank_list[@]}"; do
 done
 if ! $multi_rank; then
     say "scaling: skipped (the matrix lists no world size above 1 for $env_name)"
-elif ! "$BIN/train" --help 2>/dev/null | grep -q -- '--ddp'; then
+elif ! train_help=$("$BIN/train" --help 2>/dev/null) || ! grep -q -- '--ddp' <<<"$train_help"; then
     say "scaling: skipped (bin/train has no --ddp yet: world sizes $ranks not run)"
+elif grep -q -- '--ddp is not in this build' <<<"$train_help"; then
+    say "scaling: skipped (this bin/train is built without MPI: world sizes $ranks not run; 'make deps', then rebuild)"
 else
     # bin/train --ddp at each world size (strong and weak), the allreduce
     # curve and the model's predictions; world sizes this machine cannot
