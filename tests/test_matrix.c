@@ -252,10 +252,12 @@ Test(matrix, local_is_the_row_named_by_the_gpu)
      * named by it */
     m = parse_ok("| cpu | cpu | resnet18 | 224 | 8 | fp32 | 3 | 10 | 2 | 1 | perf |\n"
                  "| gpu | cuda | resnet18 | 224 | 8 | fp32 | 3 | 10 | 2 | 1 | cupti |\n"
-                 "| h100 | cuda | resnet18 | 224 | 8 | fp32 | 3 | 10 | 2 | 1 | cupti |\n");
+                 "| h100 | cuda | resnet18 | 224 | 8 | fp32 | 3 | 10 | 2 | 1 | cupti |\n"
+                 "| l4 | cuda | resnet18 | 224 | 8 | fp32 | 3 | 10 | 2 | 1 | cupti |\n");
+    /* "NVIDIA L4 GPU": the longer name "gpu" would win over "l4" if it could name a GPU */
     const struct { const char *gpu, *env; } generic[] = {
         {"NVIDIA H100 80GB HBM3", "h100"}, {"NVIDIA L40S", "gpu"}, {"NVIDIA GH200 480GB", "gpu"},
-        {"Some GPU H100", "h100"},         {NULL, "cpu"},
+        {"NVIDIA L4 GPU", "l4"},           {NULL, "cpu"},
     };
     for (size_t i = 0; i < sizeof generic / sizeof *generic; i++) {
         const matrix_row *r = matrix_local_row(&m, generic[i].gpu);
