@@ -37,6 +37,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <functional>
 #include <vector>
 
@@ -60,6 +61,7 @@ struct fiber {
     uint3 thread{0, 0, 0};
     int state = DONE;
     int barrier_line = 0; /* where it waits at a __syncthreads */
+    unsigned shuffles = 0;  /* warp shuffles it has made in this block */
     void *fake_stack = nullptr; /* AddressSanitizer's, while switched away */
 };
 
@@ -70,7 +72,11 @@ struct machine {
     dim3 grid{1, 1, 1}, block{1, 1, 1};
     uint3 block_idx{0, 0, 0};
     std::vector<fiber> fibers;
-    std::vector<uint64_t> exchange; /* a warp's shuffle values, by linear thread id */
+    /* shuffle values, by parity of the shuffle then linear thread id */
+    std::vector<uint64_t> exchange;
+    std::vector<int> pass;          /* the threads the scheduler runs next */
+    std::vector<int> warp_waiting;  /* lanes at a warp barrier, by warp */
+    std::vector<int> waiting_warps; /* the warps with any, in this pass */
     int running = -1;
     void *scheduler[5];
     void *scheduler_fake = nullptr;
@@ -188,77 +194,89 @@ inline void switch_to(machine &m, int i)
 
 inline int threads_per_block(const machine &m) { return (int)(m.block.x * m.block.y * m.block.z); }
 
-/* The order the scheduler visits threads in this pass. */
+/* Puts the threads of this pass (ascending) in the order the scheduler visits
+ * them. */
 inline void visit_order(machine &m, std::vector<int> &order)
 {
-    int n = threads_per_block(m);
-    order.resize((size_t)n);
-    for (int i = 0; i < n; i++)
-        order[(size_t)i] = m.order == BACKWARD ? n - 1 - i : i;
+    size_t n = order.size();
+    if (m.order == BACKWARD)
+        for (size_t i = 0; i < n / 2; i++) {
+            int t = order[i];
+            order[i] = order[n - 1 - i];
+            order[n - 1 - i] = t;
+        }
     if (m.order == SHUFFLED)
-        for (int i = n - 1; i > 0; i--) {
+        for (size_t i = n - 1; n > 1 && i > 0; i--) {
             m.shuffle_seed = m.shuffle_seed * 1664525u + 1013904223u;
-            int j = (int)((m.shuffle_seed >> 8) % (uint32_t)(i + 1));
-            int t = order[(size_t)i];
-            order[(size_t)i] = order[(size_t)j];
-            order[(size_t)j] = t;
+            size_t j = (size_t)((m.shuffle_seed >> 8) % (uint32_t)(i + 1));
+            int t = order[i];
+            order[i] = order[j];
+            order[j] = t;
         }
 }
 
-/* Runs one block's fibers until all are done, releasing barriers. */
+/* Runs one block's fibers until all are done, releasing barriers. A pass
+ * runs only the threads a barrier released (after a block reduction, the one
+ * warp that shuffles), not a scan of the whole block. */
 inline void run_block(machine &m)
 {
-    int n = threads_per_block(m);
-    std::vector<int> order;
+    int n = threads_per_block(m), warps = (n + 31) / 32;
+    std::vector<int> &pass = m.pass;
+    pass.resize((size_t)n);
     for (int i = 0; i < n; i++) {
         fiber &f = m.fibers[(size_t)i];
         f.thread = uint3{(unsigned)(i % (int)m.block.x), (unsigned)(i / (int)m.block.x % (int)m.block.y),
                          (unsigned)(i / (int)(m.block.x * m.block.y))};
         f.state = RUNNABLE;
+        f.shuffles = 0;
+        pass[(size_t)i] = i;
     }
+    m.warp_waiting.assign((size_t)warps, 0);
+    int live = n, at_block = 0;
     for (;;) {
-        visit_order(m, order);
-        for (int i : order)
-            if (m.fibers[(size_t)i].state == RUNNABLE)
-                switch_to(m, i);
-        int live = 0, at_block = 0;
-        for (int i = 0; i < n; i++) {
+        visit_order(m, pass);
+        m.waiting_warps.clear();
+        for (int i : pass) {
+            switch_to(m, i);
             int s = m.fibers[(size_t)i].state;
-            live += s != DONE;
-            at_block += s == AT_BLOCK_BARRIER;
+            if (s == DONE)
+                live--;
+            else if (s == AT_BLOCK_BARRIER)
+                at_block++;
+            else if (m.warp_waiting[(size_t)(i / 32)]++ == 0)
+                m.waiting_warps.push_back(i / 32);
         }
         if (live == 0)
             return;
-        bool released = false;
+        pass.clear();
         if (at_block == live) {
             int line = -1;
             for (int i = 0; i < n; i++) {
-                const fiber &f = m.fibers[(size_t)i];
+                fiber &f = m.fibers[(size_t)i];
                 if (f.state != AT_BLOCK_BARRIER)
                     continue;
                 if (line >= 0 && f.barrier_line != line)
                     fail("threads of a block wait at different __syncthreads");
                 line = f.barrier_line;
+                f.state = RUNNABLE;
+                pass.push_back(i);
             }
-            for (int i = 0; i < n; i++)
-                m.fibers[(size_t)i].state = m.fibers[(size_t)i].state == DONE ? DONE : RUNNABLE;
-            released = true;
+            at_block = 0;
+            continue;
         }
         /* a warp barrier opens when every thread of the warp waits at it */
-        for (int w = 0; !released && w * 32 < n; w++) {
-            int end = w * 32 + 32 < n ? w * 32 + 32 : n, waiting = 0;
-            for (int i = w * 32; i < end; i++)
-                waiting += m.fibers[(size_t)i].state == AT_WARP_BARRIER;
-            if (waiting == 0)
-                continue;
-            if (waiting != 32)
-                fail("a full-mask warp shuffle that not all 32 lanes of the warp reach");
-            for (int i = w * 32; i < end; i++)
-                m.fibers[(size_t)i].state = RUNNABLE;
-            released = true;
-        }
-        if (!released)
+        if (m.waiting_warps.empty())
             fail("a __syncthreads that not every live thread of the block reaches");
+        std::sort(m.waiting_warps.begin(), m.waiting_warps.end());
+        for (int w : m.waiting_warps) {
+            if (m.warp_waiting[(size_t)w] != 32)
+                fail("a full-mask warp shuffle that not all 32 lanes of the warp reach");
+            m.warp_waiting[(size_t)w] = 0;
+            for (int i = w * 32; i < w * 32 + 32; i++) {
+                m.fibers[(size_t)i].state = RUNNABLE;
+                pass.push_back(i);
+            }
+        }
     }
 }
 
@@ -285,7 +303,7 @@ template <typename K, typename... A> void launch(const char *name, dim3 grid, di
         f.boot.uc_link = nullptr;
         makecontext(&f.boot, fiber_entry, 0);
     }
-    m.exchange.assign((size_t)n, 0);
+    m.exchange.assign(2 * (size_t)n, 0);
     m.body = [=]() { kernel(args...); };
     for (unsigned z = 0; z < grid.z; z++)
         for (unsigned y = 0; y < grid.y; y++)
@@ -327,8 +345,10 @@ inline int linear_thread()
 }
 
 /* __shfl_down_sync over a full warp: every lane posts its value, all wait,
- * each reads lane + delta (its own beyond the warp's end), all wait again
- * before the slots can be reused. */
+ * each reads lane + delta (its own beyond the warp's end). Successive
+ * shuffles post to alternate slots: a lane can post the next one's value
+ * before the others have read this one's, but not the one after that, which
+ * needs them all at the next barrier. */
 template <typename T> T shfl_down(unsigned mask, T value, unsigned delta)
 {
     static_assert(sizeof(T) <= sizeof(uint64_t), "shuffle of a wide type");
@@ -336,14 +356,15 @@ template <typename T> T shfl_down(unsigned mask, T value, unsigned delta)
         fail("a warp shuffle with a partial mask (not emulated)");
     machine &m = *current;
     int me = linear_thread(), lane = me % 32;
+    fiber &f = m.fibers[(size_t)m.running];
+    uint64_t *slots = &m.exchange[(f.shuffles++ & 1u) * (m.exchange.size() / 2)];
     uint64_t bits = 0;
     memcpy(&bits, &value, sizeof value);
-    m.exchange[(size_t)me] = bits;
+    slots[me] = bits;
     yield_to_scheduler(AT_WARP_BARRIER);
     T got = value;
     if (lane + (int)delta < 32)
-        memcpy(&got, &m.exchange[(size_t)(me + (int)delta)], sizeof got);
-    yield_to_scheduler(AT_WARP_BARRIER);
+        memcpy(&got, &slots[me + (int)delta], sizeof got);
     return got;
 }
 
