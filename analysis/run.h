@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-enum { RUN_PATH_LEN = 1024, RUN_NAME_LEN = 64, RUN_STATUS_LEN = 384 };
+enum { RUN_PATH_LEN = 1024, RUN_NAME_LEN = 64, RUN_LABEL_LEN = 160, RUN_STATUS_LEN = 384 };
 
 /* ---- env.json --------------------------------------------------------- */
 
@@ -55,6 +55,10 @@ typedef struct {
     roof_rate rate;    /* from the unit: GFLOP/s, GB/s or something else (GHz) */
     mem_level level;
     bool one_core;     /* a *_1core row: one core's figure, never a roof of the machine */
+    /* bin/peaks' verdict within notes, from "suspect:" to the end: the figure
+     * failed its consistency checks even when measured again; NULL when it
+     * passed them */
+    const char *suspect;
 } run_roof;
 
 /* ---- steps.csv: the timed steps of each configuration ------------------ */
@@ -244,6 +248,9 @@ typedef struct run_storage run_storage;
 typedef struct {
     char dir[RUN_PATH_LEN];
     char env_name[RUN_NAME_LEN]; /* the env column of the first file that has one */
+    /* what a comparison calls it: env_name, "ENV (ID)" (the folder's name)
+     * where another run of the set has the same env, "?" without one */
+    char label[RUN_LABEL_LEN];
     unsigned present;            /* RUN_* bits of the files that were read */
     run_env env;
     run_roof *roofs;

@@ -144,7 +144,38 @@ int run_load(run_model *m, const char *dir, unsigned want, unsigned need, char *
         }
     }
     join_peak_memory(m);
+    snprintf(m->label, sizeof m->label, "%s", m->env_name[0] ? m->env_name : "?");
     return RUN_LOAD_OK;
+}
+
+/* The last component of a folder's path ("runs/cpu/20261201-1200/" gives
+ * "20261201-1200"), into out. */
+static void folder_name(const char *dir, char *out, size_t len)
+{
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    size_t start = n;
+    while (start > 0 && dir[start - 1] != '/')
+        start--;
+    snprintf(out, len, "%.*s", (int)(n - start), dir + start);
+}
+
+/* Two runs of one environment, told apart by their folders' names (runs/ENV/ID). */
+static void label_many(run_model *runs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        bool shared = false;
+        for (int j = 0; j < n && !shared; j++)
+            shared = j != i && strcmp(runs[j].env_name, runs[i].env_name) == 0;
+        if (!shared)
+            continue;
+        char id[RUN_PATH_LEN];
+        folder_name(runs[i].dir, id, sizeof id);
+        snprintf(runs[i].label, sizeof runs[i].label, "%s (%.*s)",
+                 runs[i].env_name[0] ? runs[i].env_name : "?", RUN_LABEL_LEN - RUN_NAME_LEN - 8,
+                 id);
+    }
 }
 
 void run_free(run_model *m)
@@ -190,6 +221,7 @@ run_model *run_load_many(char **dirs, int n, unsigned want, unsigned need, int *
             return NULL;
         }
     }
+    label_many(runs, n);
     *status = RUN_LOAD_OK;
     return runs;
 }

@@ -23,8 +23,9 @@ int run_load(run_model *m, const char *dir, unsigned want, unsigned need, char *
              size_t err_len);
 void run_free(run_model *m);
 
-/* run_load for each of n folders, in a calloc'd array; NULL with err (and
- * *status the error) naming what failed, nothing left loaded. */
+/* run_load for each of n folders, in a calloc'd array, each labelled for a
+ * comparison (run_model.label); NULL with err (and *status the error) naming
+ * what failed, nothing left loaded. */
 run_model *run_load_many(char **dirs, int n, unsigned want, unsigned need, int *status,
                          char *err, size_t err_len);
 void run_free_many(run_model *runs, int n);

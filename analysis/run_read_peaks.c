@@ -26,6 +26,16 @@ static mem_level level_of(const char *ceiling)
     return MEM_NONE;
 }
 
+/* bin/peaks appends its checks' verdict to what the measurement says
+ * ("...; suspect: ..."), or writes it alone. */
+static const char *suspect_of(const char *notes)
+{
+    if (strncmp(notes, "suspect:", 8) == 0)
+        return notes;
+    const char *at = strstr(notes, "; suspect:");
+    return at ? at + 2 : NULL;
+}
+
 static bool ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), m = strlen(suffix);
@@ -61,6 +71,7 @@ int run_read_peaks(run_model *m, col_file *f)
                                                   : ROOF_RATE_OTHER;
         r->level = r->rate == ROOF_RATE_BANDWIDTH ? level_of(r->ceiling) : MEM_NONE;
         r->one_core = ends_with(r->ceiling, "_1core");
+        r->suspect = suspect_of(r->notes);
     }
     m->n_roofs = n;
     return 0;

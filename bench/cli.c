@@ -137,6 +137,23 @@ const char *cli_name_option(const char *prog, const char *option, const char *te
     return text;
 }
 
+/* One folder under two names would be compared with itself. Folders that do
+ * not exist are left to the loader, which names them. */
+static void same_folder_twice(const char *prog, char **dirs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        struct stat a;
+        if (stat(dirs[i], &a) != 0)
+            continue;
+        for (int j = 0; j < i; j++) {
+            struct stat b;
+            if (stat(dirs[j], &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+                cli_usage_error(prog, "--compare: RUN_DIR '%s' is '%s' again: give each run "
+                                      "folder once", dirs[i], dirs[j]);
+        }
+    }
+}
+
 int cli_run_dirs_main(const char *prog, int argc, char **argv, void (*help)(void),
                       int (*one)(const char *run_dir),
                       int (*compare)(const char *out_dir, char **run_dirs, int n_runs))
@@ -154,6 +171,10 @@ int cli_run_dirs_main(const char *prog, int argc, char **argv, void (*help)(void
         for (int i = 3; i < argc; i++)
             if (!argv[i][0] || argv[i][0] == '-')
                 cli_usage_error(prog, "--compare: RUN_DIR '%s' is not a folder name", argv[i]);
+        if (argc - 3 > CLI_MAX_COMPARE_RUNS)
+            cli_usage_error(prog, "--compare: %d run folders given, at most %d are accepted",
+                            argc - 3, CLI_MAX_COMPARE_RUNS);
+        same_folder_twice(prog, argv + 3, argc - 3);
         return compare(argv[2], argv + 3, argc - 3);
     }
     if (argc < 2 || argc > 2)

@@ -42,10 +42,14 @@ enum { CLI_NAME_MAX = 63 };
  * digits, '.', '_' or '-', starting with a letter or digit; else a usage error. */
 const char *cli_name_option(const char *prog, const char *option, const char *text);
 
+/* A comparison's table row has 2 + 2 columns a run: at most this many runs. */
+enum { CLI_MAX_COMPARE_RUNS = 14 };
+
 /* The main() of the programs that read run folders (plotdata, report):
  * "--help"/"-h" calls help and returns 0, "RUN_DIR" returns one(RUN_DIR),
  * "--compare OUTDIR RUN_DIR..." returns compare(OUTDIR, the RUN_DIRs, their
- * count); anything else is a usage error. */
+ * count: 1 to CLI_MAX_COMPARE_RUNS distinct folders); anything else is a
+ * usage error. */
 int cli_run_dirs_main(const char *prog, int argc, char **argv, void (*help)(void),
                       int (*one)(const char *run_dir),
                       int (*compare)(const char *out_dir, char **run_dirs, int n_runs));

@@ -100,7 +100,7 @@ static int run_compare(const char *out_dir, char **dirs, int n)
     int used = snprintf(fig.title, sizeof fig.title, "roofline of");
     for (int i = 0; i < n && used > 0 && (size_t)used < sizeof fig.title; i++)
         used += snprintf(fig.title + used, sizeof fig.title - (size_t)used, "%s %s",
-                         i == 0 ? "" : i == n - 1 ? " and" : ",", runs[i].env_name);
+                         i == 0 ? "" : i == n - 1 ? " and" : ",", runs[i].label);
     plot_file manifest;
     open_manifest(out_dir, &manifest, data_dir, sizeof data_dir);
     write_figure(runs, n, &fig, data_dir, manifest.f);

@@ -13,9 +13,6 @@
 
 static const char *const prog = "report";
 
-/* Index 31 of a table row is its last column: 2 + 2 x runs must fit. */
-enum { MAX_COMPARE_RUNS = 14 };
-
 static void print_help(void)
 {
     printf("usage: report RUN_DIR\n"
@@ -23,7 +20,7 @@ static void print_help(void)
            "Writes RUN_DIR/report.md and RUN_DIR/report.html (self-contained: figures\n"
            "embedded) from the run's CSV files and the figures in RUN_DIR/figures/.\n"
            "--compare writes OUTDIR/compare.md and OUTDIR/compare.html for up to %d runs.\n",
-           MAX_COMPARE_RUNS);
+           CLI_MAX_COMPARE_RUNS);
 }
 
 static _Noreturn void die(const char *err)
@@ -80,9 +77,6 @@ static int run_one(const char *dir)
 static int run_compare(const char *out_dir, char **dirs, int n)
 {
     char err[RUN_PATH_LEN + 256], title[512];
-    if (n > MAX_COMPARE_RUNS)
-        cli_usage_error(prog, "--compare: %d run folders given, at most %d are accepted", n,
-                        MAX_COMPARE_RUNS);
     int status;
     run_model *runs = run_load_many(dirs, n, REPORT_FILES, 0, &status, err, sizeof err);
     if (!runs)
@@ -92,7 +86,7 @@ static int run_compare(const char *out_dir, char **dirs, int n)
     size_t used = (size_t)snprintf(title, sizeof title, "Comparison:");
     for (int i = 0; i < n && used < sizeof title; i++)
         used += (size_t)snprintf(title + used, sizeof title - used, "%s %s", i ? "," : "",
-                                 runs[i].env_name[0] ? runs[i].env_name : dirs[i]);
+                                 runs[i].env_name[0] ? runs[i].label : dirs[i]);
     report_doc doc;
     doc_init(&doc, title);
     report_build_compare(&doc, runs, n, out_dir);

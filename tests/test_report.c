@@ -453,6 +453,17 @@ Test(report_run, compare_puts_environments_side_by_side)
     memcpy(fast, ",80,79,81,", 10);
     write_text(b, "summary.csv", summary);
     free(summary);
+    /* b's FMA figure failed bin/peaks' checks (its verdict after the notes) */
+    char *peaks = strdup(peaks_csv);
+    cr_assert_not_null(peaks);
+    char *fma = strstr(peaks, "fma,125,4,\n");
+    cr_assert_not_null(fma);
+    char b_peaks[4096];
+    format_or_fail(b_peaks, sizeof b_peaks, "%.*sfma,125,4,best of 3; suspect: all cores below "
+                   "cores x 1 core (re-measured 2 x)\n%s",
+                   (int)(fma - peaks), peaks, fma + strlen("fma,125,4,\n"));
+    write_text(b, "peaks.csv", b_peaks);
+    free(peaks);
     format_or_fail(args, sizeof args, "report --compare %s %s %s", out, a, b);
     cr_assert_eq(run_bin(args, 1, msg, sizeof msg), 0, "bin/report --compare failed: %s", msg);
     char *md = read_text(out, "compare.md");
@@ -460,7 +471,8 @@ Test(report_run, compare_puts_environments_side_by_side)
     expect_contains(md, "| resnet18-cifar | fp32 | 70.0 (16) | 71% | 80.0 (8) | 41% |", "compare.md");
     expect_contains(md, "resnet18-cifar fp32: big is 1.14x toy (80.0 against 70.0 images/s",
                     "compare.md");
-    expect_contains(md, "| fp32_fma | GFLOP/s | 100 | 100 |", "compare.md");
+    expect_contains(md, "| fp32_fma | GFLOP/s | 100 | 100 (suspect) |", "compare.md");
+    expect_contains(md, "A value marked suspect failed bin/peaks' consistency checks", "compare.md");
     free(md);
     char *html = read_text(out, "compare.html");
     cr_expect_eq(count_of(html, "http:") + count_of(html, "https:"), 0);
@@ -588,19 +600,27 @@ Test(report_cli, compare_names_each_environment_and_its_roofs, .timeout = 60)
 {
     char *out = temp_dir(), args[1024], msg[4096];
     const char *golden = ROOFLINE_SOURCE_DIR "/tests/golden/run";
-    format_or_fail(args, sizeof args, "plotdata --compare %s/out %s %s", out, golden, golden);
+    /* one folder twice is refused: it would be compared with itself */
+    format_or_fail(args, sizeof args, "plotdata --compare %s/out %s %s/", out, golden, golden);
+    cr_expect_eq(run_bin(args, 1, msg, sizeof msg), 2, "%s", msg);
+    expect_contains(msg, "is '" ROOFLINE_SOURCE_DIR "/tests/golden/run' again", "stderr");
+    /* two runs of one environment: told apart by their folders' names */
+    cr_assert_eq(sh("cp -r '%s' '%s/again'", golden, out), 0);
+    format_or_fail(args, sizeof args, "plotdata --compare %s/out %s %s/again", out, golden, out);
     cr_assert_eq(run_bin(args, 1, msg, sizeof msg), 0, "plotdata --compare failed: %s", msg);
     char *vars = read_text(out, "out/figures/data/roofline_compare.vars");
     /* the label of the memory roof outlives the function that found it */
-    expect_contains(vars, "env_title_1 = \"golden: fp32_fma 259 GFLOP/s, DRAM 85.7 GB/s\"",
+    expect_contains(vars, "env_title_1 = \"golden (run): fp32_fma 259 GFLOP/s, DRAM 85.7 GB/s\"",
                     "roofline_compare.vars");
-    expect_contains(vars, "env_title_2 = \"golden: fp32_fma 259 GFLOP/s, DRAM 85.7 GB/s\"",
+    expect_contains(vars, "env_title_2 = \"golden (again): fp32_fma 259 GFLOP/s, DRAM 85.7 GB/s\"",
                     "roofline_compare.vars");
     expect_contains(vars, "nceil = 4", "roofline_compare.vars");
     char *steps = read_text(out, "out/figures/data/roofline_compare.steps");
     cr_expect_eq(count_of(steps, "\"resnet18-cifar\""), 4, "two steps of each run:\n%s", steps);
     char *manifest = read_text(out, "out/figures/figures.tsv");
-    expect_contains(manifest, "roofline_compare.gp\troofline_compare\troofline of golden and golden",
+    expect_contains(manifest,
+                    "roofline_compare.gp\troofline_compare\troofline of golden (run) and golden "
+                    "(again)",
                     "figures.tsv");
     free(vars);
     free(steps);

@@ -77,6 +77,22 @@ Test(roof_choice, suspect_ceilings_show_their_notes_and_a_finding, .timeout = 60
                          "checks") != NULL,
               "%s", md);
     free(md);
+    /* as bin/peaks writes it: the verdict after what the measurement says */
+    format_or_fail(peaks, sizeof peaks,
+                   "%sc,EPYC,dram_copy,39.4,GB/s,STREAM,,2,\"STREAM byte counting; best of 15; "
+                   "pinned; suspect: trials disagree: best 39.44, next 35.21 (more than 8%% apart) "
+                   "(re-measured 1 x)\"\n"
+                   "c,EPYC,dram_triad,41.0,GB/s,STREAM,,2,\"best of 15; re-measured 1 x until "
+                   "consistent (had failed: trials disagree)\"\n",
+                   gpu_peaks);
+    write_text(dir, "peaks.csv", peaks);
+    cr_assert_eq(run_capture(cmd, out, sizeof out), 0, "%s", out);
+    md = read_text(dir, "report.md");
+    cr_expect(strstr(md, "| STREAM | suspect: trials disagree: best 39.44, next 35.21 (more than "
+                         "8% apart) (re-measured 1 x) |") != NULL,
+              "%s", md);
+    cr_expect(strstr(md, "- Suspect ceiling: dram_copy: it failed") != NULL, "%s", md);
+    free(md);
     /* without a suspect row: no column, no finding (the golden report stays as it was) */
     write_text(dir, "peaks.csv", gpu_peaks);
     cr_assert_eq(run_capture(cmd, out, sizeof out), 0, "%s", out);

@@ -106,7 +106,7 @@ int plot_write_roofline_compare(const run_model *runs, int n_runs, const char *p
         return -1;
     for (int r = 0; r < n_runs; r++) {
         fprintf(data.f, "%s# %s: ai_dram achieved (%s) point_type model\n", r ? "\n\n" : "",
-                runs[r].env_name, unit);
+                runs[r].label, unit);
         int drawn = 0;
         for (int k = 0; k < runs[r].roofline.n; k++) {
             const roof_config *c = &runs[r].roofline.configs[k];
@@ -138,7 +138,7 @@ int plot_write_roofline_compare(const run_model *runs, int n_runs, const char *p
     plot_var_num(vars.f, "nenv", n_runs);
     int n_ceil = 0;
     for (int r = 0; r < n_runs; r++) {
-        plot_var_str_i(vars.f, "env_name", r + 1, runs[r].env_name);
+        plot_var_str_i(vars.f, "env_name", r + 1, runs[r].label);
         plot_var_str_i(vars.f, "env_color", r + 1, plot_series_color(r));
         char bw_label[48];
         double bw = run_bandwidth(&runs[r], bw_label);
@@ -147,7 +147,7 @@ int plot_write_roofline_compare(const run_model *runs, int n_runs, const char *p
         double roof_top = 0;
         char env_title[640], value[FMT_LEN];
         size_t t = 0;
-        fmt_append(env_title, sizeof env_title, &t, "%s:", runs[r].env_name);
+        fmt_append(env_title, sizeof env_title, &t, "%s:", runs[r].label);
         for (int i = 0; i < n_used; i++) {
             roof_top = fmax(roof_top, used[i].gflops);
             fmt_gflops(value, used[i].gflops);

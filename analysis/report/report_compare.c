@@ -46,7 +46,7 @@ static void environments_table(report_doc *d, const run_model *runs, int n)
         const roof_line *mem = roof_lines_main_memory(&roofs);
         /* the last device row names the accelerator when there is one */
         int last = runs[r].n_roofs - 1;
-        doc_cell(d, "%s", runs[r].env_name);
+        doc_cell(d, "%s", runs[r].label);
         doc_cell(d, "%s", runs[r].dir);
         doc_cell(d, "%s", date ? date : "-");
         doc_cell(d, "%s", last >= 0 ? runs[r].roofs[last].device : "-");
@@ -55,14 +55,25 @@ static void environments_table(report_doc *d, const run_model *runs, int n)
     }
 }
 
-/* The best value of a ceiling in a run, NaN when it did not measure it. */
-static double best_value(const run_model *run, const char *ceiling)
+/* The row of a ceiling with the best value in a run, NULL when it did not
+ * measure it. */
+static const run_roof *best_roof(const run_model *run, const char *ceiling)
 {
-    double best = NAN;
+    const run_roof *best = NULL;
     for (int k = 0; k < run->n_roofs; k++)
-        if (strcmp(run->roofs[k].ceiling, ceiling) == 0)
-            best = fmax(isnan(best) ? -INFINITY : best, run->roofs[k].value);
+        if (strcmp(run->roofs[k].ceiling, ceiling) == 0 &&
+            (!best || isnan(best->value) || run->roofs[k].value > best->value))
+            best = &run->roofs[k];
     return best;
+}
+
+static bool any_suspect(const run_model *runs, int n)
+{
+    for (int r = 0; r < n; r++)
+        for (int k = 0; k < runs[r].n_roofs; k++)
+            if (runs[r].roofs[k].suspect)
+                return true;
+    return false;
 }
 
 static bool ceiling_seen_before(const run_model *runs, int r, int row)
@@ -81,7 +92,7 @@ static void peaks_table(report_doc *d, const run_model *runs, int n)
     const char *header[32] = {"ceiling", "unit"};
     for (int r = 0; r < n; r++) {
         align[2 + r] = 'r';
-        header[2 + r] = runs[r].env_name;
+        header[2 + r] = runs[r].label;
     }
     align[2 + n] = '\0';
     doc_table(d, align, header);
@@ -94,7 +105,9 @@ static void peaks_table(report_doc *d, const run_model *runs, int n)
             doc_cell(d, "%s", runs[r].roofs[row].unit);
             for (int q = 0; q < n; q++) {
                 char a[FMT_LEN];
-                doc_cell(d, "%s", fmt_num(a, best_value(&runs[q], runs[r].roofs[row].ceiling)));
+                const run_roof *best = best_roof(&runs[q], runs[r].roofs[row].ceiling);
+                doc_cell(d, "%s%s", fmt_num(a, best ? best->value : NAN),
+                         best && best->suspect ? " (suspect)" : "");
             }
         }
 }
@@ -121,10 +134,10 @@ static void throughput_table(report_doc *d, const run_model *runs, int n,
 {
     char align[32] = "ll";
     const char *header[32] = {"model", "precision"};
-    char names[2 * 14][96];
+    char names[2 * 14][RUN_LABEL_LEN + 32];
     for (int r = 0; r < n; r++) {
-        snprintf(names[2 * r], sizeof names[0], "%s images/s (batch)", runs[r].env_name);
-        snprintf(names[2 * r + 1], sizeof names[0], "%s %% of peak", runs[r].env_name);
+        snprintf(names[2 * r], sizeof names[0], "%s images/s (batch)", runs[r].label);
+        snprintf(names[2 * r + 1], sizeof names[0], "%s %% of peak", runs[r].label);
         header[2 + 2 * r] = names[2 * r];
         header[3 + 2 * r] = names[2 * r + 1];
         align[2 + 2 * r] = align[3 + 2 * r] = 'r';
@@ -173,8 +186,8 @@ static void compare_findings(report_doc *d, const run_model *runs, int n,
                     "and %d); %s of peak against %s.",
                  pairs[i].model,
                  report_precision_label(label, sizeof label, pairs[i].precision, pairs[i].graph),
-                 runs[fast].env_name,
-                 fmt_num(a, f->ips_median / s->ips_median), runs[slow].env_name,
+                 runs[fast].label,
+                 fmt_num(a, f->ips_median / s->ips_median), runs[slow].label,
                  fmt_num(b, f->ips_median), fmt_num(c, s->ips_median), f->batch, s->batch,
                  fmt_pct(e, f->pct_of_peak), fmt_pct(g, s->pct_of_peak));
     }
@@ -195,7 +208,11 @@ void report_build_compare(report_doc *d, const run_model *runs, int n, const cha
     environments_table(d, runs, n);
     doc_heading(d, 1, "Measured peaks");
     doc_para(d, "The best measured value of each ceiling (peaks.csv); a dash where a run did not "
-                "measure it.");
+                "measure it.%s",
+             any_suspect(runs, n) ? " A value marked suspect failed bin/peaks' consistency "
+                                    "checks even when measured again (that run's report says "
+                                    "which): a share of peak taken from it may be wrong."
+                                  : "");
     peaks_table(d, runs, n);
     doc_heading(d, 1, "Throughput");
     doc_para(d, "Per model and precision, each environment's best configuration (highest median "

@@ -327,7 +327,7 @@ static void suspect_finding(report_doc *d, const run_model *run)
     size_t used = 0;
     int n = 0;
     for (int i = 0; i < run->n_roofs; i++)
-        if (report_roof_suspect(&run->roofs[i]))
+        if (run->roofs[i].suspect)
             fmt_append(list, sizeof list, &used, "%s%s", n++ ? ", " : "", run->roofs[i].ceiling);
     if (n > 0)
         doc_item(d, "Suspect ceiling%s: %s: %s failed bin/peaks' consistency checks even when "

@@ -53,10 +53,6 @@ const summary_row *report_traced_summary(const run_model *run, const char *model
  * precision cell of a configuration that may run either way. Returns out. */
 const char *report_precision_label(char *out, size_t len, const char *precision, bool graph);
 
-/* A roof whose notes start with "suspect:": bin/peaks measured it again and it
- * still failed its consistency checks (peaks/README.md). */
-bool report_roof_suspect(const run_roof *r);
-
 /* The label of the run's DRAM-like memory level ("DRAM", "HBM"). */
 const char *report_memory_name(const run_model *run);
 

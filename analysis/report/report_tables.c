@@ -62,7 +62,7 @@ void report_peaks(report_doc *d, const run_model *run)
      * column is there only when one did */
     bool suspects = false;
     for (int i = 0; i < run->n_roofs; i++)
-        suspects = suspects || report_roof_suspect(&run->roofs[i]);
+        suspects = suspects || run->roofs[i].suspect;
     doc_table(d, suspects ? "llrlrrrll" : "llrlrrrl",
               (const char *const[]){"device", "ceiling", "measured", "unit", "spec", "measured/spec",
                                     "threads or SMs", "method", "notes"});
@@ -78,13 +78,8 @@ void report_peaks(report_doc *d, const run_model *run)
         doc_cell(d, "%s", r->threads_or_sms);
         doc_cell(d, "%s", r->method);
         if (suspects)
-            doc_cell(d, "%s", report_roof_suspect(r) ? r->notes : "");
+            doc_cell(d, "%s", r->suspect ? r->suspect : "");
     }
-}
-
-bool report_roof_suspect(const run_roof *r)
-{
-    return r->notes && strncmp(r->notes, "suspect:", 8) == 0;
 }
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
