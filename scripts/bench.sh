@@ -32,8 +32,18 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$here/run_status.sh"
 accepted="RUN=, MATRIX=, RUNS_DIR=, BIN=, THREADS="
 
+if [[ $# -ge 1 && ($1 == --help || $1 == -h) ]]; then
+    echo "usage: scripts/bench.sh ENV [RUN=runs/ENV/ID|new] [MATRIX=run_matrix.md] [RUNS_DIR=runs] [BIN=bin] [THREADS=N]"
+    echo "Runs the row ENV of the run matrix (ENV local: this machine's row) into runs/ENV/ID/;"
+    echo "RUN= resumes that run folder. The rows: bin/matrix --list. README.md, 'make bench'."
+    exit 0
+fi
 if [[ $# -lt 1 || -z $1 || $1 == *=* ]]; then
     echo "bench: give the environment first: scripts/bench.sh ENV [$accepted] (ENV local: this machine)" >&2
+    exit 2
+fi
+if [[ $1 == -* ]]; then
+    echo "bench: '$1' is not an environment: scripts/bench.sh ENV [$accepted] (the rows: bin/matrix --list)" >&2
     exit 2
 fi
 env_req=$1

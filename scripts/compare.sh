@@ -14,10 +14,31 @@ if [ $# -lt 2 ] || [ "${1:0:1}" = "-" ]; then
 fi
 out=${1%/}
 shift
+# bin/report's limit (a table row has 2 columns a run), checked before any work
+if [ $# -gt 14 ]; then
+    echo "$prog: $# run folders given, at most 14 are accepted" >&2
+    exit 2
+fi
+if [ -e "$out" ] && [ ! -d "$out" ]; then
+    echo "$prog: OUTDIR $out exists and is not a folder" >&2
+    exit 2
+fi
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${BIN:-$here/../bin}
 # shellcheck source=scripts/draw_figures.sh
 . "$here/draw_figures.sh"
+# Runs a program; a bad input (status 2: the program's one line is on stderr)
+# is this script's too, any other failure adds the line WHAT.
+step() {
+    local what=$1 rc
+    shift
+    "$@"
+    rc=$?
+    [ $rc -eq 0 ] && return 0
+    [ $rc -eq 2 ] && exit 2
+    echo "$prog: $what" >&2
+    exit 1
+}
 for p in analyze plotdata report; do
     if [ ! -x "$bin/$p" ]; then
         echo "$prog: $bin/$p not found: build it with 'make' (or set BIN)" >&2
@@ -32,17 +53,17 @@ for r in "$@"; do
         exit 2
     fi
     if [ ! -f "$r/summary.csv" ]; then
-        "$bin/analyze" "$r" >/dev/null || { echo "$prog: bin/analyze failed on $r" >&2; exit 1; }
+        step "bin/analyze failed on $r" "$bin/analyze" "$r" >/dev/null
     fi
     runs+=("$r")
 done
 
-mkdir -p "$out" || exit 1
-"$bin/plotdata" --compare "$out" "${runs[@]}" || { echo "$prog: bin/plotdata failed" >&2; exit 1; }
+mkdir -p "$out" 2>/dev/null || { echo "$prog: cannot create OUTDIR $out" >&2; exit 1; }
+step "bin/plotdata failed" "$bin/plotdata" --compare "$out" "${runs[@]}"
 gnuplot=${GNUPLOT:-$(command -v gnuplot || true)}
 if [ -z "$gnuplot" ]; then
     echo "$prog: gnuplot not found (apt-get install gnuplot-nox); the comparison has no figure" >&2
 else
     draw_figures "$out/figures" "$gnuplot"
 fi
-"$bin/report" --compare "$out" "${runs[@]}" || { echo "$prog: bin/report failed" >&2; exit 1; }
+step "bin/report failed" "$bin/report" --compare "$out" "${runs[@]}"

@@ -31,17 +31,24 @@ for p in analyze plotdata report; do
 done
 
 status=0
-if ! "$bin/analyze" "$run"; then
+"$bin/analyze" "$run"
+rc=$?
+if [ $rc -ne 0 ]; then
     # With no timed step at all (every configuration failed) there is nothing to
     # analyse, but a report of the peaks and the failures is still worth having.
     if [ -e "$run/steps.csv" ]; then
+        # a malformed file: bin/analyze's one line names it
+        [ $rc -eq 2 ] && exit 2
         echo "$prog: bin/analyze failed on $run (its message is above)" >&2
         exit 1
     fi
     echo "$prog: no steps.csv in $run: the report shows the peaks and what failed" >&2
     status=1
 fi
-"$bin/plotdata" "$run" >/dev/null || { echo "$prog: bin/plotdata failed on $run" >&2; exit 1; }
+"$bin/plotdata" "$run" >/dev/null
+rc=$?
+[ $rc -eq 2 ] && exit 2
+[ $rc -ne 0 ] && { echo "$prog: bin/plotdata failed on $run" >&2; exit 1; }
 
 gnuplot=${GNUPLOT:-$(command -v gnuplot || true)}
 if [ -z "$gnuplot" ]; then
@@ -50,5 +57,8 @@ else
     draw_figures "$run/figures" "$gnuplot"
 fi
 
-"$bin/report" "$run" || { echo "$prog: bin/report failed on $run" >&2; exit 1; }
+"$bin/report" "$run"
+rc=$?
+[ $rc -eq 2 ] && exit 2
+[ $rc -ne 0 ] && { echo "$prog: bin/report failed on $run" >&2; exit 1; }
 exit $status

@@ -368,6 +368,8 @@ Test(options, scaling_model, .timeout = 60)
 static const bad_case bench_cases[] = {
     {"", "give the environment first"},
     {"RUN=x", "give the environment first"},
+    {"--list", "'--list' is not an environment"},
+    {"-x cpu", "'-x' is not an environment"},
     {"cpu FOO=1", "unexpected argument 'FOO=1' (accepted: RUN=, MATRIX=, RUNS_DIR=, BIN=, THREADS=)"},
     {"cpu THREADS=0", "THREADS: '0' is not an integer in 1.."},
     {"cpu THREADS=4096", "THREADS: '4096' is not an integer in 1.."},
@@ -399,4 +401,58 @@ Test(options, bench_script, .timeout = 60)
     format_or_fail(runs, sizeof runs, "%s/runs", dir);
     cr_expect_eq(access(runs, F_OK), -1, "a bad command line made a run folder");
     remove_temp_dir(dir);
+}
+
+/* ---- scripts/compare.sh and scripts/render.sh ------------------------------------ */
+
+/* The programs' own line for a bad run folder is the script's only line. */
+static void check_script_cases(const char *script, const bad_case *cases, int n)
+{
+    char *dir = scratch();
+    static char err[1 << 14];
+    for (int i = 0; i < n; i++) {
+        const bad_case *c = &cases[i];
+        char cmd[4096];
+        format_or_fail(cmd, sizeof cmd, "cd '%s' && BIN='%s' '%s/scripts/%s' %s 2>&1 >/dev/null",
+                       dir, ROOFLINE_BIN_DIR, ROOFLINE_SOURCE_DIR, script, c->args);
+        int status = run_capture(cmd, err, sizeof err);
+        cr_expect(status == 2 && count_lines(err) == 1 && strstr(err, c->expect),
+                  "%s %s: exit %d (2 expected), wanted one line with '%s', got:\n%s", script,
+                  c->args, status, c->expect, err);
+    }
+    remove_temp_dir(dir);
+}
+
+#define RUNDIR_15 "rundir rundir rundir rundir rundir rundir rundir rundir rundir rundir rundir " \
+                  "rundir rundir rundir rundir"
+
+static const bad_case compare_cases[] = {
+    {"", "usage:"},
+    {"out", "usage:"},
+    {"-o rundir", "usage:"},
+    {"out nonexistent", "nonexistent is not a folder"},
+    {"afile rundir", "OUTDIR afile exists and is not a folder"},
+    {"out badrun", "badrun/steps.csv:2: column 'step_ms': 'abc' is not a number"},
+    {"out emptydir", "emptydir"},
+    {"out rundir rundir/", "RUN_DIR 'rundir' is 'rundir' again"},
+    {"out " RUNDIR_15, "15 run folders given, at most 14 are accepted"},
+};
+
+Test(options, compare_script, .timeout = 60)
+{
+    check_script_cases("compare.sh", compare_cases,
+                       (int)(sizeof compare_cases / sizeof compare_cases[0]));
+}
+
+static const bad_case render_cases[] = {
+    {"", "usage:"},
+    {"rundir rundir", "usage:"},
+    {"nonexistent", "nonexistent is not a folder"},
+    {"badrun", "badrun/steps.csv:2: column 'step_ms': 'abc' is not a number"},
+};
+
+Test(options, render_script, .timeout = 60)
+{
+    check_script_cases("render.sh", render_cases,
+                       (int)(sizeof render_cases / sizeof render_cases[0]));
 }
