@@ -46,12 +46,6 @@ static void print_help(void)
            MAX_ARGV);
 }
 
-static bool is_folder(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 static options parse_options(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -68,11 +62,9 @@ static options parse_options(int argc, char **argv)
         case 'o':
             if (strlen(optarg) > OUT_PATH_MAX)
                 cli_usage_error(prog, "--out: the path is longer than %d characters", OUT_PATH_MAX);
-            o.out = cli_file_option(prog, "--out", optarg);
-            /* a missing folder is reported when writing (exit 1), as tests/test_envinfo.c
-             * expects; a folder named as the file is a bad value */
-            if (is_folder(o.out))
-                cli_usage_error(prog, "--out: '%s' is a folder (a file name was expected)", o.out);
+            /* a folder named as the file, or a missing folder, is a bad value
+             * as in every program's --out */
+            o.out = cli_output_file(prog, "--out", optarg);
             break;
         case 'e': o.env = cli_name_option(prog, "--env", optarg); break;
         case 'b':

@@ -247,7 +247,8 @@ static double measured_step(const char *path, const baseline *b, int n)
     return v;
 }
 
-/* The fit to the curve's rows of 2 ranks or more (correct ones only). */
+/* The fit to the curve's rows of 2 ranks or more (correct ones only); -1
+ * for a file that cannot be fitted (err names it), -2 out of memory. */
 static int fit_curve(const char *path, double min_bytes, sm_fit *fit, int *ranks_per_node,
                      char *err, size_t err_len)
 {
@@ -263,7 +264,7 @@ static int fit_curve(const char *path, double min_bytes, sm_fit *fit, int *ranks
     double *secs = calloc((size_t)csv_rows(t) + 1, sizeof *secs);
     if (!bytes || !secs) {
         snprintf(err, err_len, "out of memory");
-        rc = -1;
+        rc = -2;
     }
     for (int r = 0; rc == 0 && r < csv_rows(t); r++) {
         int ws = atoi(csv_cell(t, r, col[0]));
@@ -434,9 +435,10 @@ int main(int argc, char **argv)
     char err[600];
     baseline bases[MAX_BASES];
     int n_bases = 0;
+    /* a file that is not what the option takes is bad input */
     if (o.scaling && read_baselines(o.scaling, bases, &n_bases, err, sizeof err)) {
         fprintf(stderr, "%s: --scaling: %s\n", prog, err);
-        return 1;
+        return 2;
     }
     if (o.model) {
         const char *modes[2] = {"strong", "weak"};
@@ -464,9 +466,10 @@ int main(int argc, char **argv)
     sm_fit fit;
     if (o.allreduce) {
         int per_node = 1;
-        if (fit_curve(o.allreduce, o.fit_min_mb * 1048576.0, &fit, &per_node, err, sizeof err)) {
+        int rc = fit_curve(o.allreduce, o.fit_min_mb * 1048576.0, &fit, &per_node, err, sizeof err);
+        if (rc) {
             fprintf(stderr, "%s: --allreduce: %s\n", prog, err);
-            return 1;
+            return rc == -2 ? 1 : 2;
         }
         fitted.link = "fit";
         fitted.topo.intra = fit.link;

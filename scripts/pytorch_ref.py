@@ -8,7 +8,7 @@ needs the Debian packages python3-torch and python3-torchvision (run it with
   python3 scripts/pytorch_ref.py --model M [--res R] [--batch N] [--device cpu|cuda]
       [--precision fp32|tf32|fp16|bf16] [--warmup W] [--iters I] [--threads T] [--seed S]
       [--lr X] [--repeat K] [--env NAME] [--classes K] [--out steps.csv] [--channels-last]
-      [--limit S] [--profile FILE] [--mode eager|graph|compile]
+      [--limit S] [--profile FILE] [--mode eager|graph|compile] [--check]
   python3 scripts/pytorch_ref.py --configs FILE [the options above but --model, --res,
       --batch, --precision, --warmup and --iters]
 
@@ -48,6 +48,9 @@ timed, replays it. compile (PyTorch 2.0 or newer): the model through torch.compi
 its defaults; its compilation runs in the first warm-up step. The rows do not name the
 mode (steps.csv has no column for it): give each mode its own --out. The summary line
 adds mode=graph or mode=compile; --profile is taken with eager only.
+
+--check: checks the options (and --configs' lines) and exits, without importing torch:
+0 when they are good, 2 with one line when not (scripts/compare_cpu.sh asks first).
 
 Step: model.train(); one seeded synthetic batch (torch.randn images, random labels) reused
 every step; SGD(lr, momentum 0.9, weight decay 5e-4); zero_grad(set_to_none=True),
@@ -128,7 +131,7 @@ def parse_args(argv):
             "--lr": None, "--repeat": "0", "--env": "local", "--out": None,
             "--classes": None, "--configs": None, "--limit": None, "--profile": None,
             "--mode": "eager"}
-    flags = {"--channels-last": False}
+    flags = {"--channels-last": False, "--check": False}
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -176,6 +179,7 @@ def parse_args(argv):
     a["out"] = opts["--out"] or "steps.csv"
     a["profile"] = opts["--profile"]
     a["channels_last"] = flags["--channels-last"]
+    a["check"] = flags["--check"]
     a["limit"] = (int_option("--limit", opts["--limit"], 1, 1_000_000)
                   if opts["--limit"] is not None else None)
     a["mode"] = mode_of(opts["--mode"], device, a["profile"])
@@ -680,6 +684,8 @@ def profile_config(torch, a, c, profile_out):
 
 def main():
     a = parse_args(sys.argv[1:])
+    if a["check"]:
+        return 0
     try:
         import torch
     except ImportError:

@@ -334,6 +334,8 @@ static const bad_case scaling_model_cases[] = {
     {"", "give --scaling scaling.csv, or --model with --batch and --step-ms"},
     {"--scaling ''", "--scaling: '' is not a file name"},
     {"--scaling nonexistent", "--scaling: nonexistent: cannot open"},
+    {"--scaling rundir/steps.csv", "--scaling: rundir/steps.csv:1: no column 'mode'"},
+    {SM "--allreduce rundir/steps.csv", "--allreduce: rundir/steps.csv:1: no column 'nodes'"},
     {"--model x", "--model: unknown 'x' (accepted: resnet18"},
     {"--model resnet18 --batch 0", "--batch: '0' is not an integer in 1..1048576"},
     {"--model resnet18 --batch 8", "--model: give --batch and --step-ms"},
@@ -455,4 +457,18 @@ Test(options, render_script, .timeout = 60)
 {
     check_script_cases("render.sh", render_cases,
                        (int)(sizeof render_cases / sizeof render_cases[0]));
+}
+
+/* checked by pytorch_ref.py --check before jemalloc or torch is looked for */
+static const bad_case compare_cpu_cases[] = {
+    {"resnet18 32", "usage:"},
+    {"nosuch 32 8 2", "--model: 'nosuch' is not one of resnet18"},
+    {"resnet18 32 0 2", "--batch: '0' is not an integer"},
+    {"resnet18 32 8 2 x", "--iters: 'x' is not an integer"},
+};
+
+Test(options, compare_cpu_script, .timeout = 60)
+{
+    check_script_cases("compare_cpu.sh", compare_cpu_cases,
+                       (int)(sizeof compare_cpu_cases / sizeof compare_cpu_cases[0]));
 }
