@@ -245,6 +245,15 @@ enum {
 
 typedef struct run_storage run_storage;
 
+/* How busy the machine was with other work as the run began (env.json's
+ * "load", sampled by bin/envinfo). This much or more is worth saying: bin/envinfo
+ * warns, the reports say it beside the figures. */
+#define RUN_BUSY_CPUS_NOTABLE 0.5
+typedef struct {
+    double busy_cpus; /* CPUs' worth of other work; NaN when env.json does not say */
+    int cpus;         /* CPUs online; 0 when it does not say */
+} run_start_load;
+
 typedef struct {
     char dir[RUN_PATH_LEN];
     char env_name[RUN_NAME_LEN]; /* the env column of the first file that has one */
@@ -253,6 +262,7 @@ typedef struct {
     char label[RUN_LABEL_LEN];
     unsigned present;            /* RUN_* bits of the files that were read */
     run_env env;
+    run_start_load start_load;
     run_roof *roofs;
     int n_roofs;
     run_steps *steps;            /* configurations in order of first appearance */

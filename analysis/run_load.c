@@ -49,6 +49,23 @@ static void take_env_name(run_model *m, const csv_table *t)
         snprintf(m->env_name, sizeof m->env_name, "%s", env);
 }
 
+/* env.json's "load" as numbers; a member absent or not a number stays unknown. */
+static void take_start_load(run_model *m)
+{
+    m->start_load = (run_start_load){NAN, 0};
+    const char *busy = run_env_get(&m->env, "load.busy_cpus"),
+               *cpus = run_env_get(&m->env, "load.cpus");
+    char *end;
+    if (busy && cpus) {
+        double b = strtod(busy, &end);
+        if (end != busy && *end == '\0' && isfinite(b) && b >= 0)
+            m->start_load.busy_cpus = b;
+        long n = strtol(cpus, &end, 10);
+        if (end != cpus && *end == '\0' && n > 0 && n < 1 << 20)
+            m->start_load.cpus = (int)n;
+    }
+}
+
 /* Summary rows carry the peak memory of their configuration's steps. */
 static void join_peak_memory(run_model *m)
 {
@@ -144,6 +161,7 @@ int run_load(run_model *m, const char *dir, unsigned want, unsigned need, char *
         }
     }
     join_peak_memory(m);
+    take_start_load(m);
     snprintf(m->label, sizeof m->label, "%s", m->env_name[0] ? m->env_name : "?");
     return RUN_LOAD_OK;
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../analysis/csv.h"
+#include "../analysis/run.h"
 #include "runner/envinfo_sections.h"
 #include "../peaks/cpu_info.h"
 #include "cli.h"
@@ -120,7 +121,11 @@ static void write_ranks(json_writer *w, const char *backend)
     json_array_end(w);
 }
 
-static void write_env_json(FILE *f, const options *o, int argc, char **argv)
+/* Long enough for 100 Hz jiffies to tell a busy CPU from an idle one. */
+#define LOAD_SAMPLE_S 0.25
+
+static void write_env_json(FILE *f, const options *o, int argc, char **argv, double *busy_cpus,
+                           int *cpus)
 {
     char date[64], own[4096];
     time_t now = time(NULL);
@@ -148,6 +153,7 @@ static void write_env_json(FILE *f, const options *o, int argc, char **argv)
     envinfo_write_host(&w);
     envinfo_write_cpu(&w);
     envinfo_write_cpu_clocks(&w);
+    envinfo_write_load(&w, LOAD_SAMPLE_S, busy_cpus, cpus);
     envinfo_write_gpus(&w);
     envinfo_write_versions(&w);
     envinfo_write_environment(&w);
@@ -165,10 +171,17 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: %s\n", prog, err);
         return 1;
     }
-    write_env_json(f, &o, argc, argv);
+    double busy_cpus;
+    int cpus;
+    write_env_json(f, &o, argc, argv, &busy_cpus, &cpus);
     if (csv_commit(f, tmp, o.out, err, sizeof err)) {
         fprintf(stderr, "%s: %s\n", prog, err);
         return 1;
     }
+    if (busy_cpus >= RUN_BUSY_CPUS_NOTABLE)
+        fprintf(stderr,
+                "%s: other work keeps %.1f of %d CPUs busy: what is measured now is lower and "
+                "noisier than this machine's own (env.json: load; the report says so)\n",
+                prog, busy_cpus, cpus);
     return 0;
 }

@@ -364,6 +364,9 @@ if [[ ! -f $run/env.json ]]; then
         --argv "$0 $env_req $*" \
         >"$run/logs/envinfo.log" 2>&1; then
         say "envinfo: failed: see $run/logs/envinfo.log (the run goes on without env.json)"
+    elif busy=$(grep -m 1 '^envinfo: other work keeps ' "$run/logs/envinfo.log"); then
+        # a neighbour on the machine lowers every figure of the run: said before them
+        say "${busy#envinfo: }"
     fi
 fi
 

@@ -464,6 +464,25 @@ Test(report_run, compare_puts_environments_side_by_side)
                    (int)(fma - peaks), peaks, fma + strlen("fma,125,4,\n"));
     write_text(b, "peaks.csv", b_peaks);
     free(peaks);
+    /* b began with other work on the machine (bin/envinfo's sample) */
+    char *env = strdup(env_json);
+    cr_assert_not_null(env);
+    char *gpu = strstr(env, "  \"gpu\"");
+    cr_assert_not_null(gpu);
+    char b_env[4096];
+    format_or_fail(b_env, sizeof b_env, "%.*s  \"load\": {\"loadavg_1min\": 1.5, \"busy_cpus\": "
+                   "1.2, \"cpus\": 4, \"sampled_s\": 0.25},\n%s",
+                   (int)(gpu - env), env, gpu);
+    write_text(b, "env.json", b_env);
+    free(env);
+    /* and b's batch 8 steps are noisy */
+    char *var = strdup(variability_csv);
+    cr_assert_not_null(var);
+    char *cv = strstr(var, ",2.4,0.012,");
+    cr_assert_not_null(cv);
+    memcpy(cv, ",2.4,0.210,", 11);
+    write_text(b, "variability.csv", var);
+    free(var);
     format_or_fail(args, sizeof args, "report --compare %s %s %s", out, a, b);
     cr_assert_eq(run_bin(args, 1, msg, sizeof msg), 0, "bin/report --compare failed: %s", msg);
     char *md = read_text(out, "compare.md");
@@ -473,10 +492,25 @@ Test(report_run, compare_puts_environments_side_by_side)
                     "compare.md");
     expect_contains(md, "| fp32_fma | GFLOP/s | 100 | 100 (suspect) |", "compare.md");
     expect_contains(md, "A value marked suspect failed bin/peaks' consistency checks", "compare.md");
+    expect_contains(md, "71%. The ratio is uncertain: big's steps are noisy (cv 21%); big began "
+                        "with 1.2 of 4 CPUs busy with other work.",
+                    "compare.md");
     free(md);
     char *html = read_text(out, "compare.html");
     cr_expect_eq(count_of(html, "http:") + count_of(html, "https:"), 0);
     free(html);
+    /* and b's own report says so; a's, without a load sample, does not */
+    format_or_fail(args, sizeof args, "report %s", b);
+    cr_assert_eq(run_bin(args, 1, msg, sizeof msg), 0, "bin/report failed: %s", msg);
+    md = read_text(b, "report.md");
+    expect_contains(md, "- Other work kept 1.2 of 4 CPUs busy as the run began (env.json: load)",
+                    "report.md");
+    free(md);
+    format_or_fail(args, sizeof args, "report %s", a);
+    cr_assert_eq(run_bin(args, 1, msg, sizeof msg), 0, "bin/report failed: %s", msg);
+    md = read_text(a, "report.md");
+    cr_expect(strstr(md, "Other work kept") == NULL, "%s", md);
+    free(md);
     remove_temp_dir(a);
     remove_temp_dir(b);
     remove_temp_dir(out);

@@ -162,6 +162,37 @@ static void throughput_table(report_doc *d, const run_model *runs, int n,
     }
 }
 
+/* Step-to-step cv above this makes a ratio of medians uncertain (the run's
+ * own report calls it noisy). */
+#define COMPARE_NOISY_CV 0.05
+
+/* The cv of a configuration's timed steps in its run, NaN when unknown. */
+static double steps_cv(const run_model *run, const summary_row *s)
+{
+    for (int i = 0; i < run->variability.n; i++) {
+        const variability_row *v = &run->variability.rows[i];
+        if (strcmp(v->scope, "iterations") == 0 && v->res == s->res && v->batch == s->batch &&
+            v->graph == s->graph && strcmp(v->model, s->model) == 0 &&
+            strcmp(v->precision, s->precision) == 0)
+            return v->cv;
+    }
+    return NAN;
+}
+
+/* Why a ratio of a run's figure may not be the machine's (noisy steps, other
+ * work), appended as "; ..." clauses. */
+static void caveats(char *text, size_t len, size_t *used, const run_model *run,
+                    const summary_row *s)
+{
+    char a[FMT_LEN];
+    double cv = steps_cv(run, s);
+    if (cv > COMPARE_NOISY_CV)
+        fmt_append(text, len, used, "; %s's steps are noisy (cv %s)", run->label, fmt_share(a, cv));
+    if (run->start_load.busy_cpus >= RUN_BUSY_CPUS_NOTABLE)
+        fmt_append(text, len, used, "; %s began with %.1f of %d CPUs busy with other work",
+                   run->label, run->start_load.busy_cpus, run->start_load.cpus);
+}
+
 /* Per model and precision measured in two or more runs: the fastest against the slowest. */
 static void compare_findings(report_doc *d, const run_model *runs, int n,
                              const model_precision *pairs, int n_pairs)
@@ -182,14 +213,19 @@ static void compare_findings(report_doc *d, const run_model *runs, int n,
         if (fast < 0 || fast == slow)
             continue;
         char a[FMT_LEN], b[FMT_LEN], c[FMT_LEN], e[FMT_LEN], g[FMT_LEN], label[FMT_LEN];
+        char caveat[1024] = "";
+        size_t used = 0;
+        caveats(caveat, sizeof caveat, &used, &runs[fast], f);
+        caveats(caveat, sizeof caveat, &used, &runs[slow], s);
         doc_item(d, "%s %s: %s is %sx %s (%s against %s images/s at their best batch sizes, %d "
-                    "and %d); %s of peak against %s.",
+                    "and %d); %s of peak against %s%s%s.",
                  pairs[i].model,
                  report_precision_label(label, sizeof label, pairs[i].precision, pairs[i].graph),
                  runs[fast].label,
                  fmt_num(a, f->ips_median / s->ips_median), runs[slow].label,
                  fmt_num(b, f->ips_median), fmt_num(c, s->ips_median), f->batch, s->batch,
-                 fmt_pct(e, f->pct_of_peak), fmt_pct(g, s->pct_of_peak));
+                 fmt_pct(e, f->pct_of_peak), fmt_pct(g, s->pct_of_peak),
+                 used ? ". The ratio is uncertain: " : "", used ? caveat + 2 : "");
     }
     if (d->n > 0 && d->blocks[d->n - 1].kind == DOC_LIST && d->blocks[d->n - 1].n_cells == 0)
         doc_item(d, "No model was measured in more than one of these runs.");

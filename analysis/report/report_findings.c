@@ -320,6 +320,19 @@ static void variability_findings(report_doc *d, const variability *v)
                  DRIFT_PCT, drifts);
 }
 
+/* Other work on the machine as the run began lowers what it measured. */
+static void load_finding(report_doc *d, const run_model *run)
+{
+    const run_start_load *l = &run->start_load;
+    if (!(l->busy_cpus >= RUN_BUSY_CPUS_NOTABLE))
+        return;
+    doc_item(d, "Other work kept %.1f of %d CPUs busy as the run began (env.json: load): the "
+                "roofs and step times here are lower and noisier than this machine's own (a "
+                "thread that loses its core holds up the others); measure again on an idle "
+                "machine before comparing.",
+             l->busy_cpus, l->cpus);
+}
+
 /* The ceilings bin/peaks could not make pass its own checks, by name. */
 static void suspect_finding(report_doc *d, const run_model *run)
 {
@@ -460,6 +473,7 @@ void report_findings(report_doc *d, const run_model *run)
 {
     doc_heading(d, 1, "Findings");
     doc_list(d);
+    load_finding(d, run);
     peaks_finding(d, run);
     for (int k = 0; k < run->roofline.n; k++)
         if (roofline_step(&run->roofline.configs[k]))

@@ -21,6 +21,11 @@ void envinfo_write_cpu_clocks(json_writer *w);
  * oneDNN; "not found (...)" or "not built (...)" where absent. */
 void envinfo_write_versions(json_writer *w);
 
+/* "load": the load averages and the CPUs other work kept busy over a
+ * sample_s pause of this process (busy_cpus, of cpus online), also into
+ * *busy_cpus and *cpus (-1 and 0 when /proc could not tell). */
+void envinfo_write_load(json_writer *w, double sample_s, double *busy_cpus, int *cpus);
+
 /* "environment": the variables set that change what the libraries do
  * (CUDA_*, NCCL_*, OMP_*, ...; envinfo_vars.c lists the prefixes), by name. */
 void envinfo_write_environment(json_writer *w);
