@@ -354,6 +354,34 @@ Test(report_cli, an_out_of_range_cell_is_one_line_and_status_2)
 
 /* ---- the report of the hand-made run --------------------------------------- */
 
+/* A traced step far slower than its configuration's timed steps (180 ms
+ * traced against a median of 100) is a finding naming the part to delete;
+ * the toy's own 180 against 200 is none. */
+Test(report_run, a_trace_slower_than_the_timed_steps_is_named)
+{
+    char *dir = toy_run(), args[512], out[4096];
+    format_or_fail(args, sizeof args, "report %s", dir);
+    cr_assert_eq(run_bin(args, 1, out, sizeof out), 0, "bin/report failed: %s", out);
+    char *md = read_text(dir, "report.md");
+    cr_expect(strstr(md, "Traced step") == NULL, "%s", md);
+    free(md);
+    char *summary = strdup(summary_csv);
+    cr_assert_not_null(summary);
+    char *median = strstr(summary, ",40,39,41,200,");
+    cr_assert_not_null(median);
+    memcpy(median, ",40,39,41,100,", 14);
+    write_text(dir, "summary.csv", summary);
+    free(summary);
+    cr_assert_eq(run_bin(args, 1, out, sizeof out), 0, "bin/report failed: %s", out);
+    md = read_text(dir, "report.md");
+    expect_contains(md, "- Traced step far slower than its configuration's median timed step: "
+                        "resnet18-cifar @32 b8 fp32 1.80x "
+                        "(parts/resnet18-cifar_r32_b8_fp32.kernels.csv).",
+                    "report.md");
+    free(md);
+    remove_temp_dir(dir);
+}
+
 Test(report_run, headline_numbers_come_from_the_csv_files)
 {
     char *dir = toy_run(), args[512], out[4096];

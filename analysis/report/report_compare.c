@@ -229,6 +229,19 @@ static void compare_findings(report_doc *d, const run_model *runs, int n,
     }
     if (d->n > 0 && d->blocks[d->n - 1].kind == DOC_LIST && d->blocks[d->n - 1].n_cells == 0)
         doc_item(d, "No model was measured in more than one of these runs.");
+    /* the figure's points are traced steps, the tables' figures timed ones */
+    for (int r = 0; r < n; r++) {
+        double ratio;
+        const roof_config *c = report_slowest_trace(&runs[r], &ratio);
+        if (!c)
+            continue;
+        char name[160], a[FMT_LEN];
+        report_key_short(name, sizeof name, c->model, c->res, c->batch, c->precision);
+        doc_item(d, "%s: the combined roofline's points come from traced steps as slow as %sx "
+                    "the timed ones (%s): they sit lower than the tables' figures; that run's "
+                    "report says which.",
+                 runs[r].label, fmt_num(a, ratio), name);
+    }
 }
 
 void report_build_compare(report_doc *d, const run_model *runs, int n, const char *out_dir)

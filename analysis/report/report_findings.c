@@ -21,6 +21,9 @@
 #define BATCH_EFFECT_PCT 10.0
 /* A step this far above its attainable rate means the roof was measured low. */
 #define ABOVE_ROOF_PCT 105.0
+/* A traced step this many times its configuration's median timed step ran
+ * differently from the steps the tables report. */
+#define TRACE_SLOW_RATIO 1.5
 
 static const char *stability(double cv)
 {
@@ -99,6 +102,54 @@ static void traced_finding(report_doc *d, const run_model *run, const roof_confi
         fmt_append(text, sizeof text, &used, ".");
     doc_item(d, "%s", text);
     free(types);
+}
+
+double report_trace_ratio(const run_model *run, const roof_config *c)
+{
+    const roof_row *step = roofline_step(c);
+    const summary_row *s =
+        report_traced_summary(run, c->model, c->res, c->batch, c->precision, true);
+    if (!step || !s || !(step->pt.duration_ns > 0) || !(s->step_ms_median > 0))
+        return NAN;
+    return step->pt.duration_ns / 1e6 / s->step_ms_median;
+}
+
+const roof_config *report_slowest_trace(const run_model *run, double *ratio)
+{
+    const roof_config *worst = NULL;
+    *ratio = NAN;
+    for (int k = 0; k < run->roofline.n; k++) {
+        double r = report_trace_ratio(run, &run->roofline.configs[k]);
+        if (r > TRACE_SLOW_RATIO && (!worst || r > *ratio))
+            worst = &run->roofline.configs[k], *ratio = r;
+    }
+    return worst;
+}
+
+/* Traced steps far slower than the timed ones: their points sit low. */
+static void slow_trace_finding(report_doc *d, const run_model *run)
+{
+    char list[1024] = "", name[160], a[FMT_LEN];
+    size_t used = 0;
+    int n = 0;
+    for (int k = 0; k < run->roofline.n; k++) {
+        const roof_config *c = &run->roofline.configs[k];
+        double r = report_trace_ratio(run, c);
+        if (!(r > TRACE_SLOW_RATIO))
+            continue;
+        report_key_short(name, sizeof name, c->model, c->res, c->batch, c->precision);
+        /* the trace pass's part, as scripts/bench.sh names it */
+        fmt_append(list, sizeof list, &used, "%s%s %sx (parts/%s_r%d_b%d_%s.kernels.csv)",
+                   n++ ? ", " : "", name, fmt_num(a, r), c->model, c->res, c->batch,
+                   c->precision);
+    }
+    if (n > 0)
+        doc_item(d, "Traced step%s far slower than %s configuration's median timed step: %s. "
+                    "%s roofline points and time shares come from a step that ran differently "
+                    "from the steps of the tables (the trace pass's own overhead, or other work "
+                    "on the machine while it ran): read them as a lower bound, or run the trace "
+                    "pass again: delete its part and resume the run with RUN=.",
+                 n == 1 ? "" : "s", n == 1 ? "its" : "their", list, n == 1 ? "Its" : "Their");
 }
 
 /* Steps faster than their roof: the roof, not the step, is wrong. */
@@ -479,6 +530,7 @@ void report_findings(report_doc *d, const run_model *run)
         if (roofline_step(&run->roofline.configs[k]))
             traced_finding(d, run, &run->roofline.configs[k]);
     report_gpu_findings(d, run);
+    slow_trace_finding(d, run);
     above_roof_finding(d, &run->roofline);
     const summary *s = &run->summary;
     for (int i = 0; i < s->n; i++) {

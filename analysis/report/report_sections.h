@@ -53,6 +53,13 @@ const summary_row *report_traced_summary(const run_model *run, const char *model
  * precision cell of a configuration that may run either way. Returns out. */
 const char *report_precision_label(char *out, size_t len, const char *precision, bool graph);
 
+/* A traced step's duration over its configuration's median timed step (the
+ * eager twin's for a graph configuration); NaN when either is unknown. */
+double report_trace_ratio(const run_model *run, const roof_config *c);
+/* The configuration whose traced step is slowest against its timed steps, if
+ * that is beyond the findings' threshold (*ratio its ratio); else NULL. */
+const roof_config *report_slowest_trace(const run_model *run, double *ratio);
+
 /* The label of the run's DRAM-like memory level ("DRAM", "HBM"). */
 const char *report_memory_name(const run_model *run);
 
