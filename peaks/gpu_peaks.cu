@@ -10,6 +10,7 @@
 
 #include <new>
 
+#include "cuda_driver_dl.h"
 #include "gpu_bench.h"
 #include "gpu_peaks.h"
 #include "peak_check.h"
@@ -284,8 +285,11 @@ extern "C" int gpu_peaks_run(const gpu_peaks_options *o, peak_table *t, char *er
     int devices = 0;
     cudaError_t e = cudaGetDeviceCount(&devices);
     if (e != cudaSuccess || devices == 0) {
-        snprintf(err, err_len, "no CUDA device (%s)",
-                 e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+        char why[256] = "none found";
+        if (e != cudaSuccess)
+            cuda_no_device_why(e == cudaErrorInsufficientDriver, cudaGetErrorString(e),
+                               CUDART_VERSION, why, sizeof why);
+        snprintf(err, err_len, "no CUDA device (%s)", why);
         return GPU_PEAKS_NO_DEVICE;
     }
     if (o->device < 0 || o->device >= devices) {

@@ -2,6 +2,7 @@
  * enough for a unit test: every figure positive, finite and under a bound no
  * real machine reaches; peaks.csv well formed; bad options rejected. */
 #include <criterion/criterion.h>
+#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "../peaks/cpu_checks.h"
+#include "../peaks/cuda_driver_dl.h"
 #include "../peaks/cpu_clock.h"
 #include "../peaks/cpu_flops.h"
 #include "../peaks/cpu_info.h"
@@ -779,4 +781,24 @@ Test(cpu_checks, a_one_thread_run_has_no_all_core_figures)
     cr_expect_str_eq(s.fig[ix.fma[0][0]].name, "fp32_fma");
     cr_expect_eq(check_find(&s, "fp32_fma_1core"), -1);
     cr_expect(check_find(&s, "dram_read") >= 0);
+}
+
+/* The runtime's "insufficient driver" is told apart: no driver at all (this
+ * machine, CI) or one too old; any other error is the runtime's own words. */
+Test(cuda_driver, no_device_is_explained_by_what_the_driver_library_says)
+{
+    char why[256];
+    cuda_no_device_why(false, "no CUDA-capable device is detected", 13000, why, sizeof why);
+    cr_expect_str_eq(why, "no CUDA-capable device is detected");
+    cuda_no_device_why(true, "CUDA driver version is insufficient for CUDA runtime version",
+                       13000, why, sizeof why);
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        cr_expect_str_eq(why, "no NVIDIA driver on this machine: libcuda.so.1 not found");
+    } else {
+        cr_expect(strstr(why, ", older than this build's runtime 13.0: update the driver") ||
+                      strstr(why, "insufficient"),
+                  "%s", why);
+        dlclose(lib);
+    }
 }

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../../peaks/cuda_driver_dl.h"
 #include "../../peaks/nvml_dl.h"
 
 #ifdef HAVE_CUDA
@@ -13,7 +14,10 @@ int envinfo_gpu_count(char *why, size_t why_len)
     int count = 0;
     cudaError_t rc = cudaGetDeviceCount(&count);
     if (rc != cudaSuccess) {
-        snprintf(why, why_len, "cudaGetDeviceCount: %s", cudaGetErrorString(rc));
+        char what[256];
+        cuda_no_device_why(rc == cudaErrorInsufficientDriver, cudaGetErrorString(rc),
+                           CUDART_VERSION, what, sizeof what);
+        snprintf(why, why_len, "cudaGetDeviceCount: %.200s", what);
         return -1;
     }
     return count;

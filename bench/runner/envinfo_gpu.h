@@ -18,8 +18,9 @@ typedef struct {
 } gpu_device_info;
 
 /* CUDA devices present, or -1 with the reason in why: the runtime's error
- * ("cudaGetDeviceCount: CUDA driver version is insufficient for CUDA runtime
- * version") or "built without the CUDA toolkit". 0 devices is not an error. */
+ * ("cudaGetDeviceCount: no NVIDIA driver on this machine: ...", as
+ * cuda_no_device_why words it) or "built without the CUDA toolkit". 0
+ * devices is not an error. */
 int envinfo_gpu_count(char *why, size_t why_len);
 
 /* Properties of device `index`; -1 with the reason in why. */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../peaks/cuda_driver_dl.h"
 #include "cuda_internal.h"
 
 
@@ -77,7 +78,8 @@ extern "C" int cuda_device_count(char *why, size_t why_len)
     int n = 0;
     cudaError_t err = cudaGetDeviceCount(&n);
     if (err != cudaSuccess) {
-        snprintf(why, why_len, "%s", cudaGetErrorString(err));
+        cuda_no_device_why(err == cudaErrorInsufficientDriver, cudaGetErrorString(err),
+                           CUDART_VERSION, why, why_len);
         return 0;
     }
     if (n == 0)
