@@ -35,7 +35,7 @@ static void print_help(void)
 {
     printf("usage: train --model M [--res R] [--classes K] [--batch N] [--precision P]\n"
            "             [--warmup W] [--iters I] [--threads T] [--seed S] [--lr X]\n"
-           "             [--data synthetic|cifar10:DIR] [--repeat K] [--env NAME] [--out steps.csv]\n"
+           "             [--data synthetic|cifar10:DIR] [--repeat K] [--env NAME] [--out FILE]\n"
            "             [--backend cpu|cuda|auto] [--device D] [--graph] [--workspace-mb MB]\n"
            "             [--no-fusion] [--depthwise auto|cudnn|own] [--conv-bias auto|cudnn|own]\n"
            "             [--algo-cache FILE]\n"
@@ -46,7 +46,8 @@ static void print_help(void)
            "              [--scaling-out scaling.csv [--scaling-mode strong|weak]\n"
            "              [--baseline-ms T1]] [--fault-kill RANK:STEP]]\n"
            "Fixed-iteration training steps (forward, backward, SGD momentum 0.9, weight\n"
-           "decay 5e-4) on one fixed batch. Defaults: batch 32, warmup 5, iters 20,\n"
+           "decay 5e-4) on one fixed batch; --out FILE appends a steps.csv row per timed\n"
+           "step (without it no file is written). Defaults: batch 32, warmup 5, iters 20,\n"
            "threads = all cores, seed 1, synthetic data, precision fp32, backend auto (the\n"
            "GPU when there is one), and lr = base x batch / 256 (the linear-scaling rule;\n"
            "base 0.1 as torchvision's recipe, 0.01 for vgg16): e.g. resnet50 at batch 8:\n"
