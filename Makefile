@@ -436,7 +436,11 @@ deps:
 BENCH_ENV := $(if $(filter command line,$(origin ENV)),$(ENV),local)
 # What is missing is installed first (scripts/deps.sh --bench; DEPS=off skips
 # it); the build comes after, in a new make, so that it sees what was installed.
+# An ENV that no row names is refused before either where bin/matrix is built
+# already (a typo then costs no install and no build); bench.sh checks it again.
 bench:
+	@if [ -x '$(BIN)/matrix' ] && ! why=$$('$(BIN)/matrix' --file '$(or $(MATRIX),run_matrix.md)' \
+	    --resolve '$(BENCH_ENV)' 2>&1 >/dev/null); then echo "$$why" >&2; exit 2; fi
 	@$(if $(filter off,$(DEPS)),,scripts/deps.sh --bench)
 	@$(MAKE) --no-print-directory all
 	@scripts/bench.sh '$(BENCH_ENV)' RUN='$(RUN)' BIN='$(BIN)' MATRIX='$(MATRIX)' RUNS_DIR='$(RUNS_DIR)'
