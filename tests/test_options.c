@@ -425,6 +425,9 @@ static void check_script_cases(const char *script, const bad_case *cases, int n)
     remove_temp_dir(dir);
 }
 
+#define CHECK_SCRIPT(script, table)                                                       \
+    check_script_cases(script, table, (int)(sizeof table / sizeof table[0]))
+
 #define RUNDIR_15 "rundir rundir rundir rundir rundir rundir rundir rundir rundir rundir rundir " \
                   "rundir rundir rundir rundir"
 
@@ -442,8 +445,7 @@ static const bad_case compare_cases[] = {
 
 Test(options, compare_script, .timeout = 60)
 {
-    check_script_cases("compare.sh", compare_cases,
-                       (int)(sizeof compare_cases / sizeof compare_cases[0]));
+    CHECK_SCRIPT("compare.sh", compare_cases);
 }
 
 static const bad_case render_cases[] = {
@@ -455,8 +457,7 @@ static const bad_case render_cases[] = {
 
 Test(options, render_script, .timeout = 60)
 {
-    check_script_cases("render.sh", render_cases,
-                       (int)(sizeof render_cases / sizeof render_cases[0]));
+    CHECK_SCRIPT("render.sh", render_cases);
 }
 
 /* checked by pytorch_ref.py --check before jemalloc or torch is looked for */
@@ -469,6 +470,5 @@ static const bad_case compare_cpu_cases[] = {
 
 Test(options, compare_cpu_script, .timeout = 60)
 {
-    check_script_cases("compare_cpu.sh", compare_cpu_cases,
-                       (int)(sizeof compare_cpu_cases / sizeof compare_cpu_cases[0]));
+    CHECK_SCRIPT("compare_cpu.sh", compare_cpu_cases);
 }

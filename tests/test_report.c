@@ -119,6 +119,19 @@ static const unsigned char tiny_png[] = {
     0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82};
 
 /* The hand-made run folder: every file the runner and bin/analyze write. */
+/* Writes dir/file: text with the first `from` replaced by `to`, which the
+ * test asserts is there. */
+static void write_replaced(const char *dir, const char *file, const char *text, const char *from,
+                           const char *to)
+{
+    const char *at = strstr(text, from);
+    cr_assert_not_null(at, "no '%s' in the %s to edit", from, file);
+    static char edited[1 << 14];
+    format_or_fail(edited, sizeof edited, "%.*s%s%s", (int)(at - text), text, to,
+                   at + strlen(from));
+    write_text(dir, file, edited);
+}
+
 static char *toy_run(void)
 {
     char *dir = temp_dir();
@@ -365,13 +378,7 @@ Test(report_run, a_trace_slower_than_the_timed_steps_is_named)
     char *md = read_text(dir, "report.md");
     cr_expect(strstr(md, "Traced step") == NULL, "%s", md);
     free(md);
-    char *summary = strdup(summary_csv);
-    cr_assert_not_null(summary);
-    char *median = strstr(summary, ",40,39,41,200,");
-    cr_assert_not_null(median);
-    memcpy(median, ",40,39,41,100,", 14);
-    write_text(dir, "summary.csv", summary);
-    free(summary);
+    write_replaced(dir, "summary.csv", summary_csv, ",40,39,41,200,", ",40,39,41,100,");
     cr_assert_eq(run_bin(args, 1, out, sizeof out), 0, "bin/report failed: %s", out);
     md = read_text(dir, "report.md");
     expect_contains(md, "- Traced step far slower than its configuration's median timed step: "
@@ -482,35 +489,15 @@ Test(report_run, compare_puts_environments_side_by_side)
     write_text(b, "summary.csv", summary);
     free(summary);
     /* b's FMA figure failed bin/peaks' checks (its verdict after the notes) */
-    char *peaks = strdup(peaks_csv);
-    cr_assert_not_null(peaks);
-    char *fma = strstr(peaks, "fma,125,4,\n");
-    cr_assert_not_null(fma);
-    char b_peaks[4096];
-    format_or_fail(b_peaks, sizeof b_peaks, "%.*sfma,125,4,best of 3; suspect: all cores below "
-                   "cores x 1 core (re-measured 2 x)\n%s",
-                   (int)(fma - peaks), peaks, fma + strlen("fma,125,4,\n"));
-    write_text(b, "peaks.csv", b_peaks);
-    free(peaks);
+    write_replaced(b, "peaks.csv", peaks_csv, "fma,125,4,\n",
+                   "fma,125,4,best of 3; suspect: all cores below cores x 1 core (re-measured 2 "
+                   "x)\n");
     /* b began with other work on the machine (bin/envinfo's sample) */
-    char *env = strdup(env_json);
-    cr_assert_not_null(env);
-    char *gpu = strstr(env, "  \"gpu\"");
-    cr_assert_not_null(gpu);
-    char b_env[4096];
-    format_or_fail(b_env, sizeof b_env, "%.*s  \"load\": {\"loadavg_1min\": 1.5, \"busy_cpus\": "
-                   "1.2, \"cpus\": 4, \"sampled_s\": 0.25},\n%s",
-                   (int)(gpu - env), env, gpu);
-    write_text(b, "env.json", b_env);
-    free(env);
+    write_replaced(b, "env.json", env_json, "  \"gpu\"",
+                   "  \"load\": {\"loadavg_1min\": 1.5, \"busy_cpus\": 1.2, \"cpus\": 4, "
+                   "\"sampled_s\": 0.25},\n  \"gpu\"");
     /* and b's batch 8 steps are noisy */
-    char *var = strdup(variability_csv);
-    cr_assert_not_null(var);
-    char *cv = strstr(var, ",2.4,0.012,");
-    cr_assert_not_null(cv);
-    memcpy(cv, ",2.4,0.210,", 11);
-    write_text(b, "variability.csv", var);
-    free(var);
+    write_replaced(b, "variability.csv", variability_csv, ",2.4,0.012,", ",2.4,0.210,");
     format_or_fail(args, sizeof args, "report --compare %s %s %s", out, a, b);
     cr_assert_eq(run_bin(args, 1, msg, sizeof msg), 0, "bin/report --compare failed: %s", msg);
     char *md = read_text(out, "compare.md");
