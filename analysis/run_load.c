@@ -1,5 +1,6 @@
 #include "run_load.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -55,15 +56,15 @@ static void take_start_load(run_model *m)
     m->start_load = (run_start_load){NAN, 0};
     const char *busy = run_env_get(&m->env, "load.busy_cpus"),
                *cpus = run_env_get(&m->env, "load.cpus");
-    char *end;
-    if (busy && cpus) {
-        double b = strtod(busy, &end);
-        if (end != busy && *end == '\0' && isfinite(b) && b >= 0)
-            m->start_load.busy_cpus = b;
-        long n = strtol(cpus, &end, 10);
-        if (end != cpus && *end == '\0' && n > 0 && n < 1 << 20)
-            m->start_load.cpus = (int)n;
-    }
+    if (!busy || !cpus)
+        return;
+    char *busy_end, *cpus_end;
+    double b = strtod(busy, &busy_end);
+    long n = strtol(cpus, &cpus_end, 10);
+    /* both or neither: a share of an unknown count says nothing */
+    if (busy_end != busy && *busy_end == '\0' && isfinite(b) && b >= 0 && cpus_end != cpus &&
+        *cpus_end == '\0' && n > 0 && n < 1 << 20)
+        m->start_load = (run_start_load){b, (int)n};
 }
 
 /* Summary rows carry the peak memory of their configuration's steps. */
@@ -167,33 +168,54 @@ int run_load(run_model *m, const char *dir, unsigned want, unsigned need, char *
 }
 
 /* The last component of a folder's path ("runs/cpu/20261201-1200/" gives
- * "20261201-1200"), into out. */
-static void folder_name(const char *dir, char *out, size_t len)
+ * "20261201-1200"), or the whole path, into out; what is not a plain name's
+ * character (a newline, a quote) becomes '_', since labels go into figure
+ * data and titles. */
+static void folder_name(const char *dir, bool whole, char *out, size_t len)
 {
     size_t n = strlen(dir);
     while (n > 1 && dir[n - 1] == '/')
         n--;
-    size_t start = n;
+    size_t start = whole ? 0 : n;
     while (start > 0 && dir[start - 1] != '/')
         start--;
     snprintf(out, len, "%.*s", (int)(n - start), dir + start);
+    for (char *c = out; *c; c++)
+        if (!isalnum((unsigned char)*c) && !strchr("._-+:@/", *c))
+            *c = '_';
 }
 
-/* Two runs of one environment, told apart by their folders' names (runs/ENV/ID). */
-static void label_many(run_model *runs, int n)
+static bool label_shared(const run_model *runs, int n, int i, bool env_only)
 {
-    for (int i = 0; i < n; i++) {
-        bool shared = false;
-        for (int j = 0; j < n && !shared; j++)
-            shared = j != i && strcmp(runs[j].env_name, runs[i].env_name) == 0;
-        if (!shared)
-            continue;
-        char id[RUN_PATH_LEN];
-        folder_name(runs[i].dir, id, sizeof id);
-        snprintf(runs[i].label, sizeof runs[i].label, "%s (%.*s)",
-                 runs[i].env_name[0] ? runs[i].env_name : "?", RUN_LABEL_LEN - RUN_NAME_LEN - 8,
-                 id);
+    for (int j = 0; j < n; j++)
+        if (j != i && strcmp(env_only ? runs[j].env_name : runs[j].label,
+                             env_only ? runs[i].env_name : runs[i].label) == 0)
+            return true;
+    return false;
+}
+
+/* Two runs of one environment, told apart by their folders' names
+ * (runs/ENV/ID), or by their paths where those are the same too. */
+static int label_many(run_model *runs, int n)
+{
+    bool *shared = calloc((size_t)n + 1, sizeof *shared);
+    if (!shared)
+        return -1;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < n; i++)
+            shared[i] = label_shared(runs, n, i, pass == 0);
+        for (int i = 0; i < n; i++) {
+            if (!shared[i])
+                continue;
+            char id[RUN_PATH_LEN];
+            folder_name(runs[i].dir, pass == 1, id, sizeof id);
+            snprintf(runs[i].label, sizeof runs[i].label, "%s (%.*s)",
+                     runs[i].env_name[0] ? runs[i].env_name : "?",
+                     RUN_LABEL_LEN - RUN_NAME_LEN - 8, id);
+        }
     }
+    free(shared);
+    return 0;
 }
 
 void run_free(run_model *m)
@@ -239,7 +261,12 @@ run_model *run_load_many(char **dirs, int n, unsigned want, unsigned need, int *
             return NULL;
         }
     }
-    label_many(runs, n);
+    if (label_many(runs, n)) {
+        run_free_many(runs, n);
+        snprintf(err, err_len, "out of memory");
+        *status = RUN_LOAD_FAILED;
+        return NULL;
+    }
     *status = RUN_LOAD_OK;
     return runs;
 }

@@ -18,7 +18,7 @@ void cuda_no_device_why(bool insufficient_driver, const char *runtime_message,
     /* cuDriverGetVersion(int *): the one call that needs no cuInit */
     int (*driver_version)(int *) = (int (*)(int *))dlsym(lib, "cuDriverGetVersion");
     int v = 0;
-    if (driver_version && driver_version(&v) == 0 && v > 0)
+    if (driver_version && driver_version(&v) == 0 && v > 0 && v < runtime_version)
         snprintf(why, why_len,
                  "the NVIDIA driver supports CUDA %d.%d, older than this build's runtime %d.%d: "
                  "update the driver",

@@ -514,7 +514,9 @@ Test(report_run, compare_puts_environments_side_by_side)
     char *html = read_text(out, "compare.html");
     cr_expect_eq(count_of(html, "http:") + count_of(html, "https:"), 0);
     free(html);
-    /* and b's own report says so; a's, without a load sample, does not */
+    /* and b's own report says so; a's, whose sample names no CPU count, does not */
+    write_replaced(a, "env.json", env_json, "  \"gpu\"",
+                   "  \"load\": {\"busy_cpus\": 1.2, \"cpus\": 0},\n  \"gpu\"");
     format_or_fail(args, sizeof args, "report %s", b);
     cr_assert_eq(run_bin(args, 1, msg, sizeof msg), 0, "bin/report failed: %s", msg);
     md = read_text(b, "report.md");
@@ -674,5 +676,14 @@ Test(report_cli, compare_names_each_environment_and_its_roofs, .timeout = 60)
     free(vars);
     free(steps);
     free(manifest);
+    /* the same folder name under two parents: their paths tell them apart */
+    cr_assert_eq(sh("mkdir '%s/x' && cp -r '%s' '%s/x/run'", out, golden, out), 0);
+    format_or_fail(args, sizeof args, "plotdata --compare %s/out2 %s %s/x/run", out, golden, out);
+    cr_assert_eq(run_bin(args, 1, msg, sizeof msg), 0, "plotdata --compare failed: %s", msg);
+    vars = read_text(out, "out2/figures/data/roofline_compare.vars");
+    expect_contains(vars, "env_title_1 = \"golden (" ROOFLINE_SOURCE_DIR "/tests/golden/run): ",
+                    "roofline_compare.vars");
+    expect_contains(vars, "/x/run): fp32_fma", "roofline_compare.vars");
+    free(vars);
     remove_temp_dir(out);
 }
