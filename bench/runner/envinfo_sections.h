@@ -22,8 +22,9 @@ void envinfo_write_cpu_clocks(json_writer *w);
 void envinfo_write_versions(json_writer *w);
 
 /* "load": the load averages and the CPUs other work kept busy over a
- * sample_s pause of this process (busy_cpus, of cpus online), also into
- * *busy_cpus and *cpus (-1 and 0 when /proc could not tell). */
+ * sample_s pause of this process (busy_cpus, of the cpus its affinity
+ * allows), also into *busy_cpus and *cpus (-1 and 0 when /proc could not
+ * tell). */
 void envinfo_write_load(json_writer *w, double sample_s, double *busy_cpus, int *cpus);
 
 /* "environment": the variables set that change what the libraries do
