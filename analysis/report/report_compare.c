@@ -162,10 +162,6 @@ static void throughput_table(report_doc *d, const run_model *runs, int n,
     }
 }
 
-/* Step-to-step cv above this makes a ratio of medians uncertain (the run's
- * own report calls it noisy). */
-#define COMPARE_NOISY_CV 0.05
-
 /* The cv of a configuration's timed steps in its run, NaN when unknown. */
 static double steps_cv(const run_model *run, const summary_row *s)
 {
@@ -186,7 +182,7 @@ static void caveats(char *text, size_t len, size_t *used, const run_model *run,
 {
     char a[FMT_LEN];
     double cv = steps_cv(run, s);
-    if (cv > COMPARE_NOISY_CV)
+    if (cv > REPORT_NOISY_CV)
         fmt_append(text, len, used, "; %s's steps are noisy (cv %s)", run->label, fmt_share(a, cv));
     if (run->start_load.busy_cpus >= RUN_BUSY_CPUS_NOTABLE)
         fmt_append(text, len, used, "; %s began with %.1f of %d CPUs busy with other work",

@@ -10,9 +10,9 @@
 #include "../roofs.h"
 #include "report_sections.h"
 
-/* Coefficients of variation below STABLE_CV read "stable", above NOISY_CV "noisy". */
+/* Coefficients of variation below STABLE_CV read "stable", above
+ * REPORT_NOISY_CV (report_sections.h) "noisy". */
 #define STABLE_CV 0.02
-#define NOISY_CV 0.05
 /* Warm-up drift worth a sentence, in percent. */
 #define DRIFT_PCT 5.0
 /* A measured peak below this share of its spec is worth a sentence. */
@@ -27,7 +27,7 @@
 
 static const char *stability(double cv)
 {
-    return cv < STABLE_CV ? "stable" : cv <= NOISY_CV ? "moderate" : "noisy";
+    return cv < STABLE_CV ? "stable" : cv <= REPORT_NOISY_CV ? "moderate" : "noisy";
 }
 
 /* The share of the traced step in memory-bound kernels: the summary's,
@@ -351,7 +351,7 @@ static void variability_findings(report_doc *d, const variability *v)
                          report_precision_label(a, sizeof a, rep_hi->precision, rep_hi->graph));
         doc_item(d, "Run to run: the repeats' medians differ by a cv of at most %s (%s): %s%s.",
                  fmt_share(a, rep_hi->cv), nh, stability(rep_hi->cv),
-                 rep_hi->cv > NOISY_CV ? "; compare configurations by their medians over several repeats"
+                 rep_hi->cv > REPORT_NOISY_CV ? "; compare configurations by their medians over several repeats"
                                        : "");
     }
     if (lo) {

@@ -53,6 +53,10 @@ const summary_row *report_traced_summary(const run_model *run, const char *model
  * precision cell of a configuration that may run either way. Returns out. */
 const char *report_precision_label(char *out, size_t len, const char *precision, bool graph);
 
+/* A coefficient of variation above this reads "noisy" in a run's findings,
+ * and makes a comparison's ratio of medians uncertain. */
+#define REPORT_NOISY_CV 0.05
+
 /* A traced step's duration over its configuration's median timed step (the
  * eager twin's for a graph configuration); NaN when either is unknown. */
 double report_trace_ratio(const run_model *run, const roof_config *c);
