@@ -386,6 +386,18 @@ Test(report_run, a_trace_slower_than_the_timed_steps_is_named)
                         "(parts/resnet18-cifar_r32_b8_fp32.kernels.csv).",
                     "report.md");
     free(md);
+    /* timed only as a CUDA graph: the trace pass was the graph configuration's own */
+    write_text(dir, "summary.csv",
+               "env,backend,model,res,batch,precision,world_size,repeats,iters,"
+               "images_per_s_median,images_per_s_q1,images_per_s_q3,step_ms_median,"
+               "analytic_gflop_per_step,achieved_tflops,peak_ceiling,peak_gflops,"
+               "pct_of_peak,mfu,mem_bound_time_share,status,graph\n"
+               "toy,cpu,resnet18-cifar,32,8,fp32,1,2,12,40,39,41,100,8.2,0.041,fp32_fma,"
+               "100,41,41,0.111111,ok,on\n");
+    cr_assert_eq(run_bin(args, 1, out, sizeof out), 0, "bin/report failed: %s", out);
+    md = read_text(dir, "report.md");
+    expect_contains(md, "(parts/resnet18-cifar_r32_b8_fp32_graph.kernels.csv).", "report.md");
+    free(md);
     remove_temp_dir(dir);
 }
 

@@ -104,11 +104,13 @@ static void traced_finding(report_doc *d, const run_model *run, const roof_confi
     free(types);
 }
 
-double report_trace_ratio(const run_model *run, const roof_config *c)
+double report_trace_ratio(const run_model *run, const roof_config *c, bool *graph)
 {
     const roof_row *step = roofline_step(c);
     const summary_row *s =
         report_traced_summary(run, c->model, c->res, c->batch, c->precision, true);
+    if (graph)
+        *graph = s && s->graph;
     if (!step || !s || !(step->pt.duration_ns > 0) || !(s->step_ms_median > 0))
         return NAN;
     return step->pt.duration_ns / 1e6 / s->step_ms_median;
@@ -119,7 +121,7 @@ const roof_config *report_slowest_trace(const run_model *run, double *ratio)
     const roof_config *worst = NULL;
     *ratio = NAN;
     for (int k = 0; k < run->roofline.n; k++) {
-        double r = report_trace_ratio(run, &run->roofline.configs[k]);
+        double r = report_trace_ratio(run, &run->roofline.configs[k], NULL);
         if (r > TRACE_SLOW_RATIO && (!worst || r > *ratio))
             worst = &run->roofline.configs[k], *ratio = r;
     }
@@ -134,14 +136,16 @@ static void slow_trace_finding(report_doc *d, const run_model *run)
     int n = 0;
     for (int k = 0; k < run->roofline.n; k++) {
         const roof_config *c = &run->roofline.configs[k];
-        double r = report_trace_ratio(run, c);
+        bool graph;
+        double r = report_trace_ratio(run, c, &graph);
         if (!(r > TRACE_SLOW_RATIO))
             continue;
         report_key_short(name, sizeof name, c->model, c->res, c->batch, c->precision);
-        /* the trace pass's part, as scripts/bench.sh names it */
-        fmt_append(list, sizeof list, &used, "%s%s %sx (parts/%s_r%d_b%d_%s.kernels.csv)",
+        /* the trace pass's part, as scripts/bench.sh names it: a graph
+         * configuration's own only where it has no eager twin */
+        fmt_append(list, sizeof list, &used, "%s%s %sx (parts/%s_r%d_b%d_%s%s.kernels.csv)",
                    n++ ? ", " : "", name, fmt_num(a, r), c->model, c->res, c->batch,
-                   c->precision);
+                   c->precision, graph ? "_graph" : "");
     }
     if (n > 0)
         doc_item(d, "Traced step%s far slower than %s configuration's median timed step: %s. "

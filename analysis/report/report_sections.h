@@ -58,8 +58,10 @@ const char *report_precision_label(char *out, size_t len, const char *precision,
 #define REPORT_NOISY_CV 0.05
 
 /* A traced step's duration over its configuration's median timed step (the
- * eager twin's for a graph configuration); NaN when either is unknown. */
-double report_trace_ratio(const run_model *run, const roof_config *c);
+ * eager twin's for a graph configuration); NaN when either is unknown.
+ * *graph (if not NULL): whether that timed configuration is a graph one,
+ * i.e. the trace pass was the graph configuration's own (no eager twin). */
+double report_trace_ratio(const run_model *run, const roof_config *c, bool *graph);
 /* The configuration whose traced step is slowest against its timed steps, if
  * that is beyond the findings' threshold (*ratio its ratio); else NULL. */
 const roof_config *report_slowest_trace(const run_model *run, double *ratio);
