@@ -405,6 +405,32 @@ Test(options, bench_script, .timeout = 60)
     remove_temp_dir(dir);
 }
 
+/* make bench refuses an unknown ENV before it installs or builds anything:
+ * the matrix's own line, and make's exit 2 (its own "Error 2" line follows).
+ * BIN holds bin/matrix alone and BUILD is empty, so a build would show. */
+Test(options, make_bench_refuses_an_unknown_env_first, .timeout = 60)
+{
+    char *dir = scratch();
+    sh("mkdir '%s/bin' && ln -s '%s/matrix' '%s/bin/matrix'", dir, ROOFLINE_BIN_DIR, dir);
+    static char err[1 << 14];
+    char cmd[4096];
+    format_or_fail(cmd, sizeof cmd,
+                   "make -s --no-print-directory -C '%s' bench ENV=nosuch DEPS=off BIN='%s/bin' "
+                   "BUILD='%s/build' RUNS_DIR='%s/runs' 2>&1 >/dev/null",
+                   ROOFLINE_SOURCE_DIR, dir, dir, dir);
+    int status = run_capture(cmd, err, sizeof err);
+    cr_expect(status == 2 && strstr(err, "unknown ENV 'nosuch' (known: cpu") &&
+                  count_lines(err) <= 2,
+              "make bench ENV=nosuch: exit %d (2 expected), got:\n%s", status, err);
+    const char *made[] = {"build", "bin/train", "runs"};
+    for (size_t i = 0; i < sizeof made / sizeof made[0]; i++) {
+        char path[1024];
+        format_or_fail(path, sizeof path, "%s/%s", dir, made[i]);
+        cr_expect_eq(access(path, F_OK), -1, "an unknown ENV made %s", made[i]);
+    }
+    remove_temp_dir(dir);
+}
+
 /* ---- scripts/compare.sh and scripts/render.sh ------------------------------------ */
 
 /* The programs' own line for a bad run folder is the script's only line. */
