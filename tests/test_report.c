@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "../analysis/fmt.h"
+#include "../analysis/plot/plot_ceilings.h"
 #include "../analysis/plot/plot_out.h"
 #include "../analysis/report/report_doc.h"
 #include "../analysis/roofs.h"
@@ -278,6 +279,35 @@ Test(report_plot, roofs_take_the_best_of_each_level_and_skip_one_core_and_pcie)
     cr_expect_float_eq(plot_nice_below(0.07), 0.05, 1e-12);
     run_free(&m);
     remove_temp_dir(dir);
+}
+
+/* Compute ceilings within 4% of each other are one line; its label names each
+ * value where they differ as printed, and one value where they do not. */
+Test(report_plot, merged_ceilings_keep_their_values)
+{
+    roof_lines r = {.n_compute = 3};
+    r.compute[0] = (roof_line){.ceiling = "bf16_tensor", .label = "bf16 tensor", .value = 791000};
+    r.compute[1] = (roof_line){.ceiling = "fp16_tensor", .label = "fp16 tensor", .value = 761000};
+    r.compute[2] = (roof_line){.ceiling = "fp32_fma", .label = "fp32 FMA", .value = 64000};
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    cr_assert_not_null(f);
+    plot_write_ceilings(f, &r, "bf16_tensor", 791000, 1e-3, "TFLOP/s");
+    fclose(f);
+    expect_contains(text, "ncomp = 2", "the ceilings' variables");
+    expect_contains(text, "comp_label_1 = \"bf16 tensor 791, fp16 tensor 761 TFLOP/s\"",
+                    "the ceilings' variables");
+    expect_contains(text, "comp_main_1 = 1", "the ceilings' variables");
+    free(text);
+    r.compute[1].value = 791200;
+    f = open_memstream(&text, &len);
+    cr_assert_not_null(f);
+    plot_write_ceilings(f, &r, "bf16_tensor", 791000, 1e-3, "TFLOP/s");
+    fclose(f);
+    expect_contains(text, "comp_label_1 = \"bf16 tensor, fp16 tensor  791 TFLOP/s\"",
+                    "the ceilings' variables");
+    free(text);
 }
 
 Test(report_doc, writers_escape_what_their_format_needs)

@@ -5,21 +5,41 @@
 #include <string.h>
 
 #include "../fmt.h"
+#include "../roofline_table.h"
 #include "plot_out.h"
 
-void plot_run_roofs(const run_model *run, const roof_row *step, roof_lines *out)
+/* Adds compute ceiling `name` to out: peaks.csv's line, else (peaks.csv lacks
+ * it) the peak a roofline row was classified against. */
+static void add_ceiling(roof_lines *out, const roof_lines *all, const char *name, double peak)
 {
-    roof_lines_of(run->roofs, run->n_roofs, out);
-    if (!step)
+    if (!name[0] || roof_lines_compute(out, name) || out->n_compute >= ROOF_MAX_LINES)
         return;
-    if (step->ceiling[0] && step->pt.peak_gflops > 0 && !roof_lines_compute(out, step->ceiling) &&
-        out->n_compute < ROOF_MAX_LINES) {
+    const roof_line *measured = roof_lines_compute(all, name);
+    if (measured) {
+        out->compute[out->n_compute++] = *measured;
+    } else if (peak > 0) {
         roof_line *r = &out->compute[out->n_compute++];
-        *r = (roof_line){.value = step->pt.peak_gflops, .level = MEM_NONE};
-        snprintf(r->ceiling, sizeof r->ceiling, "%s", step->ceiling);
-        snprintf(r->label, sizeof r->label, "%s", step->ceiling);
+        *r = (roof_line){.value = peak, .level = MEM_NONE};
+        snprintf(r->ceiling, sizeof r->ceiling, "%s", name);
+        snprintf(r->label, sizeof r->label, "%s", name);
     }
-    if (step->pt.dram_gbs > 0 && !roof_lines_main_memory(out) && out->n_memory < ROOF_MAX_LINES) {
+}
+
+void plot_run_roofs(const run_model *run, const roof_config *const *configs, int n,
+                    roof_lines *out)
+{
+    roof_lines all;
+    roof_lines_of(run->roofs, run->n_roofs, &all);
+    *out = all;
+    out->n_compute = 0;
+    for (int k = 0; k < n; k++)
+        for (int i = 0; i < configs[k]->n; i++)
+            add_ceiling(out, &all, configs[k]->rows[i].ceiling, configs[k]->rows[i].pt.peak_gflops);
+    if (out->n_compute == 0) /* no row names its ceiling: every one peaks.csv has */
+        memcpy(out->compute, all.compute, sizeof out->compute), out->n_compute = all.n_compute;
+    const roof_row *step = n > 0 ? roofline_step(configs[0]) : NULL;
+    if (step && step->pt.dram_gbs > 0 && !roof_lines_main_memory(out) &&
+        out->n_memory < ROOF_MAX_LINES) {
         /* the analysis had a DRAM figure that peaks.csv does not show: slowest level */
         memmove(&out->memory[1], &out->memory[0], (size_t)out->n_memory * sizeof out->memory[0]);
         out->n_memory++;
@@ -38,11 +58,39 @@ static double ceiling_start(const roof_lines *roofs, double gflops)
     return bw > 0 ? gflops / bw : 0;
 }
 
+/* The label of drawn ceiling `members` (indexes into roofs->compute, within
+ * 4% of each other): "bf16 tensor  791 TFLOP/s"; merged ones name each value
+ * where they differ as printed: "bf16 tensor 791, fp16 tensor 761 TFLOP/s". */
+static void ceiling_label(char *out, size_t len, const roof_lines *roofs, const int *members,
+                          int n)
+{
+    char first[FMT_LEN], value[FMT_LEN];
+    fmt_gflops(first, roofs->compute[members[0]].value);
+    bool same = true;
+    for (int k = 1; k < n; k++)
+        same = same && strcmp(fmt_gflops(value, roofs->compute[members[k]].value), first) == 0;
+    size_t used = 0;
+    out[0] = '\0';
+    for (int k = 0; k < n; k++) {
+        const roof_line *r = &roofs->compute[members[k]];
+        fmt_gflops(value, r->value);
+        if (same)
+            fmt_append(out, len, &used, "%s%s", k ? ", " : "", r->label);
+        else
+            fmt_append(out, len, &used, "%s%s %.*s", k ? ", " : "", r->label,
+                       (int)strcspn(value, " "), value);
+    }
+    if (same)
+        fmt_append(out, len, &used, "  %s", first);
+    else
+        fmt_append(out, len, &used, " %s", strchr(first, ' ') ? strchr(first, ' ') + 1 : "");
+}
+
 void plot_write_ceilings(FILE *f, const roof_lines *roofs, const char *main_compute,
                          double main_gflops, double yscale, const char *yunit)
 {
     int drawn[ROOF_MAX_LINES]; /* index into roofs->compute of each drawn ceiling */
-    char names[ROOF_MAX_LINES][128];
+    int members[ROOF_MAX_LINES][ROOF_MAX_LINES], n_members[ROOF_MAX_LINES];
     bool main[ROOF_MAX_LINES];
     int n = 0;
     for (int i = 0; i < roofs->n_compute; i++) {
@@ -53,22 +101,21 @@ void plot_write_ceilings(FILE *f, const roof_lines *roofs, const char *main_comp
             if (fabs(roofs->compute[drawn[j]].value - r->value) <= 0.04 * r->value)
                 same = j;
         if (same >= 0) {
-            size_t used = strlen(names[same]);
-            snprintf(names[same] + used, sizeof names[same] - used, ", %s", r->label);
+            members[same][n_members[same]++] = i;
             main[same] = main[same] || is_main;
             continue;
         }
         drawn[n] = i;
-        snprintf(names[n], sizeof names[n], "%s", r->label);
+        members[n][0] = i;
+        n_members[n] = 1;
         main[n++] = is_main;
     }
     plot_var_str(f, "yunit", yunit);
     plot_var_num(f, "ncomp", n);
     for (int j = 0; j < n; j++) {
         double v = roofs->compute[drawn[j]].value;
-        char value[FMT_LEN], label[192];
-        fmt_gflops(value, v);
-        snprintf(label, sizeof label, "%.127s  %s", names[j], value);
+        char label[192];
+        ceiling_label(label, sizeof label, roofs, members[j], n_members[j]);
         plot_var_str_i(f, "comp_label", j + 1, label);
         plot_var_num_i(f, "comp_y", j + 1, v * yscale);
         plot_var_num_i(f, "comp_from", j + 1, ceiling_start(roofs, v));

@@ -63,7 +63,7 @@ int plot_write_roofline_models(const run_model *run, const plot_figure *fig,
 {
     const roofline *rl = &run->roofline;
     /* this precision's configurations whose step can be drawn */
-    const roof_config **cs = malloc(((size_t)rl->n + 1) * sizeof *cs);
+    const roof_config **cs = calloc((size_t)rl->n + 1, sizeof *cs);
     if (!cs) {
         snprintf(err, err_len, "out of memory");
         return -1;
@@ -73,10 +73,11 @@ int plot_write_roofline_models(const run_model *run, const plot_figure *fig,
         if (strcmp(rl->configs[k].precision, fig->precision) == 0 &&
             plot_drawable_step(&rl->configs[k]))
             cs[n++] = &rl->configs[k];
-    /* one roof for all: the first configuration's (they share the precision) */
+    /* one set of roofs for all: the ceilings any of them ran against; the
+     * first configuration's step names the main one (they share the precision) */
     const roof_row *first_step = n ? roofline_step(cs[0]) : NULL;
     roof_lines roofs;
-    plot_run_roofs(run, first_step, &roofs);
+    plot_run_roofs(run, cs, n, &roofs);
     double fastest = 0;
     for (int i = 0; i < n; i++)
         fastest = fmax(fastest, roofline_step(cs[i])->pt.achieved_gflops);

@@ -116,7 +116,7 @@ int plot_write_roofline(const run_model *run, const plot_figure *fig, const char
         return -1;
     }
     roof_lines roofs;
-    plot_run_roofs(run, step, &roofs);
+    plot_run_roofs(run, &c, 1, &roofs);
     const char *unit;
     double yscale = plot_figure_yscale(&roofs, step->pt.achieved_gflops, &unit);
     plot_file data, stepf, vars;

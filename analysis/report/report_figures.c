@@ -40,7 +40,7 @@ static void figure_caption(const plot_figure *f, bool first, char *out,
                  "Roofline of %s: every kernel of one traced step at its arithmetic intensity and "
                  "achieved rate, coloured by layer type, its area the kernel's share of the step's "
                  "time; the yellow square is the whole step. Horizontal lines: the measured compute "
-                 "peaks; diagonals: the measured memory bandwidths; bold: the pair the analysis "
+                 "peaks its kernels ran against (peaks.csv has them all); diagonals: the measured memory bandwidths; bold: the pair the analysis "
                  "classifies against (ridge point %s FLOP/byte). FLOPs and bytes: %s.",
                  name, fmt_num(ridge, ridge_ai), *source ? source : "unknown");
         break;

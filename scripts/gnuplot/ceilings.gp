@@ -1,6 +1,7 @@
 # The roofline axes and ceilings shared by roofline.gp and roofline_models.gp:
 # log-log axes over the ranges bin/plotdata computed; one horizontal line per
-# compute ceiling from its ridge point with DRAM/HBM; one diagonal per memory
+# compute ceiling bin/plotdata chose (those the kernels ran against) from its
+# ridge point with DRAM/HBM; one diagonal per memory
 # level (DRAM/HBM up to the highest ceiling, the caches up to the ceiling the
 # kernels ran against); each labelled with its value; the ridge points of the
 # ceiling the analysis used marked. Defines the macro @ceiling_lines for the
@@ -42,23 +43,36 @@ ceil_width(main) = main > 0 ? 2.6 : 1.3
 mem_color(i) = exists(sprintf("mem_color_%d", i)) ? value(sprintf("mem_color_%d", i)) : ceil_color(value(sprintf("mem_main_%d", i)))
 
 set style textbox opaque noborder margins 1,1
-# Compute labels sit just right of where their line starts, above it: there
-# the line is above the DRAM/HBM roof, so no kernel that obeys it is under
-# the label. A label never runs past the right edge.
+# Compute labels sit above their line (centre lab_rise_px above it), starting
+# where the DRAM/HBM diagonal has risen past the label's top, so that it does
+# not strike through the label; there the line is above the DRAM/HBM roof and
+# no kernel that obeys it is under the label. A label too long for the rest of
+# its line ends at the right edge: for the highest ceiling it then reaches left
+# over the roof, where no kernel is and every cache diagonal has ended (they end
+# at the ceiling used, at most this one); a lower one goes under its line.
+lab_rise_px = 11.0
+lab_half_px = 9.0
+top_y = 0
+do for [i = 1:ncomp] { if (comp(i) > top_y) { top_y = comp(i) } }
 do for [i = 1:ncomp] {
     lab_text = value(sprintf("comp_label_%d", i))
     # the ceiling the analysis used also names its ridge point, which starts its line
     if (value(sprintf("comp_main_%d", i)) && ridge_ai > 0) { lab_text = lab_text.sprintf(", ridge point %.3g FLOP/B", ridge_ai) }
-    lx = value(sprintf("comp_from_%d", i)) * 1.12
+    lx = value(sprintf("comp_from_%d", i)) * 10 ** ((lab_rise_px + lab_half_px + 3) / px_per_decade_y)
     last_x = xmax / 10 ** (label_px(lab_text) / px_per_decade_x) / 1.05
+    ly = comp(i) * 10 ** (lab_rise_px / px_per_decade_y)
+    lab_under = 0
     if (!(lx > xmin)) { lx = xmin * 1.1 }
-    if (lx > last_x) { lx = last_x }
+    if (lx > last_x) {
+        lx = last_x
+        if (comp(i) < top_y) { lab_under = 1; ly = comp(i) / 10 ** (lab_rise_px / px_per_decade_y) }
+    }
     lab_main = value(sprintf("comp_main_%d", i))
     lab_color = ceil_color(lab_main)
-    set label i lab_text at first lx, first comp(i) * 10 ** (11.0 / px_per_decade_y) left front \
-        textcolor rgb lab_color font ",11" boxed
-    # the other ceilings' labels go behind the data: a kernel is worth more than a label
-    if (!lab_main) { set label i back }
+    set label i lab_text at first lx, first ly left front textcolor rgb lab_color font ",11" boxed
+    # the other ceilings' labels, and any under its line, go behind the data: a
+    # kernel is worth more than a label
+    if (!lab_main || lab_under) { set label i back }
 }
 # Diagonal labels are spread along their lines, the slowest level's leftmost
 # and the fastest's near the end of its line, so that they do not print over
@@ -75,6 +89,8 @@ do for [i = 1:nmem] {
         if (memb(i) * first_x < ymin * (ymax / ymin) ** 0.03) { first_x = ymin * (ymax / ymin) ** 0.03 / memb(i) }
         end_x = value(sprintf("mem_to_%d", i))
         if (end_x > ymax / 1.6 / memb(i)) { end_x = ymax / 1.6 / memb(i) }
+        # and below the highest ceiling's label, which may reach over this line's end
+        if (top_y > 0 && end_x > top_y / 10 ** ((lab_half_px + 20) / px_per_decade_y) / memb(i)) { end_x = top_y / 10 ** ((lab_half_px + 20) / px_per_decade_y) / memb(i) }
         last_x = end_x / 10 ** along
         if (last_x < first_x) { last_x = first_x }
         lx = first_x * (last_x / first_x) ** (nlab > 1 ? k / (nlab - 1.0) : 0)

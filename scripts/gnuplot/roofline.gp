@@ -16,7 +16,8 @@ load datafile.".vars"
 set title title
 load (_i > 0 ? _d[1:_i] : "./")."ceilings.gp"
 # bottom right: below every roof at high intensity, where kernels rarely are
-set label step_label at graph 0.985, graph 0.04 right front font ",11" boxed
+# (a second line, the kernels not drawn, centres the label higher: kept off the axis)
+set label step_label at graph 0.985, graph (strstrt(step_label, "\n") > 0 ? 0.06 : 0.04) right front font ",11" boxed
 set key title "layer type\n(area: share of step time)" font ",11"
 
 ps(share) = 0.8 + 9.0 * sqrt(share)
