@@ -431,6 +431,25 @@ Test(report_run, a_trace_slower_than_the_timed_steps_is_named)
     remove_temp_dir(dir);
 }
 
+/* The costliest layer type without FLOPs or bytes (communication is timed
+ * only) is said to have no place on the roofline, not "- of its attainable". */
+Test(report_run, a_costliest_type_without_counts_has_no_roofline_place)
+{
+    char *dir = toy_run(), args[512], out[4096];
+    write_replaced(dir, "roofline.csv", roofline_csv,
+                   "layer_type,conv,,conv,,1,160000000,0.888889,8e9,1e8,,80,,50,"
+                   "fp32_fma,100,25,,4,100,50,compute,",
+                   "layer_type,comm,,comm,,1,160000000,0.888889,,,,,,,,,25,,,,,unknown,");
+    format_or_fail(args, sizeof args, "report %s", dir);
+    cr_assert_eq(run_bin(args, 1, out, sizeof out), 0, "bin/report failed: %s", out);
+    char *md = read_text(dir, "report.md");
+    expect_contains(md, "The costliest layer type is comm: 89% of the time, with neither FLOPs "
+                        "nor bytes counted, so no place on the roofline.",
+                    "report.md");
+    free(md);
+    remove_temp_dir(dir);
+}
+
 Test(report_run, headline_numbers_come_from_the_csv_files)
 {
     char *dir = toy_run(), args[512], out[4096];

@@ -85,7 +85,18 @@ static void traced_finding(report_doc *d, const run_model *run, const roof_confi
                    "; the largest of them, %s (%s of the time), reaches %s of the %s roof",
                    mem->name, fmt_share(a, mem->time_share), fmt_pct(b, mem->pt.pct_of_attainable),
                    report_memory_name(run));
-    if (n > 0) {
+    if (n > 0 && c->rows[types[0]].pt.bound == BOUND_UNKNOWN) {
+        /* communication is timed only, or the run has no roofs: no place on a roofline */
+        const roof_row *top = &c->rows[types[0]];
+        bool flops = top->pt.flops > 0, bytes = top->pt.dram_bytes > 0;
+        fmt_append(text, sizeof text, &used,
+                   ". The costliest layer type is %s: %s of the time, %s", top->name,
+                   fmt_share(a, top->time_share),
+                   !flops && !bytes ? "with neither FLOPs nor bytes counted, so no place on the "
+                                      "roofline"
+                   : !bytes         ? "with FLOPs but no bytes counted, so no place on the roofline"
+                                    : "with no roofs to hold it against (peaks.csv has none for it)");
+    } else if (n > 0) {
         const roof_row *top = &c->rows[types[0]];
         fmt_append(text, sizeof text, &used,
                    ". The costliest layer type is %s: %s of the time at %s of its attainable "
