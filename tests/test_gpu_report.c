@@ -506,6 +506,9 @@ Test(gpu_report, sections_figures_and_findings, .timeout = 60)
                         "more than 2x in 3 layer passes (conv1 fwd FLOPs 2.67x",
                     "report.md");
     expect_contains(md, "layer3.0.conv2 fwd FLOPs 0.468x", "report.md");
+    /* its two configurations' steps vary alike: one figure, not "from 0.8% to 0.8%" */
+    expect_contains(md, "Step to step: cv of all timed steps 0.8% in every configuration: stable",
+                    "report.md");
     expect_contains(md, "resnet18-cifar @32 b64 bf16 on the GPU (FLOPs and bytes: cupti)",
                     "report.md");
     /* the GPU figures sit in their sections, not twice */

@@ -374,10 +374,18 @@ static void variability_findings(report_doc *d, const variability *v)
                          report_precision_label(a, sizeof a, lo->precision, lo->graph));
         report_key_short(nh, sizeof nh, hi->model, hi->res, hi->batch,
                          report_precision_label(a, sizeof a, hi->precision, hi->graph));
-        doc_item(d, "Step to step: cv of all timed steps from %s (%s) to %s (%s): %s; %d of %d "
-                    "steps are outliers beyond 1.5 IQR.",
-                 fmt_share(a, lo->cv), nl, fmt_share(b, hi->cv), nh, stability(hi->cv), outliers,
-                 steps);
+        char range[512];
+        fmt_share(a, lo->cv);
+        fmt_share(b, hi->cv);
+        if (lo == hi) /* one configuration */
+            snprintf(range, sizeof range, "%s (%s)", b, nh);
+        else if (strcmp(a, b) == 0) /* all alike as printed */
+            snprintf(range, sizeof range, "%s in every configuration", b);
+        else
+            snprintf(range, sizeof range, "from %s (%s) to %s (%s)", a, nl, b, nh);
+        doc_item(d, "Step to step: cv of all timed steps %s: %s; %d of %d steps are outliers "
+                    "beyond 1.5 IQR.",
+                 range, stability(hi->cv), outliers, steps);
     }
     if (used)
         doc_item(d, "Warm-up drift of %.0f%% or more between the first and last fifth of the "
