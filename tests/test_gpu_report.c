@@ -506,6 +506,12 @@ Test(gpu_report, sections_figures_and_findings, .timeout = 60)
                         "more than 2x in 3 layer passes (conv1 fwd FLOPs 2.67x",
                     "report.md");
     expect_contains(md, "layer3.0.conv2 fwd FLOPs 0.468x", "report.md");
+    /* the roofs far below their spec, in one sentence */
+    expect_contains(md, "- Measured below 80% of the spec: tf32_tensor 350 TFLOP/s (71% of 495 "
+                        "TFLOP/s), bf16_tensor 700 TFLOP/s (71% of 989 TFLOP/s), fp16_tensor 700 "
+                        "TFLOP/s (71% of 989 TFLOP/s), pcie_h2d 50.0 GB/s (78% of 64.0 GB/s). The "
+                        "roofs above use the measured values.",
+                    "report.md");
     /* its two configurations' steps vary alike: one figure, not "from 0.8% to 0.8%" */
     expect_contains(md, "Step to step: cv of all timed steps 0.8% in every configuration: stable",
                     "report.md");

@@ -463,16 +463,22 @@ static void peaks_finding(report_doc *d, const run_model *run)
         fmt_append(text, sizeof text, &used, ".");
     doc_item(d, "%s", text);
     suspect_finding(d, run);
-    /* measured peaks far below their spec */
+    /* measured peaks far below their spec: one sentence for them all */
+    char low[2048] = "";
+    size_t low_used = 0;
+    int n_low = 0;
     for (int i = 0; i < run->n_roofs; i++) {
         const run_roof *r = &run->roofs[i];
         if (r->spec_value > 0 && 100 * r->value / r->spec_value < LOW_SPEC_PCT)
-            doc_item(d, "%s measured %s, %s of its spec %s: the roofs above use the measured "
-                        "value.",
-                     r->ceiling, fmt_value_unit(a, r->value, r->unit),
-                     fmt_pct(b, 100 * r->value / r->spec_value),
-                     fmt_value_unit(c, r->spec_value, r->unit));
+            fmt_append(low, sizeof low, &low_used, "%s%s %s (%s of %s)",
+                       n_low++ ? ", " : "", r->ceiling, fmt_value_unit(a, r->value, r->unit),
+                       fmt_pct(b, 100 * r->value / r->spec_value),
+                       fmt_value_unit(c, r->spec_value, r->unit));
     }
+    if (n_low)
+        doc_item(d, "Measured below %.0f%% of the spec: %s. The roofs above use the measured "
+                    "value%s.",
+                 LOW_SPEC_PCT, low, n_low > 1 ? "s" : "");
 }
 
 static bool failed(const run_attempt *a)
