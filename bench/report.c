@@ -11,6 +11,9 @@
 #include "../analysis/run_load.h"
 #include "cli.h"
 
+_Static_assert((int)CLI_MAX_COMPARE_RUNS == (int)REPORT_MAX_COMPARE,
+               "the command line refuses what the comparison cannot hold");
+
 static const char *const prog = "report";
 
 static void print_help(void)

@@ -536,6 +536,62 @@ Test(report_run, missing_stages_are_named_not_fatal)
     remove_temp_dir(dir);
 }
 
+/* Several runs of one environment: per configuration whether their medians
+ * differ beyond each run's own noise, and what their env.json hold differently. */
+Test(report_run, compare_of_one_environment_studies_run_to_run)
+{
+    char *a = toy_run(), *b = toy_run(), *c = toy_run(), *out = temp_dir(), args[2048],
+         msg[4096];
+    /* two runs alike: they agree, and still compare (1.00x), not "measured once" */
+    format_or_fail(args, sizeof args, "report --compare %s %s %s", out, a, b);
+    cr_assert_eq(run_bin(args, 1, msg, sizeof msg), 0, "bin/report --compare failed: %s", msg);
+    char *md = read_text(out, "compare.md");
+    expect_contains(md, "- Run to run, toy (2 runs): the 2 configurations measured in more than "
+                        "one run agree within each run's own noise (spread at most 0.0%).",
+                    "compare.md");
+    expect_contains(md, "resnet18-cifar fp32: ", "compare.md");
+    expect_contains(md, " is 1.00x ", "compare.md");
+    cr_expect(strstr(md, "No model was measured in more than one") == NULL, "%s", md);
+    free(md);
+    /* a third whose batch 8 steps take 10% longer, beyond its interval, on another oneDNN */
+    write_replaced(c, "variability.csv", variability_csv, "iterations,12,200.5,200,2.4,0.012,197,205,198,203,",
+                   "iterations,12,220.5,220,2.4,0.012,217,225,218,223,");
+    write_replaced(c, "env.json", env_json, "\"onednn\": \"2.6 \\\"quoted\\\"\"",
+                   "\"onednn\": \"3.1\"");
+    format_or_fail(args, sizeof args, "report --compare %s %s %s %s", out, a, b, c);
+    cr_assert_eq(run_bin(args, 1, msg, sizeof msg), 0, "bin/report --compare failed: %s", msg);
+    md = read_text(out, "compare.md");
+    expect_contains(md, "- Run to run, toy: 1 of 2 configurations measured in more than one run "
+                        "differs beyond each run's own noise, the most resnet18-cifar @32 b8 "
+                        "fp32: toy (",
+                    "compare.md");
+    expect_contains(md, " is 10% slower than toy (", "compare.md");
+    expect_contains(md, "(median step 220 against 200 ms). Their env.json differ in "
+                        "versions.onednn (3.1 against 2.6 \"quoted\").",
+                    "compare.md");
+    expect_contains(md, "## Run to run", "compare.md");
+    expect_contains(md, "| toy | resnet18-cifar @32 b8 fp32 | 3 | 200 (toy (", "compare.md");
+    expect_contains(md, "| 10% | beyond noise |", "compare.md");
+    expect_contains(md, "| 0.0% | within noise |", "compare.md");
+    free(md);
+    /* environments that do not repeat have no such section */
+    write_replaced(c, "env.json", env_json, "\"env\": \"toy\"", "\"env\": \"other\"");
+    char *variability = read_text(c, "variability.csv");
+    for (char *p = strstr(variability, "toy,"); p; p = strstr(p + 1, "\ntoy,"))
+        memcpy(p[0] == '\n' ? p + 1 : p, "oth", 3);
+    write_text(c, "variability.csv", variability);
+    free(variability);
+    format_or_fail(args, sizeof args, "report --compare %s %s %s", out, a, c);
+    cr_assert_eq(run_bin(args, 1, msg, sizeof msg), 0, "bin/report --compare failed: %s", msg);
+    md = read_text(out, "compare.md");
+    cr_expect(strstr(md, "Run to run") == NULL, "%s", md);
+    free(md);
+    remove_temp_dir(a);
+    remove_temp_dir(b);
+    remove_temp_dir(c);
+    remove_temp_dir(out);
+}
+
 Test(report_run, compare_puts_environments_side_by_side)
 {
     char *a = toy_run(), *b = toy_run(), *out = temp_dir(), args[1024], msg[4096];

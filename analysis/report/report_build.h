@@ -13,8 +13,12 @@
  * exists in run->dir/figures/ are shown. */
 void report_build_run(report_doc *d, const run_model *run, const plot_figure_list *figs);
 
-/* The comparison of n runs; the combined roofline is shown when
- * out_dir/figures/roofline_compare.png exists. */
+/* The most runs a comparison sets side by side: its tables have two columns a
+ * run (bench/cli.h's CLI_MAX_COMPARE_RUNS, checked against this in bin/report). */
+enum { REPORT_MAX_COMPARE = 14 };
+
+/* The comparison of n runs (at most REPORT_MAX_COMPARE); the combined roofline
+ * is shown when out_dir/figures/roofline_compare.png exists. */
 void report_build_compare(report_doc *d, const run_model *runs, int n, const char *out_dir);
 
 #endif

@@ -17,14 +17,19 @@ typedef struct {
 
 /* The best images/s of a model in a precision and graph mode (ok, one
  * rank), or NULL. */
+/* A one-rank configuration that ran: the figures a comparison sets side by side. */
+static bool comparable(const summary_row *r)
+{
+    return strcmp(r->status, "ok") == 0 && !isnan(r->ips_median) && r->world_size <= 1;
+}
+
 static const summary_row *best_row(const summary *s, const model_precision *p)
 {
     const summary_row *best = NULL;
     for (int i = 0; i < s->n; i++) {
         const summary_row *r = &s->rows[i];
         if (r->graph != p->graph || strcmp(r->model, p->model) != 0 ||
-            strcmp(r->precision, p->precision) != 0 || strcmp(r->status, "ok") != 0 ||
-            isnan(r->ips_median) || r->world_size > 1)
+            strcmp(r->precision, p->precision) != 0 || !comparable(r))
             continue;
         if (!best || r->ips_median > best->ips_median)
             best = r;
@@ -112,13 +117,16 @@ static void peaks_table(report_doc *d, const run_model *runs, int n)
         }
 }
 
-/* The distinct (model, precision, graph) of all summaries, in order first met. */
+/* The distinct (model, precision, graph) of all summaries' comparable rows, in
+ * order first met (a model measured only at several ranks has no row of dashes). */
 static int model_pairs(const run_model *runs, int n, model_precision *out, int max)
 {
     int k = 0;
     for (int r = 0; r < n; r++)
         for (int i = 0; i < runs[r].summary.n; i++) {
             const summary_row *s = &runs[r].summary.rows[i];
+            if (!comparable(s))
+                continue;
             bool seen = false;
             for (int j = 0; j < k && !seen; j++)
                 seen = out[j].graph == s->graph && strcmp(out[j].model, s->model) == 0 &&
@@ -134,7 +142,7 @@ static void throughput_table(report_doc *d, const run_model *runs, int n,
 {
     char align[32] = "ll";
     const char *header[32] = {"model", "precision"};
-    char names[2 * 14][RUN_LABEL_LEN + 32];
+    char names[2 * REPORT_MAX_COMPARE][RUN_LABEL_LEN + 32];
     for (int r = 0; r < n; r++) {
         snprintf(names[2 * r], sizeof names[0], "%s images/s (batch)", runs[r].label);
         snprintf(names[2 * r + 1], sizeof names[0], "%s %% of peak", runs[r].label);
@@ -203,7 +211,8 @@ static void compare_findings(report_doc *d, const run_model *runs, int n,
                 continue;
             if (fast < 0 || row->ips_median > f->ips_median)
                 fast = r, f = row;
-            if (slow < 0 || row->ips_median < s->ips_median)
+            /* <=: of runs alike, the last is "slowest", so that they still compare (1.00x) */
+            if (slow < 0 || row->ips_median <= s->ips_median)
                 slow = r, s = row;
         }
         if (fast < 0 || fast == slow)
@@ -225,6 +234,7 @@ static void compare_findings(report_doc *d, const run_model *runs, int n,
     }
     if (d->n > 0 && d->blocks[d->n - 1].kind == DOC_LIST && d->blocks[d->n - 1].n_cells == 0)
         doc_item(d, "No model was measured in more than one of these runs.");
+    report_run_to_run_findings(d, runs, n);
     /* the figure's points are traced steps, the tables' figures timed ones */
     for (int r = 0; r < n; r++) {
         double ratio;
@@ -262,7 +272,12 @@ void report_build_compare(report_doc *d, const run_model *runs, int n, const cha
     doc_heading(d, 1, "Throughput");
     doc_para(d, "Per model and precision, each environment's best configuration (highest median "
                 "images/s of one rank) and its share of the compute peak (analytic FLOPs).");
-    throughput_table(d, runs, n, pairs, n_pairs);
+    if (n_pairs > 0)
+        throughput_table(d, runs, n, pairs, n_pairs);
+    else
+        doc_para(d, "None: no configuration of one rank ran in these runs (scaling.csv has "
+                    "those of several).");
+    report_run_to_run_section(d, runs, n);
     doc_heading(d, 1, "Combined roofline");
     char png[RUN_PATH_LEN + 64];
     snprintf(png, sizeof png, "%s/figures/roofline_compare.png", out_dir);

@@ -66,6 +66,12 @@ double report_trace_ratio(const run_model *run, const roof_config *c, bool *grap
  * that is beyond the findings' threshold (*ratio its ratio); else NULL. */
 const roof_config *report_slowest_trace(const run_model *run, double *ratio);
 
+/* Run to run across the compared folders of one environment: a finding per
+ * environment measured in several (into the open list), and the section with
+ * its table (none when no environment repeats). */
+void report_run_to_run_findings(report_doc *d, const run_model *runs, int n);
+void report_run_to_run_section(report_doc *d, const run_model *runs, int n);
+
 /* The label of the run's DRAM-like memory level ("DRAM", "HBM"). */
 const char *report_memory_name(const run_model *run);
 
