@@ -61,6 +61,8 @@ static void write_figure(const run_model *runs, int n_runs, const plot_figure *f
     snprintf(prefix, sizeof prefix, "%s/%s", data_dir, fig->stem);
     int status = fig->kind == PLOT_ROOFLINE_COMPARE
                      ? plot_write_roofline_compare(runs, n_runs, prefix, err, sizeof err)
+                 : fig->kind == PLOT_RUN_TO_RUN
+                     ? plot_write_run_to_run(runs, n_runs, prefix, err, sizeof err)
                      : plot_write_figure(runs, fig, prefix, err, sizeof err);
     if (status)
         die(err);
@@ -104,6 +106,11 @@ static int run_compare(const char *out_dir, char **dirs, int n)
     plot_file manifest;
     open_manifest(out_dir, &manifest, data_dir, sizeof data_dir);
     write_figure(runs, n, &fig, data_dir, manifest.f);
+    if (plot_has_run_to_run(runs, n)) {
+        plot_figure r2r = {.kind = PLOT_RUN_TO_RUN, .stem = "run_to_run",
+                           .title = "run to run: each run's median step against the fastest's"};
+        write_figure(runs, n, &r2r, data_dir, manifest.f);
+    }
     if (plot_file_close(&manifest, err, sizeof err))
         die(err);
     run_free_many(runs, n);

@@ -2,7 +2,8 @@
 # Puts several run folders side by side (`make compare RUNS="runs/a/ID runs/b/ID"`):
 # OUTDIR/compare.md and a self-contained OUTDIR/compare.html with each model's
 # best images/s and share of peak per environment, the roofs side by side and
-# a combined roofline (OUTDIR/figures/roofline_compare.png and .svg).
+# a combined roofline (OUTDIR/figures/roofline_compare.png and .svg); for several
+# runs of one environment, run to run (OUTDIR/figures/run_to_run.png).
 #   scripts/compare.sh OUTDIR RUN_DIR...   (env: BIN = folder of the programs, default
 #                                           bin/; GNUPLOT = the gnuplot to use)
 # A run folder without summary.csv is analysed first (bin/analyze).

@@ -574,6 +574,26 @@ Test(report_run, compare_of_one_environment_studies_run_to_run)
     expect_contains(md, "| 10% | beyond noise |", "compare.md");
     expect_contains(md, "| 0.0% | within noise |", "compare.md");
     free(md);
+    /* its figure's data: per configuration each run's median and own range in %
+     * above the fastest's (c's batch 8: 220 and 218..223 against 200) */
+    format_or_fail(args, sizeof args, "plotdata --compare %s %s %s %s", out, a, b, c);
+    cr_assert_eq(run_bin(args, 1, msg, sizeof msg), 0, "bin/plotdata --compare failed: %s", msg);
+    char *manifest = read_text(out, "figures/figures.tsv");
+    expect_contains(manifest, "run_to_run.gp\trun_to_run\t", "figures.tsv");
+    free(manifest);
+    char *dat = read_text(out, "figures/data/run_to_run.dat");
+    expect_contains(dat, "\n1 10 9 11.5\n", "run_to_run.dat");
+    expect_contains(dat, "\n1 0 -1 1.5\n", "run_to_run.dat");
+    free(dat);
+    if (have_gnuplot()) {
+        cr_expect_eq(sh("BIN='%s' '%s/scripts/compare.sh' '%s' '%s' '%s' '%s' >/dev/null 2>&1 && "
+                        "test -s '%s/figures/run_to_run.png' && ! test -s '%s/figures/gnuplot.log'",
+                        ROOFLINE_BIN_DIR, ROOFLINE_SOURCE_DIR, out, a, b, c, out, out),
+                     0, "scripts/compare.sh did not draw run_to_run.png cleanly");
+        md = read_text(out, "compare.md");
+        expect_contains(md, "![run to run](figures/run_to_run.png)", "compare.md");
+        free(md);
+    }
     /* environments that do not repeat have no such section */
     write_replaced(c, "env.json", env_json, "\"env\": \"toy\"", "\"env\": \"other\"");
     char *variability = read_text(c, "variability.csv");

@@ -15,6 +15,7 @@ int plot_write_figure(const run_model *run, const plot_figure *fig, const char *
     case PLOT_HIER_ROOFLINE: return plot_write_hier_roofline(run, fig, data_prefix, err, err_len);
     case PLOT_TIME_BREAKDOWN: return plot_write_time_breakdown(run, fig, data_prefix, err, err_len);
     case PLOT_COST_CHECK: return plot_write_cost_check(run, fig, data_prefix, err, err_len);
+    case PLOT_RUN_TO_RUN: return plot_write_run_to_run(run, 1, data_prefix, err, err_len);
     }
     snprintf(err, err_len, "unknown figure kind %d", (int)fig->kind);
     return -1;

@@ -37,5 +37,12 @@ int plot_write_cost_check(const run_model *run, const plot_figure *fig, const ch
 /* Several run folders on one roofline: each one's ceilings and step points. */
 int plot_write_roofline_compare(const run_model *runs, int n_runs, const char *prefix,
                                 char *err, size_t err_len);
+/* Several runs of one environment: per configuration two or more of them
+ * measured, each run's median step and own range (analysis/run_to_run.h);
+ * plot_has_run_to_run says whether there is any (true also out of memory,
+ * which the writer then reports). */
+bool plot_has_run_to_run(const run_model *runs, int n_runs);
+int plot_write_run_to_run(const run_model *runs, int n_runs, const char *prefix, char *err,
+                          size_t err_len);
 
 #endif

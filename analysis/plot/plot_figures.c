@@ -40,6 +40,7 @@ const char *plot_script(plot_kind kind)
     case PLOT_HIER_ROOFLINE: return "roofline_hier.gp";
     case PLOT_TIME_BREAKDOWN: return "time_breakdown.gp";
     case PLOT_COST_CHECK: return "cost_check.gp";
+    case PLOT_RUN_TO_RUN: return "run_to_run.gp";
     }
     return "";
 }

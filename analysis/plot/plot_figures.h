@@ -22,7 +22,8 @@ typedef enum {
     PLOT_ROOFLINE_COMPARE, /* several run folders: ceilings and steps */
     PLOT_HIER_ROOFLINE,   /* a GPU trace: every kernel at its HBM, L2 and L1 intensity */
     PLOT_TIME_BREAKDOWN,  /* a GPU trace: kernel time by phase and layer type */
-    PLOT_COST_CHECK       /* a GPU trace: counted / analytic FLOPs and bytes per layer */
+    PLOT_COST_CHECK,      /* a GPU trace: counted / analytic FLOPs and bytes per layer */
+    PLOT_RUN_TO_RUN       /* several runs of one environment: medians and own ranges */
 } plot_kind;
 
 typedef struct {

@@ -277,7 +277,7 @@ void report_build_compare(report_doc *d, const run_model *runs, int n, const cha
     else
         doc_para(d, "None: no configuration of one rank ran in these runs (scaling.csv has "
                     "those of several).");
-    report_run_to_run_section(d, runs, n);
+    report_run_to_run_section(d, runs, n, out_dir);
     doc_heading(d, 1, "Combined roofline");
     char png[RUN_PATH_LEN + 64];
     snprintf(png, sizeof png, "%s/figures/roofline_compare.png", out_dir);

@@ -81,6 +81,7 @@ static void figure_caption(const plot_figure *f, bool first, char *out,
     case PLOT_HIER_ROOFLINE:
     case PLOT_TIME_BREAKDOWN:
     case PLOT_COST_CHECK:
+    case PLOT_RUN_TO_RUN:
         out[0] = '\0'; /* shown in the GPU sections, with their captions */
         break;
     }

@@ -1,110 +1,18 @@
-/* Run to run across run folders of one environment (make compare of several
- * runs of one ENV): per configuration, whether the runs' medians differ by
- * more than each run's own noise, and what their env.json say changed. */
+/* The comparison's run to run (analysis/run_to_run.h): a finding per
+ * environment measured in several runs, what the slowest and fastest runs'
+ * env.json hold differently, and the section with its table. */
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <stdlib.h>
 
 #include "../fmt.h"
 #include "../run_env.h"
-#include "report_build.h"
+#include "../run_to_run.h"
 #include "report_sections.h"
-
-/* One configuration measured in several runs of one environment. */
-typedef struct {
-    const variability_row *key; /* the first run's iterations row */
-    int runs[REPORT_MAX_COMPARE];
-    double median[REPORT_MAX_COMPARE], lo[REPORT_MAX_COMPARE], hi[REPORT_MAX_COMPARE];
-    int n;
-    int fastest, slowest; /* indexes into runs[] */
-} across_runs;
-
-static bool same_config(const variability_row *a, const variability_row *b)
-{
-    return a->res == b->res && a->batch == b->batch && a->graph == b->graph &&
-           strcmp(a->env, b->env) == 0 && strcmp(a->model, b->model) == 0 &&
-           strcmp(a->precision, b->precision) == 0;
-}
-
-/* A run's own range for a configuration: the 95% interval of its pooled
- * median and its repeats' medians (process to process), whichever is wider. */
-static void own_range(const run_model *run, const variability_row *pooled, double *lo, double *hi)
-{
-    *lo = isnan(pooled->ci95_lo) ? pooled->median : fmin(pooled->ci95_lo, pooled->median);
-    *hi = isnan(pooled->ci95_hi) ? pooled->median : fmax(pooled->ci95_hi, pooled->median);
-    for (int i = 0; i < run->variability.n; i++) {
-        const variability_row *v = &run->variability.rows[i];
-        if (strncmp(v->scope, "repeat=", 7) == 0 && same_config(v, pooled) && !isnan(v->median)) {
-            *lo = fmin(*lo, v->median);
-            *hi = fmax(*hi, v->median);
-        }
-    }
-}
-
-/* The configurations measured in two or more runs whose environments share a
- * name; returns how many (at most max). */
-static int gather(const run_model *runs, int n, across_runs *out, int max)
-{
-    int k = 0;
-    for (int r = 0; r < n; r++)
-        for (int i = 0; i < runs[r].variability.n; i++) {
-            const variability_row *v = &runs[r].variability.rows[i];
-            if (strcmp(v->scope, "iterations") != 0 || !(v->median > 0))
-                continue;
-            int at = -1;
-            for (int j = 0; j < k && at < 0; j++)
-                if (same_config(out[j].key, v))
-                    at = j;
-            if (at < 0) {
-                if (k == max)
-                    continue;
-                at = k++;
-                out[at] = (across_runs){.key = v};
-            }
-            across_runs *c = &out[at];
-            if (c->n > 0 && c->runs[c->n - 1] == r)
-                continue; /* one row a configuration a run */
-            c->runs[c->n] = r;
-            c->median[c->n] = v->median;
-            own_range(&runs[r], v, &c->lo[c->n], &c->hi[c->n]);
-            c->n++;
-        }
-    int kept = 0;
-    for (int j = 0; j < k; j++) {
-        across_runs *c = &out[j];
-        if (c->n < 2)
-            continue;
-        c->fastest = c->slowest = 0;
-        for (int i = 1; i < c->n; i++) {
-            if (c->median[i] < c->median[c->fastest])
-                c->fastest = i;
-            if (c->median[i] >= c->median[c->slowest]) /* of runs alike, another one */
-                c->slowest = i;
-        }
-        out[kept++] = *c;
-    }
-    return kept;
-}
-
-/* Whether the runs' own ranges share a point: their medians differ by no more
- * than each run's own noise. */
-static bool within_noise(const across_runs *c)
-{
-    double lo = -INFINITY, hi = INFINITY;
-    for (int i = 0; i < c->n; i++) {
-        lo = fmax(lo, c->lo[i]);
-        hi = fmin(hi, c->hi[i]);
-    }
-    return lo <= hi;
-}
-
-static double spread(const across_runs *c)
-{
-    return c->median[c->slowest] / c->median[c->fastest] - 1;
-}
 
 /* env.json keys that differ from run to run whatever happened. */
 static bool always_differs(const char *key)
@@ -151,26 +59,19 @@ static void config_name(char *out, size_t len, const variability_row *v)
 }
 
 /* The configurations measured in several runs of one environment, or NULL
- * (out of memory: d->failed set). */
-static across_runs *gather_all(report_doc *d, const run_model *runs, int n, int *k)
+ * (none, or out of memory: d->failed set). */
+static run_to_run *gather_all(report_doc *d, const run_model *runs, int n, int *k)
 {
-    int max = 0;
-    for (int r = 0; r < n; r++)
-        max += runs[r].variability.n;
-    across_runs *all = calloc((size_t)max + 1, sizeof *all);
-    if (!all) {
+    run_to_run *all;
+    if (run_to_run_build(runs, n, &all, k))
         d->failed = true;
-        *k = 0;
-        return NULL;
-    }
-    *k = gather(runs, n, all, max);
     return all;
 }
 
 void report_run_to_run_findings(report_doc *d, const run_model *runs, int n)
 {
     int k;
-    across_runs *all = gather_all(d, runs, n, &k);
+    run_to_run *all = gather_all(d, runs, n, &k);
     for (int i = 0; i < k; i++) {
         const char *env = all[i].key->env;
         bool first = true;
@@ -179,18 +80,18 @@ void report_run_to_run_findings(report_doc *d, const run_model *runs, int n)
         if (!first)
             continue; /* one finding an environment */
         int configs = 0, differ = 0, most_runs = 0;
-        const across_runs *worst = NULL;
+        const run_to_run *worst = NULL;
         double widest = 0;
         for (int j = i; j < k; j++) {
-            const across_runs *c = &all[j];
+            const run_to_run *c = &all[j];
             if (strcmp(c->key->env, env) != 0)
                 continue;
             configs++;
             most_runs = c->n > most_runs ? c->n : most_runs;
-            widest = fmax(widest, spread(c));
-            if (!within_noise(c)) {
+            widest = fmax(widest, run_to_run_spread(c));
+            if (!run_to_run_within_noise(c)) {
                 differ++;
-                if (!worst || spread(c) > spread(worst))
+                if (!worst || run_to_run_spread(c) > run_to_run_spread(worst))
                     worst = c;
             }
         }
@@ -214,10 +115,10 @@ void report_run_to_run_findings(report_doc *d, const run_model *runs, int n)
             snprintf(why, sizeof why, "Their env.json agree (beyond dates and load averages): "
                                       "the cause is outside what bin/envinfo records");
         char by[FMT_LEN + 16];
-        if (spread(worst) < 1)
-            snprintf(by, sizeof by, "%s slower than", fmt_share(a, spread(worst)));
+        if (run_to_run_spread(worst) < 1)
+            snprintf(by, sizeof by, "%s slower than", fmt_share(a, run_to_run_spread(worst)));
         else
-            snprintf(by, sizeof by, "%sx as slow as", fmt_num(a, 1 + spread(worst)));
+            snprintf(by, sizeof by, "%sx as slow as", fmt_num(a, 1 + run_to_run_spread(worst)));
         doc_item(d, "Run to run, %s: %d of %d configuration%s measured in more than one run "
                     "differ%s beyond each run's own noise, the most %s: %s is %s %s "
                     "(median step %s against %s ms). %s.",
@@ -229,10 +130,10 @@ void report_run_to_run_findings(report_doc *d, const run_model *runs, int n)
     free(all);
 }
 
-void report_run_to_run_section(report_doc *d, const run_model *runs, int n)
+void report_run_to_run_section(report_doc *d, const run_model *runs, int n, const char *out_dir)
 {
     int k;
-    across_runs *all = gather_all(d, runs, n, &k);
+    run_to_run *all = gather_all(d, runs, n, &k);
     if (k > 0) {
         doc_heading(d, 1, "Run to run");
         doc_para(d, "The configurations that two or more runs of one environment measured: each "
@@ -246,7 +147,7 @@ void report_run_to_run_section(report_doc *d, const run_model *runs, int n)
                                         "verdict"});
     }
     for (int i = 0; i < k; i++) {
-        const across_runs *c = &all[i];
+        const run_to_run *c = &all[i];
         char name[160], a[FMT_LEN], b[FMT_LEN], s[FMT_LEN];
         config_name(name, sizeof name, c->key);
         doc_cell(d, "%s", c->key->env);
@@ -254,8 +155,16 @@ void report_run_to_run_section(report_doc *d, const run_model *runs, int n)
         doc_cell(d, "%d", c->n);
         doc_cell(d, "%s (%s)", fmt_num(a, c->median[c->fastest]), runs[c->runs[c->fastest]].label);
         doc_cell(d, "%s (%s)", fmt_num(b, c->median[c->slowest]), runs[c->runs[c->slowest]].label);
-        doc_cell(d, "%s", fmt_share(s, spread(c)));
-        doc_cell(d, "%s", within_noise(c) ? "within noise" : "beyond noise");
+        doc_cell(d, "%s", fmt_share(s, run_to_run_spread(c)));
+        doc_cell(d, "%s", run_to_run_within_noise(c) ? "within noise" : "beyond noise");
     }
+    char png[RUN_PATH_LEN + 64];
+    snprintf(png, sizeof png, "%s/figures/run_to_run.png", out_dir);
+    struct stat st;
+    if (k > 0 && stat(png, &st) == 0 && st.st_size > 0)
+        doc_figure(d, "figures/run_to_run.png", "run to run",
+                   "Per configuration, each run's median step in percent above the fastest "
+                   "run's, its bar the run's own range; bars that share no level differ beyond "
+                   "the runs' own noise.");
     free(all);
 }

@@ -68,9 +68,10 @@ const roof_config *report_slowest_trace(const run_model *run, double *ratio);
 
 /* Run to run across the compared folders of one environment: a finding per
  * environment measured in several (into the open list), and the section with
- * its table (none when no environment repeats). */
+ * its table and, where out_dir/figures/run_to_run.png exists, its figure
+ * (none when no environment repeats). */
 void report_run_to_run_findings(report_doc *d, const run_model *runs, int n);
-void report_run_to_run_section(report_doc *d, const run_model *runs, int n);
+void report_run_to_run_section(report_doc *d, const run_model *runs, int n, const char *out_dir);
 
 /* The label of the run's DRAM-like memory level ("DRAM", "HBM"). */
 const char *report_memory_name(const run_model *run);
