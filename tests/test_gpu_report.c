@@ -445,12 +445,12 @@ Test(gpu_figures, figures_and_their_data_files, .timeout = 60)
      * run's six, a bf16 step's tensor-core and CUDA-core ones, an fp32 step's
      * CUDA-core one */
     vars = read_text(dir, "figures/data/roofline_resnet18-cifar_32_b64_bf16.vars");
-    expect_contains(vars, "ncomp = 2", "the bf16 roofline's .vars file");
+    expect_contains(vars, "ncomp = 2\n", "the bf16 roofline's .vars file");
     expect_contains(vars, "comp_label_1 = \"bf16 tensor  700 TFLOP/s\"", "the bf16 roofline's .vars");
     expect_contains(vars, "comp_label_2 = \"fp32 FMA  60.0 TFLOP/s\"", "the bf16 roofline's .vars");
     free(vars);
     vars = read_text(dir, "figures/data/roofline_resnet18-cifar_32_b64_fp32.vars");
-    expect_contains(vars, "ncomp = 1", "the fp32 roofline's .vars file");
+    expect_contains(vars, "ncomp = 1\n", "the fp32 roofline's .vars file");
     free(vars);
 
     /* time breakdown: one row per phase, the totals add up to 100% */

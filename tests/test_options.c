@@ -415,6 +415,8 @@ Test(options, make_bench_refuses_an_unknown_env_first, .timeout = 60)
     static char err[1 << 14];
     char cmd[4096];
     format_or_fail(cmd, sizeof cmd,
+                   /* not the outer make's jobserver and command-line variables */
+                   "env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL "
                    "make -s --no-print-directory -C '%s' bench ENV=nosuch DEPS=off BIN='%s/bin' "
                    "BUILD='%s/build' RUNS_DIR='%s/runs' 2>&1 >/dev/null",
                    ROOFLINE_SOURCE_DIR, dir, dir, dir);

@@ -308,6 +308,16 @@ Test(report_plot, merged_ceilings_keep_their_values)
     expect_contains(text, "comp_label_1 = \"bf16 tensor, fp16 tensor  791 TFLOP/s\"",
                     "the ceilings' variables");
     free(text);
+    /* either side of the unit's switch: each value with its own unit */
+    r.compute[0].value = 9800;
+    r.compute[1].value = 10100;
+    f = open_memstream(&text, &len);
+    cr_assert_not_null(f);
+    plot_write_ceilings(f, &r, "bf16_tensor", 9800, 1, "GFLOP/s");
+    fclose(f);
+    expect_contains(text, "comp_label_1 = \"bf16 tensor 9800 GFLOP/s, fp16 tensor 10.1 TFLOP/s\"",
+                    "the ceilings' variables");
+    free(text);
 }
 
 Test(report_doc, writers_escape_what_their_format_needs)
@@ -561,9 +571,9 @@ Test(report_run, compare_of_one_environment_studies_run_to_run)
     format_or_fail(args, sizeof args, "report --compare %s %s %s %s", out, a, b, c);
     cr_assert_eq(run_bin(args, 1, msg, sizeof msg), 0, "bin/report --compare failed: %s", msg);
     md = read_text(out, "compare.md");
-    expect_contains(md, "- Run to run, toy: 1 of 2 configurations measured in more than one run "
-                        "differs beyond each run's own noise, the most resnet18-cifar @32 b8 "
-                        "fp32: toy (",
+    expect_contains(md, "- Run to run, toy (3 runs): 1 of 2 configurations measured in more than "
+                        "one run differs beyond each run's own noise, namely resnet18-cifar @32 "
+                        "b8 fp32: toy (",
                     "compare.md");
     expect_contains(md, " is 10% slower than toy (", "compare.md");
     expect_contains(md, "(median step 220 against 200 ms). Their env.json differ in "
@@ -594,6 +604,41 @@ Test(report_run, compare_of_one_environment_studies_run_to_run)
         expect_contains(md, "![run to run](figures/run_to_run.png)", "compare.md");
         free(md);
     }
+    /* at most six differences are named */
+    write_text(c, "env.json",
+               "{\n  \"schema\": \"roofline-suite env.json 1\",\n  \"env\": \"toy\",\n"
+               "  \"date_utc\": \"2025-01-02T00:00:00Z\",\n"
+               "  \"cpu\": {\"model\": \"Other CPU\", \"logical_cpus\": 8, \"mhz\": [1500, 2000.5]},\n"
+               "  \"gpu\": {\"count\": 1, \"devices\": []},\n"
+               "  \"versions\": {\"onednn\": \"3.1\"},\n"
+               "  \"ranks\": [{\"rank\": 0, \"host\": \"x0\"}, {\"rank\": 1, \"host\": \"x1\"}]\n}\n");
+    format_or_fail(args, sizeof args, "report --compare %s %s %s %s", out, a, b, c);
+    cr_assert_eq(run_bin(args, 1, msg, sizeof msg), 0, "bin/report --compare failed: %s", msg);
+    md = read_text(out, "compare.md");
+    expect_contains(md, "Their env.json differ in cpu.model (Other CPU against Toy CPU), ", "compare.md");
+    expect_contains(md, " and 1 more.", "compare.md");
+    cr_expect(strstr(md, "date_utc") == NULL, "the date is no difference worth naming: %s", md);
+    free(md);
+    /* an env.json missing is said, not read as "every key differs" */
+    cr_assert_eq(sh("rm '%s/env.json'", c), 0);
+    cr_assert_eq(run_bin(args, 1, msg, sizeof msg), 0, "bin/report --compare failed: %s", msg);
+    md = read_text(out, "compare.md");
+    expect_contains(md, "'s is missing.", "compare.md");
+    free(md);
+    /* runs whose repeats differ as much as c does from them: within their own noise */
+    static const char *const wide =
+        "toy,resnet18-cifar,32,8,fp32,repeat=2,6,221,221,2,0.01,219,223,,,0,0\n";
+    char with_repeat[4096];
+    format_or_fail(with_repeat, sizeof with_repeat, "%s%s", variability_csv, wide);
+    write_text(a, "variability.csv", with_repeat);
+    write_text(b, "variability.csv", with_repeat);
+    cr_assert_eq(run_bin(args, 1, msg, sizeof msg), 0, "bin/report --compare failed: %s", msg);
+    md = read_text(out, "compare.md");
+    expect_contains(md, "- Run to run, toy (3 runs): the 2 configurations measured in more than "
+                        "one run agree within each run's own noise (spread at most 10%).",
+                    "compare.md");
+    free(md);
+    write_text(c, "env.json", env_json);
     /* environments that do not repeat have no such section */
     write_replaced(c, "env.json", env_json, "\"env\": \"toy\"", "\"env\": \"other\"");
     char *variability = read_text(c, "variability.csv");

@@ -66,9 +66,13 @@ static void ceiling_label(char *out, size_t len, const roof_lines *roofs, const 
 {
     char first[FMT_LEN], value[FMT_LEN];
     fmt_gflops(first, roofs->compute[members[0]].value);
-    bool same = true;
-    for (int k = 1; k < n; k++)
-        same = same && strcmp(fmt_gflops(value, roofs->compute[members[k]].value), first) == 0;
+    const char *unit = strchr(first, ' ') ? strchr(first, ' ') + 1 : "";
+    bool same = true, one_unit = true;
+    for (int k = 1; k < n; k++) {
+        fmt_gflops(value, roofs->compute[members[k]].value);
+        same = same && strcmp(value, first) == 0;
+        one_unit = one_unit && strcmp(strchr(value, ' ') ? strchr(value, ' ') + 1 : "", unit) == 0;
+    }
     size_t used = 0;
     out[0] = '\0';
     for (int k = 0; k < n; k++) {
@@ -76,14 +80,16 @@ static void ceiling_label(char *out, size_t len, const roof_lines *roofs, const 
         fmt_gflops(value, r->value);
         if (same)
             fmt_append(out, len, &used, "%s%s", k ? ", " : "", r->label);
-        else
+        else if (one_unit)
             fmt_append(out, len, &used, "%s%s %.*s", k ? ", " : "", r->label,
                        (int)strcspn(value, " "), value);
+        else /* either side of GFLOP/s to TFLOP/s: each its own unit */
+            fmt_append(out, len, &used, "%s%s %s", k ? ", " : "", r->label, value);
     }
     if (same)
         fmt_append(out, len, &used, "  %s", first);
-    else
-        fmt_append(out, len, &used, " %s", strchr(first, ' ') ? strchr(first, ' ') + 1 : "");
+    else if (one_unit)
+        fmt_append(out, len, &used, " %s", unit);
 }
 
 void plot_write_ceilings(FILE *f, const roof_lines *roofs, const char *main_compute,

@@ -3,6 +3,7 @@
  * configuration, each run's median step in percent above the fastest run's,
  * with its own range as an error bar, one colour a run. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "../run_to_run.h"
@@ -28,14 +29,21 @@ int plot_write_run_to_run(const run_model *runs, int n_runs, const char *prefix,
         snprintf(err, err_len, "out of memory");
         return -1;
     }
+    /* the runs in the study: those of a configuration measured more than once */
+    bool in_study[RUN_TO_RUN_MAX_RUNS] = {false};
+    for (int i = 0; i < k; i++)
+        for (int j = 0; j < all[i].n; j++)
+            in_study[all[i].runs[j]] = true;
     plot_file data, vars;
-    int status = -1;
+    int status = -1, drawn = 0;
     double lo = 0, hi = 0;
     if (plot_file_open(&data, prefix, ".dat", err, err_len))
         goto done;
-    /* one block a run: configuration index, % above the fastest, range */
-    for (int r = 0; r < n_runs; r++) {
-        fprintf(data.f, "%s# %s: configuration pct_above_fastest lo hi\n", r ? "\n\n" : "",
+    /* one block a run of the study: configuration index, % above the fastest, range */
+    for (int r = 0; r < n_runs && r < RUN_TO_RUN_MAX_RUNS; r++) {
+        if (!in_study[r])
+            continue;
+        fprintf(data.f, "%s# %s: configuration pct_above_fastest lo hi\n", drawn++ ? "\n\n" : "",
                 runs[r].label);
         int rows = 0;
         for (int i = 0; i < k; i++) {
@@ -67,11 +75,13 @@ int plot_write_run_to_run(const run_model *runs, int n_runs, const char *prefix,
                  v->precision, v->graph ? " graph" : "");
         plot_var_str_i(vars.f, "conf_label", i + 1, name);
     }
-    plot_var_num(vars.f, "nruns", n_runs);
-    for (int r = 0; r < n_runs; r++) {
-        plot_var_str_i(vars.f, "run_label", r + 1, runs[r].label);
-        plot_var_str_i(vars.f, "run_color", r + 1, plot_series_color(r));
-    }
+    plot_var_num(vars.f, "nruns", drawn);
+    for (int r = 0, i = 0; r < n_runs && r < RUN_TO_RUN_MAX_RUNS; r++)
+        if (in_study[r]) {
+            plot_var_str_i(vars.f, "run_label", i + 1, runs[r].label);
+            plot_var_str_i(vars.f, "run_color", i + 1, plot_series_color(i));
+            i++;
+        }
     double pad = fmax(1, 0.08 * (hi - lo));
     plot_var_num(vars.f, "ymin", lo - pad);
     plot_var_num(vars.f, "ymax", hi + pad);

@@ -15,14 +15,14 @@ typedef struct {
     bool graph;
 } model_precision;
 
-/* The best images/s of a model in a precision and graph mode (ok, one
- * rank), or NULL. */
 /* A one-rank configuration that ran: the figures a comparison sets side by side. */
 static bool comparable(const summary_row *r)
 {
     return strcmp(r->status, "ok") == 0 && !isnan(r->ips_median) && r->world_size <= 1;
 }
 
+/* The best images/s of a model in a precision and graph mode (ok, one
+ * rank), or NULL. */
 static const summary_row *best_row(const summary *s, const model_precision *p)
 {
     const summary_row *best = NULL;
@@ -275,8 +275,9 @@ void report_build_compare(report_doc *d, const run_model *runs, int n, const cha
     if (n_pairs > 0)
         throughput_table(d, runs, n, pairs, n_pairs);
     else
-        doc_para(d, "None: no configuration of one rank ran in these runs (scaling.csv has "
-                    "those of several).");
+        doc_para(d, "None: no configuration of one rank ran to the end in these runs (each "
+                    "run's report lists its failures; scaling.csv holds those of several "
+                    "ranks).");
     report_run_to_run_section(d, runs, n, out_dir);
     doc_heading(d, 1, "Combined roofline");
     char png[RUN_PATH_LEN + 64];

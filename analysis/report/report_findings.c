@@ -94,8 +94,9 @@ static void traced_finding(report_doc *d, const run_model *run, const roof_confi
                    fmt_share(a, top->time_share),
                    !flops && !bytes ? "with neither FLOPs nor bytes counted, so no place on the "
                                       "roofline"
-                   : !bytes         ? "with FLOPs but no bytes counted, so no place on the roofline"
-                                    : "with no roofs to hold it against (peaks.csv has none for it)");
+                   : !bytes ? "with FLOPs but no bytes counted, so no place on the roofline"
+                   : !flops ? "with bytes but no FLOPs counted, so no place on the roofline"
+                            : "with no roofs to hold it against (peaks.csv has none for it)");
     } else if (n > 0) {
         const roof_row *top = &c->rows[types[0]];
         fmt_append(text, sizeof text, &used,
@@ -151,7 +152,9 @@ static void slow_trace_finding(report_doc *d, const run_model *run)
         double r = report_trace_ratio(run, c, &graph);
         if (!(r > TRACE_SLOW_RATIO))
             continue;
-        report_key_short(name, sizeof name, c->model, c->res, c->batch, c->precision);
+        char p[FMT_LEN];
+        report_key_short(name, sizeof name, c->model, c->res, c->batch,
+                         report_precision_label(p, sizeof p, c->precision, graph));
         /* the trace pass's part, as scripts/bench.sh names it: a graph
          * configuration's own only where it has no eager twin */
         fmt_append(list, sizeof list, &used, "%s%s %sx (parts/%s_r%d_b%d_%s%s.kernels.csv)",
@@ -337,7 +340,7 @@ static void graph_finding(report_doc *d, const summary *s)
 static void variability_findings(report_doc *d, const variability *v)
 {
     const variability_row *lo = NULL, *hi = NULL, *rep_hi = NULL;
-    int outliers = 0, steps = 0;
+    int outliers = 0, steps = 0, with_cv = 0;
     char drifts[1024] = "";
     size_t used = 0;
     for (int i = 0; i < v->n; i++) {
@@ -348,6 +351,7 @@ static void variability_findings(report_doc *d, const variability *v)
             continue;
         outliers += r->outliers;
         steps += r->n;
+        with_cv += !isnan(r->cv);
         if (!isnan(r->cv) && (!lo || r->cv < lo->cv))
             lo = r;
         if (!isnan(r->cv) && (!hi || r->cv > hi->cv))
@@ -377,7 +381,7 @@ static void variability_findings(report_doc *d, const variability *v)
         char range[512];
         fmt_share(a, lo->cv);
         fmt_share(b, hi->cv);
-        if (lo == hi) /* one configuration */
+        if (with_cv == 1) /* one configuration */
             snprintf(range, sizeof range, "%s (%s)", b, nh);
         else if (strcmp(a, b) == 0) /* all alike as printed */
             snprintf(range, sizeof range, "%s in every configuration", b);

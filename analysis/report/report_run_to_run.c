@@ -14,16 +14,20 @@
 #include "../run_to_run.h"
 #include "report_sections.h"
 
-/* env.json keys that differ from run to run whatever happened. */
+/* env.json keys that differ from run to run whatever happened: the date, the
+ * command line, the load averages, the memory free and the clocks read at one
+ * instant (the busy CPUs, the governor and the maximum clocks stay). */
 static bool always_differs(const char *key)
 {
     static const char *const keys[] = {"date_utc", "command_lines", "load.sampled_s",
-                                       "load.loadavg_5min", "load.loadavg_15min",
-                                       "cpu.memory_available_gib"};
+                                       "load.loadavg_1min", "load.loadavg_5min",
+                                       "load.loadavg_15min", "cpu.memory_available_gib",
+                                       "cpu_clocks.cpuinfo_mhz",
+                                       "cpu_clocks.cpufreq.scaling_cur_khz"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if (strcmp(key, keys[i]) == 0)
             return true;
-    return false;
+    return strstr(key, ".clocks_now.") != NULL; /* gpu.devices[i].clocks_now.sm_mhz */
 }
 
 /* "git.commit (9fa660f against 7c2e21f), load.busy_cpus (1.1 against 0)": what
@@ -79,7 +83,8 @@ void report_run_to_run_findings(report_doc *d, const run_model *runs, int n)
             first = strcmp(all[j].key->env, env) != 0;
         if (!first)
             continue; /* one finding an environment */
-        int configs = 0, differ = 0, most_runs = 0;
+        int configs = 0, differ = 0, n_runs = 0;
+        bool in_study[RUN_TO_RUN_MAX_RUNS] = {false};
         const run_to_run *worst = NULL;
         double widest = 0;
         for (int j = i; j < k; j++) {
@@ -87,7 +92,11 @@ void report_run_to_run_findings(report_doc *d, const run_model *runs, int n)
             if (strcmp(c->key->env, env) != 0)
                 continue;
             configs++;
-            most_runs = c->n > most_runs ? c->n : most_runs;
+            for (int q = 0; q < c->n; q++)
+                if (!in_study[c->runs[q]]) {
+                    in_study[c->runs[q]] = true;
+                    n_runs++;
+                }
             widest = fmax(widest, run_to_run_spread(c));
             if (!run_to_run_within_noise(c)) {
                 differ++;
@@ -99,17 +108,23 @@ void report_run_to_run_findings(report_doc *d, const run_model *runs, int n)
         if (!worst) {
             doc_item(d, "Run to run, %s (%d runs): the %d configuration%s measured in more than "
                         "one run agree%s within each run's own noise (spread at most %s).",
-                     env, most_runs, configs, configs == 1 ? "" : "s", configs == 1 ? "s" : "",
+                     env, n_runs, configs, configs == 1 ? "" : "s", configs == 1 ? "s" : "",
                      fmt_share(a, widest));
             continue;
         }
         const run_model *slow = &runs[worst->runs[worst->slowest]];
         const run_model *fast = &runs[worst->runs[worst->fastest]];
         config_name(name, sizeof name, worst->key);
-        char diffs[1024];
+        char diffs[2048];
         int n_diffs = env_differences(diffs, sizeof diffs, &slow->env, &fast->env);
-        char why[1100];
-        if (n_diffs)
+        char why[2200];
+        const run_model *unread = !slow->env.present || !slow->env.complete ? slow
+                                  : !fast->env.present || !fast->env.complete ? fast
+                                                                              : NULL;
+        if (unread)
+            snprintf(why, sizeof why, "Their env.json cannot be compared: %s's is %s",
+                     unread->label, unread->env.present ? "incomplete" : "missing");
+        else if (n_diffs)
             snprintf(why, sizeof why, "Their env.json differ in %s", diffs);
         else
             snprintf(why, sizeof why, "Their env.json agree (beyond dates and load averages): "
@@ -119,11 +134,11 @@ void report_run_to_run_findings(report_doc *d, const run_model *runs, int n)
             snprintf(by, sizeof by, "%s slower than", fmt_share(a, run_to_run_spread(worst)));
         else
             snprintf(by, sizeof by, "%sx as slow as", fmt_num(a, 1 + run_to_run_spread(worst)));
-        doc_item(d, "Run to run, %s: %d of %d configuration%s measured in more than one run "
-                    "differ%s beyond each run's own noise, the most %s: %s is %s %s "
+        doc_item(d, "Run to run, %s (%d runs): %d of %d configuration%s measured in more than "
+                    "one run differ%s beyond each run's own noise, %s %s: %s is %s %s "
                     "(median step %s against %s ms). %s.",
-                 env, differ, configs, configs == 1 ? "" : "s", differ == 1 ? "s" : "", name,
-                 slow->label, by, fast->label,
+                 env, n_runs, differ, configs, configs == 1 ? "" : "s", differ == 1 ? "s" : "",
+                 differ == 1 ? "namely" : "the most", name, slow->label, by, fast->label,
                  fmt_num(b, worst->median[worst->slowest]),
                  fmt_num(c, worst->median[worst->fastest]), why);
     }
