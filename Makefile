@@ -453,10 +453,11 @@ report: all
 
 # Environments side by side: make compare RUNS="runs/a/ID runs/b/ID" [COMPARE_OUT=dir]
 COMPARE_OUT ?= runs/compare/$(shell date -u +%Y%m%dT%H%M%SZ)
+# or make compare ENV=cpu: the finished runs of one environment (its run-to-run study)
 compare: all
-	@$(if $(RUNS),,echo 'compare: give the run folders: make compare RUNS="runs/a/ID runs/b/ID"' >&2; exit 2)
+	@$(if $(or $(RUNS),$(filter command line,$(origin ENV))),,echo 'compare: give the run folders, make compare RUNS="runs/a/ID runs/b/ID", or an environment, make compare ENV=cpu' >&2; exit 2)
 	@test -x scripts/compare.sh || { echo "compare: scripts/compare.sh is not there yet" >&2; exit 1; }
-	BIN='$(BIN)' scripts/compare.sh '$(COMPARE_OUT)' $(RUNS)
+	BIN='$(BIN)' scripts/compare.sh '$(COMPARE_OUT)' $(if $(RUNS),$(RUNS),--env '$(ENV)' '$(or $(RUNS_DIR),runs)')
 
 info:
 	@CUDA_HOME='$(CUDA_HOME)' NVCC='$(NVCC)' CUDNN_H='$(CUDNN_H)' CUPTI_H='$(CUPTI_H)' \

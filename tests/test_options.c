@@ -469,6 +469,11 @@ static const bad_case compare_cases[] = {
     {"out emptydir", "emptydir"},
     {"out rundir rundir/", "RUN_DIR 'rundir' is 'rundir' again"},
     {"out " RUNDIR_15, "15 run folders given, at most 14 are accepted"},
+    {"out --env", "--env needs an environment name"},
+    {"out --env ../x", "--env needs an environment name"},
+    {"out --env cpu runs extra", "--env needs an environment name"},
+    {"out --env nosuch runs", "no finished run of nosuch in runs/nosuch (a finished run holds "
+                              "summary.csv: make bench ENV=nosuch)"},
 };
 
 Test(options, compare_script, .timeout = 60)

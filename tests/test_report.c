@@ -639,6 +639,24 @@ Test(report_run, compare_of_one_environment_studies_run_to_run)
                     "compare.md");
     free(md);
     write_text(c, "env.json", env_json);
+    /* make compare ENV=toy: the finished runs of runs/toy (summary.csv), oldest first */
+    cr_assert_eq(sh("cd '%s' && mkdir -p runs/toy runs/toy/20260103T000000Z && "
+                    "cp -r '%s' runs/toy/20260101T000000Z && cp -r '%s' runs/toy/20260102T000000Z",
+                    out, a, c),
+                 0);
+    cr_assert_eq(sh("cd '%s' && BIN='%s' GNUPLOT=/nonexistent '%s/scripts/compare.sh' cmp --env toy "
+                    "runs >stdout 2>stderr",
+                    out, ROOFLINE_BIN_DIR, ROOFLINE_SOURCE_DIR),
+                 0, "compare.sh --env failed (see its stderr in %s)", out);
+    char *said = read_text(out, "stdout");
+    expect_contains(said, "compare: 2 of the 2 finished runs of toy in runs/toy\n", "compare.sh");
+    free(said);
+    char cmp[1024];
+    format_or_fail(cmp, sizeof cmp, "%s/cmp", out);
+    md = read_text(cmp, "compare.md");
+    expect_contains(md, "- Run to run, toy (2 runs): ", "compare.md");
+    expect_contains(md, "| toy (20260101T000000Z) |", "compare.md");
+    free(md);
     /* environments that do not repeat have no such section */
     write_replaced(c, "env.json", env_json, "\"env\": \"toy\"", "\"env\": \"other\"");
     char *variability = read_text(c, "variability.csv");
