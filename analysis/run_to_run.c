@@ -13,11 +13,15 @@ static bool same_config(const variability_row *a, const variability_row *b)
 }
 
 /* A run's own range for a configuration: the 95% interval of its pooled
- * median and its repeats' medians (process to process), whichever is wider. */
+ * median and its repeats' medians (process to process), whichever is wider.
+ * Under 6 steps the order-statistic interval does not exist: the normal
+ * approximation, median +- 2 stddev / sqrt(n), stands in for it, so that a
+ * short run is not taken for an exact one. */
 static void own_range(const run_model *run, const variability_row *pooled, double *lo, double *hi)
 {
-    *lo = isnan(pooled->ci95_lo) ? pooled->median : fmin(pooled->ci95_lo, pooled->median);
-    *hi = isnan(pooled->ci95_hi) ? pooled->median : fmax(pooled->ci95_hi, pooled->median);
+    double half = pooled->n > 0 && pooled->stddev >= 0 ? 2 * pooled->stddev / sqrt(pooled->n) : 0;
+    *lo = isnan(pooled->ci95_lo) ? pooled->median - half : fmin(pooled->ci95_lo, pooled->median);
+    *hi = isnan(pooled->ci95_hi) ? pooled->median + half : fmax(pooled->ci95_hi, pooled->median);
     for (int i = 0; i < run->variability.n; i++) {
         const variability_row *v = &run->variability.rows[i];
         if (strncmp(v->scope, "repeat=", 7) == 0 && same_config(v, pooled) && !isnan(v->median)) {

@@ -22,8 +22,9 @@ typedef struct {
     const variability_row *key;          /* the first run's pooled row: env, model, ... */
     int runs[RUN_TO_RUN_MAX_RUNS];       /* indexes into the runs given */
     double median[RUN_TO_RUN_MAX_RUNS];  /* of all its timed steps */
-    /* its own range: the 95% interval of that median, widened to the medians
-     * of its repeats (process-to-process noise) */
+    /* its own range: the 95% interval of that median (under 6 steps, median
+     * +- 2 stddev / sqrt(n)), widened to the medians of its repeats
+     * (process-to-process noise) */
     double lo[RUN_TO_RUN_MAX_RUNS], hi[RUN_TO_RUN_MAX_RUNS];
     int n;
     int fastest, slowest; /* indexes into runs[]; of runs alike, different ones */

@@ -675,6 +675,33 @@ Test(report_run, compare_of_one_environment_studies_run_to_run)
     remove_temp_dir(out);
 }
 
+/* Under 6 steps (no order-statistic interval) a run's own range is its median
+ * +- 2 stddev / sqrt(n), not the median alone: a short noisy run is no exact one. */
+Test(report_run, run_to_run_of_short_runs_uses_their_spread)
+{
+    char *a = toy_run(), *c = toy_run(), *out = temp_dir(), args[2048], msg[4096];
+    /* c: 5 steps of batch 8 with a median of 220 and a stddev of 30: 220 +- 26.8 */
+    write_replaced(c, "variability.csv", variability_csv,
+                   "iterations,12,200.5,200,2.4,0.012,197,205,198,203,",
+                   "iterations,5,220.5,220,30,0.136,190,260,,,");
+    format_or_fail(args, sizeof args, "report --compare %s %s %s", out, a, c);
+    cr_assert_eq(run_bin(args, 1, msg, sizeof msg), 0, "bin/report --compare failed: %s", msg);
+    char *md = read_text(out, "compare.md");
+    expect_contains(md, "| 10% | within noise |", "compare.md");
+    free(md);
+    /* with a stddev of 3 (220 +- 2.7) it is beyond a's 198..203 */
+    write_replaced(c, "variability.csv", variability_csv,
+                   "iterations,12,200.5,200,2.4,0.012,197,205,198,203,",
+                   "iterations,5,220.5,220,3,0.0136,216,224,,,");
+    cr_assert_eq(run_bin(args, 1, msg, sizeof msg), 0, "bin/report --compare failed: %s", msg);
+    md = read_text(out, "compare.md");
+    expect_contains(md, "| 10% | beyond noise |", "compare.md");
+    free(md);
+    remove_temp_dir(a);
+    remove_temp_dir(c);
+    remove_temp_dir(out);
+}
+
 Test(report_run, compare_puts_environments_side_by_side)
 {
     char *a = toy_run(), *b = toy_run(), *out = temp_dir(), args[1024], msg[4096];

@@ -153,7 +153,8 @@ void report_run_to_run_section(report_doc *d, const run_model *runs, int n, cons
         doc_heading(d, 1, "Run to run");
         doc_para(d, "The configurations that two or more runs of one environment measured: each "
                     "run's median step (all its timed steps) and its own noise, the 95%% interval "
-                    "of that median widened to its repeats' medians. Runs whose ranges share no "
+                    "of that median (under 6 steps, the median +- 2 stddev / sqrt(n)) widened to "
+                    "its repeats' medians. Runs whose ranges share no "
                     "point differ beyond their own noise: something changed between them (the "
                     "findings name what their env.json hold differently).");
         doc_table(d, "llrrrrl",
