@@ -287,6 +287,9 @@ int fuzz_run(const uint8_t *data, size_t size)
         char prefix[RUN_PATH_LEN + 64];
         snprintf(prefix, sizeof prefix, "%s/figures/data/roofline_compare", dir);
         plot_write_roofline_compare(runs, 2, prefix, err, sizeof err);
+        /* one folder twice: one environment measured twice, its run to run */
+        snprintf(prefix, sizeof prefix, "%s/figures/data/run_to_run", dir);
+        plot_write_run_to_run(runs, 2, prefix, err, sizeof err);
         report_doc doc;
         doc_init(&doc, "fuzz compare");
         report_build_compare(&doc, runs, 2, dir);
