@@ -3,7 +3,7 @@
  * share of peak per environment, and the combined roofline. */
 #include <math.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <stdlib.h>
 
 #include "../roofs.h"
 #include "../run_env.h"
@@ -199,7 +199,8 @@ static void caveats(char *text, size_t len, size_t *used, const run_model *run,
 
 /* Per model and precision measured in two or more runs: the fastest against the slowest. */
 static void compare_findings(report_doc *d, const run_model *runs, int n,
-                             const model_precision *pairs, int n_pairs)
+                             const model_precision *pairs, int n_pairs, const run_to_run *r2r,
+                             int n_r2r)
 {
     doc_list(d);
     for (int i = 0; i < n_pairs; i++) {
@@ -234,7 +235,7 @@ static void compare_findings(report_doc *d, const run_model *runs, int n,
     }
     if (d->n > 0 && d->blocks[d->n - 1].kind == DOC_LIST && d->blocks[d->n - 1].n_cells == 0)
         doc_item(d, "No model was measured in more than one of these runs.");
-    report_run_to_run_findings(d, runs, n);
+    report_run_to_run_findings(d, runs, r2r, n_r2r);
     /* the figure's points are traced steps, the tables' figures timed ones */
     for (int r = 0; r < n; r++) {
         double ratio;
@@ -254,11 +255,15 @@ void report_build_compare(report_doc *d, const run_model *runs, int n, const cha
 {
     model_precision pairs[256];
     int n_pairs = model_pairs(runs, n, pairs, 256);
+    run_to_run *r2r;
+    int n_r2r;
+    if (run_to_run_build(runs, n, &r2r, &n_r2r))
+        d->failed = true;
     doc_para(d, "%d run folders side by side. Every number comes from their CSV files; each "
                 "environment's own report has the detail.",
              n);
     doc_heading(d, 1, "Findings");
-    compare_findings(d, runs, n, pairs, n_pairs);
+    compare_findings(d, runs, n, pairs, n_pairs, r2r, n_r2r);
     doc_heading(d, 1, "Environments");
     environments_table(d, runs, n);
     doc_heading(d, 1, "Measured peaks");
@@ -278,16 +283,15 @@ void report_build_compare(report_doc *d, const run_model *runs, int n, const cha
         doc_para(d, "None: no configuration of one rank ran to the end in these runs (each "
                     "run's report lists its failures; scaling.csv holds those of several "
                     "ranks).");
-    report_run_to_run_section(d, runs, n, out_dir);
+    report_run_to_run_section(d, runs, r2r, n_r2r, out_dir);
     doc_heading(d, 1, "Combined roofline");
-    char png[RUN_PATH_LEN + 64];
-    snprintf(png, sizeof png, "%s/figures/roofline_compare.png", out_dir);
-    struct stat st;
-    if (stat(png, &st) == 0 && st.st_size > 0)
-        doc_figure(d, "figures/roofline_compare.png", "combined roofline",
+    char rel[64];
+    if (report_png_exists(out_dir, "roofline_compare", rel, sizeof rel))
+        doc_figure(d, rel, "combined roofline",
                    "Each environment's roof (the compute ceilings its traced steps ran against "
                    "and its DRAM or HBM bandwidth) and its traced steps, in its colour; the "
                    "point's shape names the model.");
     else
         doc_para(d, "Not drawn (scripts/compare.sh draws it with gnuplot).");
+    free(r2r);
 }

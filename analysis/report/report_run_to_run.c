@@ -5,9 +5,6 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
-
-#include <stdlib.h>
 
 #include "../fmt.h"
 #include "../run_env.h"
@@ -62,20 +59,9 @@ static void config_name(char *out, size_t len, const variability_row *v)
                      report_precision_label(p, sizeof p, v->precision, v->graph));
 }
 
-/* The configurations measured in several runs of one environment, or NULL
- * (none, or out of memory: d->failed set). */
-static run_to_run *gather_all(report_doc *d, const run_model *runs, int n, int *k)
+void report_run_to_run_findings(report_doc *d, const run_model *runs, const run_to_run *all,
+                                int k)
 {
-    run_to_run *all;
-    if (run_to_run_build(runs, n, &all, k))
-        d->failed = true;
-    return all;
-}
-
-void report_run_to_run_findings(report_doc *d, const run_model *runs, int n)
-{
-    int k;
-    run_to_run *all = gather_all(d, runs, n, &k);
     for (int i = 0; i < k; i++) {
         const char *env = all[i].key->env;
         bool first = true;
@@ -142,13 +128,11 @@ void report_run_to_run_findings(report_doc *d, const run_model *runs, int n)
                  fmt_num(b, worst->median[worst->slowest]),
                  fmt_num(c, worst->median[worst->fastest]), why);
     }
-    free(all);
 }
 
-void report_run_to_run_section(report_doc *d, const run_model *runs, int n, const char *out_dir)
+void report_run_to_run_section(report_doc *d, const run_model *runs, const run_to_run *all,
+                               int k, const char *out_dir)
 {
-    int k;
-    run_to_run *all = gather_all(d, runs, n, &k);
     if (k > 0) {
         doc_heading(d, 1, "Run to run");
         doc_para(d, "The configurations that two or more runs of one environment measured: each "
@@ -174,13 +158,10 @@ void report_run_to_run_section(report_doc *d, const run_model *runs, int n, cons
         doc_cell(d, "%s", fmt_share(s, run_to_run_spread(c)));
         doc_cell(d, "%s", run_to_run_within_noise(c) ? "within noise" : "beyond noise");
     }
-    char png[RUN_PATH_LEN + 64];
-    snprintf(png, sizeof png, "%s/figures/run_to_run.png", out_dir);
-    struct stat st;
-    if (k > 0 && stat(png, &st) == 0 && st.st_size > 0)
-        doc_figure(d, "figures/run_to_run.png", "run to run",
+    char rel[64];
+    if (k > 0 && report_png_exists(out_dir, "run_to_run", rel, sizeof rel))
+        doc_figure(d, rel, "run to run",
                    "Per configuration, each run's median step in percent above the fastest "
                    "run's, its bar the run's own range; bars that share no level differ beyond "
                    "the runs' own noise.");
-    free(all);
 }

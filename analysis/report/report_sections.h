@@ -10,6 +10,7 @@
 #include "../fmt.h"
 #include "../plot/plot_figures.h"
 #include "../run.h"
+#include "../run_to_run.h"
 #include "report_doc.h"
 
 void report_findings(report_doc *d, const run_model *run);
@@ -66,12 +67,14 @@ double report_trace_ratio(const run_model *run, const roof_config *c, bool *grap
  * that is beyond the findings' threshold (*ratio its ratio); else NULL. */
 const roof_config *report_slowest_trace(const run_model *run, double *ratio);
 
-/* Run to run across the compared folders of one environment: a finding per
- * environment measured in several (into the open list), and the section with
- * its table and, where out_dir/figures/run_to_run.png exists, its figure
- * (none when no environment repeats). */
-void report_run_to_run_findings(report_doc *d, const run_model *runs, int n);
-void report_run_to_run_section(report_doc *d, const run_model *runs, int n, const char *out_dir);
+/* Run to run across the compared folders of one environment (the k
+ * configurations of run_to_run_build): a finding per environment measured in
+ * several (into the open list), and the section with its table and, where
+ * out_dir/figures/run_to_run.png exists, its figure (none when k is 0). */
+void report_run_to_run_findings(report_doc *d, const run_model *runs, const run_to_run *all,
+                                int k);
+void report_run_to_run_section(report_doc *d, const run_model *runs, const run_to_run *all,
+                               int k, const char *out_dir);
 
 /* The label of the run's DRAM-like memory level ("DRAM", "HBM"). */
 const char *report_memory_name(const run_model *run);
