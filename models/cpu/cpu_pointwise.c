@@ -50,9 +50,22 @@ int cpu_pointwise_backward(backend *b, int i, const bool accumulate[LAYER_MAX_IN
     const float *dy = cl->grad, *y = cl->out;
     int64_t n = backend_buffer_elems(b->net, i, b->cfg.batch, BUF_OUTPUT);
     if (l->type == LAYER_ADD) {
-        for (int k = 0; k < 2; k++)
+        if (l->inputs[0] == GRAPH_INPUT || l->inputs[1] == GRAPH_INPUT) {
+            int k = l->inputs[0] == GRAPH_INPUT;
             if (l->inputs[k] != GRAPH_INPUT)
                 cpu_store(b->layers[l->inputs[k]].grad, dy, n, accumulate[k]);
+            return 0;
+        }
+        /* both gradients in one pass over dy; d0 and d1 may be one buffer
+         * (add(x, x)), which the element-by-element order keeps right */
+        float *d0 = b->layers[l->inputs[0]].grad, *d1 = b->layers[l->inputs[1]].grad;
+        bool acc0 = accumulate[0], acc1 = accumulate[1];
+#pragma omp parallel for schedule(static)
+        for (int64_t j = 0; j < n; j++) {
+            float g = dy[j];
+            d0[j] = acc0 ? d0[j] + g : g;
+            d1[j] = acc1 ? d1[j] + g : g;
+        }
         return 0;
     }
     float *dx = b->layers[l->inputs[0]].grad;
