@@ -460,6 +460,58 @@ Test(report_run, a_costliest_type_without_counts_has_no_roofline_place)
     remove_temp_dir(dir);
 }
 
+/* A layer type above 100% of its attainable rate is explained under the
+ * table: with the cost model's bytes, a cache fed it (or the DRAM roof is low);
+ * with counted bytes, the roof falls short; compute-bound, the FLOP count or
+ * the peak. The toy's relu at exactly 100% has no such line. */
+Test(report_run, a_layer_type_above_its_roof_is_explained)
+{
+    char *dir = toy_run(), args[512], out[4096];
+    format_or_fail(args, sizeof args, "report %s", dir);
+    cr_assert_eq(run_bin(args, 1, out, sizeof out), 0, "bin/report failed: %s", out);
+    char *md = read_text(dir, "report.md");
+    cr_expect(strstr(md, "Above the") == NULL, "%s", md);
+    free(md);
+    const char *relu_100 = "layer_type,relu,,relu,,1,8000000,0.0444444,2.5e7,2e8,,0.125,,"
+                           "3.125,fp32_fma,100,25,,4,3.125,100,memory,analytic";
+    /* 2e8 bytes in 5 ms: 40 GB/s against the DRAM roof's 25 */
+    write_replaced(dir, "roofline.csv", roofline_csv, relu_100,
+                   "layer_type,relu,,relu,,1,5000000,0.0277778,2.5e7,2e8,,0.125,,"
+                   "5,fp32_fma,100,25,,4,3.125,160,memory,analytic");
+    cr_assert_eq(run_bin(args, 1, out, sizeof out), 0, "bin/report failed: %s", out);
+    md = read_text(dir, "report.md");
+    expect_contains(md, "Above the attainable rate: relu 160% (40.0 GB/s). In brackets, the rate "
+                        "at which each moved the bytes the cost model counts: faster than the "
+                        "DRAM roof (25.0 GB/s). The model counts each tensor once from DRAM: "
+                        "these took part of theirs from a cache (the L2 roof, 100 GB/s, is above "
+                        "them all), or the DRAM roof was measured low.",
+                    "report.md");
+    free(md);
+    write_replaced(dir, "roofline.csv", roofline_csv, relu_100,
+                   "layer_type,relu,,relu,,1,5000000,0.0277778,2.5e7,2e8,,0.125,,"
+                   "5,fp32_fma,100,25,,4,3.125,160,memory,cupti");
+    cr_assert_eq(run_bin(args, 1, out, sizeof out), 0, "bin/report failed: %s", out);
+    md = read_text(dir, "report.md");
+    expect_contains(md, "Above the attainable rate from counted DRAM bytes: relu 160% (40.0 GB/s), "
+                        "faster than the measured DRAM roof (25.0 GB/s): that roof falls short",
+                    "report.md");
+    cr_expect(strstr(md, "from a cache") == NULL, "%s", md);
+    free(md);
+    write_replaced(dir, "roofline.csv", roofline_csv,
+                   "layer_type,conv,,conv,,1,160000000,0.888889,8e9,1e8,,80,,50,"
+                   "fp32_fma,100,25,,4,100,50,compute,",
+                   "layer_type,conv,,conv,,1,64000000,0.888889,8e9,1e8,,80,,125,"
+                   "fp32_fma,100,25,,4,100,125,compute,");
+    cr_assert_eq(run_bin(args, 1, out, sizeof out), 0, "bin/report failed: %s", out);
+    md = read_text(dir, "report.md");
+    expect_contains(md, "Above the compute roof: conv 125% (125 GFLOP/s) against fp32_fma: "
+                        "either the FLOPs counted exceed those that ran",
+                    "report.md");
+    cr_expect(strstr(md, "Above the attainable") == NULL, "%s", md);
+    free(md);
+    remove_temp_dir(dir);
+}
+
 Test(report_run, headline_numbers_come_from_the_csv_files)
 {
     char *dir = toy_run(), args[512], out[4096];

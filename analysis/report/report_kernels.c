@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "../roofline_table.h"
+#include "../roofs.h"
 #include "report_sections.h"
 
 #define TOP_KERNELS 10
@@ -41,7 +42,80 @@ static void roofline_cells(report_doc *d, const roof_row *r)
     doc_cell(d, "%s", roof_bound_name(r->pt.bound));
 }
 
-static void config_tables(report_doc *d, const roof_config *c, const roof_row *step)
+/* A row printed above 100% of its attainable rate. */
+static bool above_attainable(const roof_row *r)
+{
+    return r->pt.pct_of_attainable >= 100.5 &&
+           (r->pt.bound == BOUND_MEMORY || r->pt.bound == BOUND_COMPUTE);
+}
+
+/* Why layer types sit above their roof, which the reader of a roofline would
+ * otherwise take for an error of the suite. Memory-bound with bytes from the
+ * cost model: their operands were partly in a cache, which the model's "each
+ * tensor once from DRAM" does not see; with counted bytes, or compute-bound,
+ * the roof itself (or the FLOP count) is what falls short. */
+static void explain_above(report_doc *d, const run_model *run, const roof_config *c,
+                          const int *rows, int n)
+{
+    roof_lines lines;
+    roof_lines_of(run->roofs, run->n_roofs, &lines);
+    const roof_line *main_mem = roof_lines_main_memory(&lines);
+    char mem[1024] = "", cpu[1024] = "", a[FMT_LEN], b[FMT_LEN];
+    size_t mem_used = 0, cpu_used = 0;
+    int n_mem = 0, n_cpu = 0, n_counted = 0;
+    double fastest = 0;
+    const char *ceiling = NULL;
+    for (int i = 0; i < n; i++) {
+        const roof_row *r = &c->rows[rows[i]];
+        if (!above_attainable(r))
+            continue;
+        if (r->pt.bound == BOUND_MEMORY) {
+            double gbs = r->pt.dram_bytes / r->pt.duration_ns;
+            fastest = gbs > fastest ? gbs : fastest;
+            n_counted += strcmp(r->source, "cupti") == 0;
+            fmt_append(mem, sizeof mem, &mem_used, "%s%s %s (%s)", n_mem++ ? ", " : "", r->name,
+                       fmt_pct(a, r->pt.pct_of_attainable), fmt_gbs(b, gbs));
+        } else {
+            ceiling = ceiling ? ceiling : r->ceiling;
+            fmt_append(cpu, sizeof cpu, &cpu_used, "%s%s %s (%s)", n_cpu++ ? ", " : "", r->name,
+                       fmt_pct(a, r->pt.pct_of_attainable),
+                       fmt_gflops(b, r->pt.achieved_gflops));
+        }
+    }
+    const char *memory = report_memory_name(run);
+    if (n_mem && n_counted == 0) {
+        /* the slowest cache level that could have fed the fastest of them */
+        const roof_line *cache = NULL;
+        for (int i = 0; i < lines.n_memory && !cache; i++)
+            if (lines.memory[i].level != MEM_DRAM && lines.memory[i].level != MEM_HBM &&
+                lines.memory[i].value >= fastest)
+                cache = &lines.memory[i];
+        char bound[128] = "";
+        if (cache)
+            snprintf(bound, sizeof bound, " (the %s roof, %s, is above them all)", cache->label,
+                     fmt_gbs(a, cache->value));
+        doc_para(d, "Above the attainable rate: %s. In brackets, the rate at which each moved "
+                    "the bytes the cost model counts: faster than the %s roof (%s). The model "
+                    "counts each tensor once from %s: these took part of theirs from a cache%s, or "
+                    "the %s roof was measured low.",
+                 mem, memory, main_mem ? fmt_gbs(b, main_mem->value) : "-", memory, bound,
+                 memory);
+    } else if (n_mem) {
+        doc_para(d, "Above the attainable rate from counted %s bytes: %s, faster than the "
+                    "measured %s roof (%s): that roof falls short of what these kernels reach; "
+                    "measure it again (remove peaks.csv from the run folder and resume it with "
+                    "RUN=) before reading the percentages.",
+                 memory, mem, memory, main_mem ? fmt_gbs(b, main_mem->value) : "-");
+    }
+    if (n_cpu)
+        doc_para(d, "Above the compute roof: %s against %s: either the FLOPs counted exceed "
+                    "those that ran (the cost model counts a direct convolution; Winograd and "
+                    "FFT algorithms do fewer multiplications) or the peak was measured low.",
+                 cpu, ceiling && ceiling[0] ? ceiling : "its ceiling");
+}
+
+static void config_tables(report_doc *d, const run_model *run, const roof_config *c,
+                          const roof_row *step)
 {
     char name[256], a[FMT_LEN], b[FMT_LEN], g[FMT_LEN], count[FMT_LEN];
     report_key_name(name, sizeof name, c->model, c->res, c->batch, c->precision);
@@ -68,6 +142,7 @@ static void config_tables(report_doc *d, const roof_config *c, const roof_row *s
         doc_cell(d, "%s", fmt_count(count, r->count));
         roofline_cells(d, r);
     }
+    explain_above(d, run, c, rows, n);
     free(rows);
 
     rows = report_order_desc(c->n, is_level, duration_key, &kernels, &n);
@@ -108,6 +183,6 @@ void report_kernels(report_doc *d, const run_model *run)
     for (int k = 0; k < run->roofline.n; k++) {
         const roof_row *step = roofline_step(&run->roofline.configs[k]);
         if (step)
-            config_tables(d, &run->roofline.configs[k], step);
+            config_tables(d, run, &run->roofline.configs[k], step);
     }
 }
