@@ -1,5 +1,6 @@
 #include "variability.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,13 +19,37 @@ static void put(variability *out, const run_steps *c, const char *scope, const s
     snprintf(r->scope, sizeof r->scope, "%s", scope);
 }
 
-/* The rows of one configuration; -1 when out of memory. */
+/* The median of the repeats' drifts that are defined; NaN when none is. */
+static double median_drift(double *drifts, int n)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (!isnan(drifts[i]))
+            drifts[k++] = drifts[i];
+    for (int i = 1; i < k; i++)
+        for (int j = i; j > 0 && drifts[j] < drifts[j - 1]; j--) {
+            double t = drifts[j];
+            drifts[j] = drifts[j - 1];
+            drifts[j - 1] = t;
+        }
+    return k ? stats_quantile_sorted(drifts, k, 0.5) : NAN;
+}
+
+/* The rows of one configuration; -1 when out of memory. The pooled row's
+ * drift is the median of its repeats' own: each repeat is a process with its
+ * own warm-up, and the first fifth of the pooled steps against the last
+ * would compare the first process with the last, which is run to run, not
+ * warm-up. */
 static int put_config(variability *out, const run_steps *c)
 {
     stats_summary s;
     double *medians = malloc(((size_t)c->repeats + 1) * sizeof *medians);
-    if (!medians)
+    double *drifts = malloc(((size_t)c->repeats + 1) * sizeof *drifts);
+    if (!medians || !drifts) {
+        free(medians);
+        free(drifts);
         return -1;
+    }
     int k = 0;
     for (int i = 0; i < c->n;) { /* a repeat's rows are contiguous */
         int end = i;
@@ -32,22 +57,27 @@ static int put_config(variability *out, const run_steps *c)
             end++;
         if (stats_describe(c->step_ms + i, end - i, &s)) {
             free(medians);
+            free(drifts);
             return -1;
         }
         char scope[32];
         snprintf(scope, sizeof scope, "repeat=%d", c->repeat[i]);
         put(out, c, scope, &s);
+        drifts[k] = s.drift_pct;
         medians[k++] = s.median;
         i = end;
     }
     int rc = stats_describe(c->step_ms, c->n, &s);
-    if (!rc)
+    if (!rc) {
+        s.drift_pct = median_drift(drifts, k);
         put(out, c, "iterations", &s);
+    }
     if (!rc)
         rc = stats_describe(medians, k, &s);
     if (!rc)
         put(out, c, "repeats", &s);
     free(medians);
+    free(drifts);
     return rc;
 }
 

@@ -764,6 +764,9 @@ Test(analysis_summary, variability_rows)
     NEAR(num(v, pooled, "outliers"), 2, 0);
     NEAR(num(v, pooled, "ci95_lo"), 20, 1e-9);
     NEAR(num(v, pooled, "ci95_hi"), 40, 1e-9);
+    /* its drift: the median of the repeats' own, +400% and 0%, not the pooled
+     * sequence's first fifth (10, 20) against its last (20, 20): +33% */
+    NEAR(num(v, pooled, "drift_pct"), 200, 1e-9);
     /* over the repeats' medians 30 and 20 */
     int reps = find_row(v, "scope", "repeats", "model", "resnet18-cifar");
     NEAR(num(v, reps, "n"), 2, 0);

@@ -392,9 +392,9 @@ static void variability_findings(report_doc *d, const variability *v)
                  range, stability(hi->cv), outliers, steps);
     }
     if (used)
-        doc_item(d, "Warm-up drift of %.0f%% or more between the first and last fifth of the "
-                    "steps: %s; more warm-up steps, or a look at clocks and temperatures, would "
-                    "tell why.",
+        doc_item(d, "Warm-up drift of %.0f%% or more between the first and last fifth of a "
+                    "repeat's steps (the median over the repeats): %s; more warm-up steps, or a "
+                    "look at clocks and temperatures, would tell why.",
                  DRIFT_PCT, drifts);
 }
 

@@ -41,7 +41,8 @@ void report_variability(report_doc *d, const run_model *run)
     }
     doc_para(d, "Step times in ms. \"All steps\" pools every timed iteration of every repeat; the "
                 "95%% interval of the median is distribution-free (order statistics, n >= 6); "
-                "drift compares the last fifth of the iterations with the first; outliers lie "
+                "drift compares the last fifth of each repeat's iterations with its first (the "
+                "median over the repeats: each is a process with its own warm-up); outliers lie "
                 "beyond 1.5 IQR of the quartiles. \"Repeats\" compares the medians of the "
                 "separate processes: the run-to-run variation.");
     doc_table(d, "lrrlrrrlrrrr",
