@@ -8,7 +8,7 @@ needs the Debian packages python3-torch and python3-torchvision (run it with
   python3 scripts/pytorch_ref.py --model M [--res R] [--batch N] [--device cpu|cuda]
       [--precision fp32|tf32|fp16|bf16] [--warmup W] [--iters I] [--threads T] [--seed S]
       [--lr X] [--repeat K] [--env NAME] [--classes K] [--out steps.csv] [--channels-last]
-      [--limit S] [--profile FILE] [--mode eager|graph|compile] [--check]
+      [--limit S] [--profile FILE] [--mode eager|graph|compile] [--backend-version] [--check]
   python3 scripts/pytorch_ref.py --configs FILE [the options above but --model, --res,
       --batch, --precision, --warmup and --iters]
 
@@ -48,6 +48,10 @@ timed, replays it. compile (PyTorch 2.0 or newer): the model through torch.compi
 its defaults; its compilation runs in the first warm-up step. The rows do not name the
 mode (steps.csv has no column for it): give each mode its own --out. The summary line
 adds mode=graph or mode=compile; --profile is taken with eager only.
+
+--backend-version: the rows' backend column is "pytorch-<torch.__version__>" (e.g.
+pytorch-2.11.0+cu130), not "pytorch": the version travels with the figures
+(scripts/bench.sh's reference.csv).
 
 --check: checks the options (and --configs' lines) and exits, without importing torch:
 0 when they are good, 2 with one line when not (scripts/compare_cpu.sh asks first).
@@ -131,7 +135,7 @@ def parse_args(argv):
             "--lr": None, "--repeat": "0", "--env": "local", "--out": None,
             "--classes": None, "--configs": None, "--limit": None, "--profile": None,
             "--mode": "eager"}
-    flags = {"--channels-last": False, "--check": False}
+    flags = {"--channels-last": False, "--check": False, "--backend-version": False}
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -180,6 +184,7 @@ def parse_args(argv):
     a["profile"] = opts["--profile"]
     a["channels_last"] = flags["--channels-last"]
     a["check"] = flags["--check"]
+    a["backend_version"] = flags["--backend-version"]
     a["limit"] = (int_option("--limit", opts["--limit"], 1, 1_000_000)
                   if opts["--limit"] is not None else None)
     a["mode"] = mode_of(opts["--mode"], device, a["profile"])
@@ -615,7 +620,8 @@ def run_config(torch, a, c, out):
         t1 = time.perf_counter()
         return loss.item(), (t1 - t0) * 1e3
 
-    prefix = (f"{a['env']},pytorch,{c['model']},{r},{n},{c['precision']},1,0,"
+    backend = f"pytorch-{torch.__version__}" if a["backend_version"] else "pytorch"
+    prefix = (f"{a['env']},{backend},{c['model']},{r},{n},{c['precision']},1,0,"
               f"{a['repeat']},")
     times = []
     for i in range(c["warmup"] + c["iters"]):
