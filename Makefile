@@ -443,7 +443,7 @@ bench:
 	    --resolve '$(BENCH_ENV)' 2>&1 >/dev/null); then echo "$$why" >&2; exit 2; fi
 	@$(if $(filter off,$(DEPS)),,scripts/deps.sh --bench)
 	@$(MAKE) --no-print-directory all
-	@scripts/bench.sh '$(BENCH_ENV)' RUN='$(RUN)' BIN='$(BIN)' MATRIX='$(MATRIX)' RUNS_DIR='$(RUNS_DIR)'
+	@scripts/bench.sh '$(BENCH_ENV)' RUN='$(RUN)' BIN='$(BIN)' MATRIX='$(MATRIX)' RUNS_DIR='$(RUNS_DIR)' REF='$(REF)'
 
 # Re-renders a run folder from its CSVs: analysis, figures, report.
 report: all

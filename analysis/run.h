@@ -237,9 +237,10 @@ enum {
     RUN_SUMMARY = 1 << 7,
     RUN_VARIABILITY = 1 << 8,
     RUN_SCALING_MODEL = 1 << 9,
+    RUN_REFERENCE = 1 << 10,
     /* what the runner writes, what bin/analyze writes */
     RUN_INPUTS = RUN_ENV_JSON | RUN_PEAKS | RUN_STEPS | RUN_KERNELS | RUN_CONFIGS | RUN_SCALING |
-                 RUN_SCALING_MODEL,
+                 RUN_SCALING_MODEL | RUN_REFERENCE,
     RUN_OUTPUTS = RUN_ROOFLINE | RUN_SUMMARY | RUN_VARIABILITY,
 };
 
@@ -267,6 +268,10 @@ typedef struct {
     int n_roofs;
     run_steps *steps;            /* configurations in order of first appearance */
     int n_steps;
+    /* reference.csv (optional): PyTorch's steps of the same configurations,
+     * measured by the runner in the same run (backend "pytorch") */
+    run_steps *reference;
+    int n_reference;
     run_trace *traces;
     int n_traces;
     run_attempt *attempts;

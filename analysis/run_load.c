@@ -11,7 +11,7 @@
 #include "csv.h"
 #include "run_read.h"
 
-enum { RUN_FILES = 10 };
+enum { RUN_FILES = 11 };
 
 struct run_storage {
     csv_table *tables[RUN_FILES];
@@ -28,6 +28,7 @@ static const struct {
     {RUN_VARIABILITY, "variability.csv", run_read_variability},
     {RUN_PEAKS, "peaks.csv", run_read_peaks},
     {RUN_STEPS, "steps.csv", run_read_steps},
+    {RUN_REFERENCE, "reference.csv", run_read_reference},
     {RUN_CONFIGS, "configs.csv", run_read_configs},
     {RUN_SCALING, "scaling.csv", run_read_scaling},
     {RUN_SCALING_MODEL, "scaling_model.csv", run_read_scaling_model},
@@ -218,16 +219,22 @@ static int label_many(run_model *runs, int n)
     return 0;
 }
 
+static void free_steps(run_steps *steps, int n)
+{
+    for (int k = 0; steps && k < n; k++) {
+        free(steps[k].step_ms);
+        free(steps[k].images_per_s);
+        free(steps[k].repeat);
+    }
+    free(steps);
+}
+
 void run_free(run_model *m)
 {
     free(m->env.items);
     free(m->roofs);
-    for (int k = 0; m->steps && k < m->n_steps; k++) {
-        free(m->steps[k].step_ms);
-        free(m->steps[k].images_per_s);
-        free(m->steps[k].repeat);
-    }
-    free(m->steps);
+    free_steps(m->steps, m->n_steps);
+    free_steps(m->reference, m->n_reference);
     if (m->traces)
         free(m->traces[0].rows); /* one array, the traces slices of it */
     free(m->traces);

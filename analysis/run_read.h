@@ -11,6 +11,8 @@
 
 int run_read_peaks(run_model *m, col_file *f);
 int run_read_steps(run_model *m, col_file *f);
+/* reference.csv: steps.csv's format, into m->reference */
+int run_read_reference(run_model *m, col_file *f);
 int run_read_kernels(run_model *m, col_file *f);
 int run_read_configs(run_model *m, col_file *f);
 int run_read_scaling(run_model *m, col_file *f);

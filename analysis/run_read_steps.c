@@ -1,5 +1,6 @@
 /* steps.csv (DESIGN.md §7): every timed iteration, grouped per configuration
- * (env, backend, model, res, batch, precision, world_size, graph). */
+ * (env, backend, model, res, batch, precision, world_size, graph); and
+ * reference.csv, PyTorch's steps in the same format. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,7 +92,7 @@ static int fill_config(run_steps *c, step_in *const *sorted, int m)
 
 /* Groups the parsed rows (their config set), checks that no (rank, repeat,
  * iter) of a configuration appears twice, and fills each configuration. */
-static int group(run_model *m, col_file *f, step_in *in, int n)
+static int group(run_steps *steps, col_file *f, step_in *in, int n)
 {
     step_in **sorted = malloc(((size_t)n + 1) * sizeof *sorted);
     if (!sorted)
@@ -115,7 +116,7 @@ static int group(run_model *m, col_file *f, step_in *in, int n)
             end++;
         while (rank0 < end && sorted[rank0]->rank == 0)
             rank0++;
-        run_steps *c = &m->steps[k];
+        run_steps *c = &steps[k];
         for (int j = i; j < end; j++)
             if (!isnan(sorted[j]->mem) && !(sorted[j]->mem <= c->peak_mem_bytes))
                 c->peak_mem_bytes = sorted[j]->mem;
@@ -127,7 +128,7 @@ static int group(run_model *m, col_file *f, step_in *in, int n)
     return rc;
 }
 
-int run_read_steps(run_model *m, col_file *f)
+static int read_steps(col_file *f, run_steps **out, int *n_out)
 {
     int cols[S_COUNT];
     if (col_require(f, step_columns, cols))
@@ -136,12 +137,13 @@ int run_read_steps(run_model *m, col_file *f)
     int col_mem = col_optional(f, "peak_mem_bytes"), col_graph = col_optional(f, "graph");
     int n = csv_rows(f->t);
     step_in *in = calloc((size_t)n + 1, sizeof *in);
-    m->steps = calloc((size_t)n + 1, sizeof *m->steps);
-    if (!in || !m->steps) {
+    run_steps *steps = calloc((size_t)n + 1, sizeof *steps);
+    *out = steps;
+    if (!in || !steps) {
         free(in);
         return col_oom(f);
     }
-    int rc = 0;
+    int rc = 0, n_steps = 0;
     for (int i = 0; i < n && !rc; i++) {
         run_key key;
         if (parse_row(f, cols, col_mem, col_graph, i, &in[i], &key)) {
@@ -149,17 +151,28 @@ int run_read_steps(run_model *m, col_file *f)
             break;
         }
         /* rows come in runs of one configuration: try the last one first */
-        int k = m->n_steps - 1;
-        if (k < 0 || !same_key(&m->steps[k].key, f, cols, i, &key))
-            for (k = 0; k < m->n_steps; k++)
-                if (same_key(&m->steps[k].key, f, cols, i, &key))
+        int k = n_steps - 1;
+        if (k < 0 || !same_key(&steps[k].key, f, cols, i, &key))
+            for (k = 0; k < n_steps; k++)
+                if (same_key(&steps[k].key, f, cols, i, &key))
                     break;
-        if (k == m->n_steps)
-            m->steps[m->n_steps++] = (run_steps){.key = key, .peak_mem_bytes = NAN};
+        if (k == n_steps)
+            steps[n_steps++] = (run_steps){.key = key, .peak_mem_bytes = NAN};
         in[i].config = k;
     }
+    *n_out = n_steps;
     if (!rc)
-        rc = group(m, f, in, n);
+        rc = group(steps, f, in, n);
     free(in);
     return rc;
+}
+
+int run_read_steps(run_model *m, col_file *f)
+{
+    return read_steps(f, &m->steps, &m->n_steps);
+}
+
+int run_read_reference(run_model *m, col_file *f)
+{
+    return read_steps(f, &m->reference, &m->n_reference);
 }

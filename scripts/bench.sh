@@ -11,7 +11,12 @@
 # and trace pass rows of the same, and is no failure.
 #
 #   scripts/bench.sh ENV [RUN=runs/ENV/ID|new] [MATRIX=run_matrix.md] [RUNS_DIR=runs]
-#                        [BIN=bin] [THREADS=N]
+#                        [BIN=bin] [THREADS=N] [REF=auto|off]
+#
+# REF=auto (the default): after the matrix, PyTorch runs the same configurations
+# (scripts/pytorch_ref.py, one process) into reference.csv, where a python3
+# imports torch and torchvision (PY=, else python3, else /usr/bin/python3; on a
+# GPU row torch must see the GPU); the report then sets ours beside it.
 #
 # Interruptions (README, "Errors and recovery"). Killed at any moment, even
 # with SIGKILL, a run resumes with RUN= and ends with every configuration's
@@ -30,10 +35,10 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=SCRIPTDIR/run_status.sh
 . "$here/run_status.sh"
-accepted="RUN=, MATRIX=, RUNS_DIR=, BIN=, THREADS="
+accepted="RUN=, MATRIX=, RUNS_DIR=, BIN=, THREADS=, REF="
 
 if [[ $# -ge 1 && ($1 == --help || $1 == -h) ]]; then
-    echo "usage: scripts/bench.sh ENV [RUN=runs/ENV/ID|new] [MATRIX=run_matrix.md] [RUNS_DIR=runs] [BIN=bin] [THREADS=N]"
+    echo "usage: scripts/bench.sh ENV [RUN=runs/ENV/ID|new] [MATRIX=run_matrix.md] [RUNS_DIR=runs] [BIN=bin] [THREADS=N] [REF=auto|off]"
     echo "Runs the row ENV of the run matrix (ENV local: this machine's row) into runs/ENV/ID/;"
     echo "RUN= resumes that run folder. The rows: bin/matrix --list. README.md, 'make bench'."
     exit 0
@@ -48,7 +53,7 @@ if [[ $1 == -* ]]; then
 fi
 env_req=$1
 shift
-RUN=${RUN:-} MATRIX=${MATRIX:-} RUNS_DIR=${RUNS_DIR:-} BIN=${BIN:-} THREADS=${THREADS:-}
+RUN=${RUN:-} MATRIX=${MATRIX:-} RUNS_DIR=${RUNS_DIR:-} BIN=${BIN:-} THREADS=${THREADS:-} REF=${REF:-}
 for arg in "$@"; do
     case $arg in
     RUN=*) RUN=${arg#RUN=} ;;
@@ -56,6 +61,7 @@ for arg in "$@"; do
     RUNS_DIR=*) RUNS_DIR=${arg#RUNS_DIR=} ;;
     BIN=*) BIN=${arg#BIN=} ;;
     THREADS=*) THREADS=${arg#THREADS=} ;;
+    REF=*) REF=${arg#REF=} ;;
     *)
         echo "bench: unexpected argument '$arg' (accepted: $accepted)" >&2
         exit 2
@@ -65,6 +71,11 @@ done
 MATRIX=${MATRIX:-run_matrix.md}
 RUNS_DIR=${RUNS_DIR:-runs}
 BIN=${BIN:-bin}
+REF=${REF:-auto}
+if [[ $REF != auto && $REF != off ]]; then
+    echo "bench: REF: '$REF' is not auto or off (auto: PyTorch beside ours where it imports)" >&2
+    exit 2
+fi
 cores=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
 if [[ -n $THREADS && ! ($THREADS =~ ^[1-9][0-9]{0,5}$ && $THREADS -le $cores) ]]; then
     echo "bench: THREADS: '$THREADS' is not an integer in 1..$cores (the cores of this machine)" >&2
@@ -612,6 +623,93 @@ else
         say "scaling: some runs failed (configs.csv and $run/logs say which)"
     fi
     assemble_all
+fi
+
+# ---- reference: PyTorch on the same configurations ---------------------------
+# One scripts/pytorch_ref.py process for the eager configurations and, on a
+# GPU, one with --mode graph for the graph ones (fp16 aside: PyTorch's
+# GradScaler cannot be captured), each with the configuration's warm-up and
+# iterations, its rows flushed step by step into a part; reference.csv is the
+# parts with steps.csv's graph column. A part that is there is kept on resume
+# (delete it to measure again). It is a reference, not a run of the matrix:
+# what fails there is said, never a failure of the run.
+# The python3 that imports torch and torchvision (and sees the GPU on a GPU
+# row), or nothing.
+reference_python() {
+    local py check='import torch, torchvision'
+    [[ ${backend[0]} == cuda ]] && check+='; assert torch.cuda.is_available()'
+    for py in ${PY:-python3 /usr/bin/python3}; do
+        if command -v "$py" >/dev/null 2>&1 && "$py" -c "$check" >/dev/null 2>&1; then
+            echo "$py"
+            return 0
+        fi
+    done
+    return 1
+}
+
+# reference_part MODE PART: the configurations of MODE (eager or graph) through
+# pytorch_ref.py (the python3 $py) into PART, then its summary lines said.
+reference_part() {
+    local mode=$1 part=$2 list=$run/parts/reference.$1.configs k n=0 status=0 device=cpu
+    local log=$run/logs/reference.$1.log args=()
+    fresh "$list"
+    for ((k = 0; k < n_configs; k++)); do
+        [[ ${graph[k]} == on && $mode == graph || ${graph[k]} == off && $mode == eager ]] || continue
+        [[ $mode == graph && ${prec[k]} == fp16 ]] && continue
+        echo "${models[k]} ${res[k]} ${batch[k]} ${prec[k]} ${warmup[k]} ${iters[k]}" >>"$list"
+        n=$((n + 1))
+    done
+    ((n > 0)) || return 0
+    [[ ${backend[0]} == cuda ]] && device=cuda
+    args=(--configs "$list" --device "$device" --env "$env_name" --out "$part.tmp"
+          --limit 1800 --mode "$mode" --backend-version)
+    # as PyTorch is measured on GPUs (notes/gpu-machine.md): channels_last
+    [[ $device == cuda ]] && args+=(--channels-last)
+    if [[ -n $THREADS ]]; then args+=(--threads "$THREADS"); elif [[ $device == cpu ]]; then args+=(--threads "$cores"); fi
+    say "reference: PyTorch $torch_version ($py), $n $mode configuration(s)"
+    fresh "$part.tmp" "$log"
+    run_child "$py" "$here/pytorch_ref.py" "${args[@]}" >"$log" 2>&1 || status=$?
+    while IFS= read -r line; do
+        say "reference:   ${line#pytorch }"
+    done < <(grep '^pytorch ' "$log" || true)
+    ((status == 0)) || say "reference: pytorch_ref.py exited $status (its log: $log)"
+    # what was measured is kept, a failed configuration's rows included
+    if [[ -f $part.tmp ]]; then mv -f -T "$part.tmp" "$part"; fi
+    return 0
+}
+
+if [[ $REF == off ]]; then
+    say "reference: off (REF=off)"
+elif ! py=$(reference_python); then
+    if [[ ${backend[0]} == cuda ]]; then
+        say "reference: skipped (no python3 that imports torch and torchvision and sees the GPU; PY=... names one)"
+    else
+        say "reference: skipped (no python3 that imports torch and torchvision: apt-get install -y python3-torch python3-torchvision, or PY=...)"
+    fi
+else
+    torch_version=$("$py" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo "?")
+    for mode in eager graph; do
+        [[ $mode == graph && ${backend[0]} != cuda ]] && continue
+        part=$run/parts/reference.$mode.steps.csv
+        if [[ -f $part ]]; then
+            say "reference: $mode: kept from before ($part)"
+        else
+            reference_part "$mode" "$part"
+        fi
+    done
+    parts=()
+    for mode in eager graph; do
+        [[ -f $run/parts/reference.$mode.steps.csv ]] && parts+=("$run/parts/reference.$mode.steps.csv")
+    done
+    if ((${#parts[@]})); then
+        fresh "$run/reference.csv.tmp"
+        # steps.csv's graph column, from the part each row came from
+        awk 'FNR == 1 && NR != 1 { next }
+             FNR == 1 { print $0 ",graph"; next }
+             { print $0 (FILENAME ~ /[.]graph[.]steps[.]csv$/ ? ",on" : ",off") }' \
+            "${parts[@]}" >"$run/reference.csv.tmp"
+        mv -f -T "$run/reference.csv.tmp" "$run/reference.csv"
+    fi
 fi
 
 # ---- the run is complete: every configuration was attempted --------------------

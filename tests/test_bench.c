@@ -24,7 +24,7 @@ static const char *const matrix =
 static int bench(const char *args, char *out, size_t len)
 {
     char cmd[2048];
-    format_or_fail(cmd, sizeof cmd, "cd '%s' && scripts/bench.sh %s BIN='%s' 2>&1",
+    format_or_fail(cmd, sizeof cmd, "cd '%s' && scripts/bench.sh %s BIN='%s' REF=off 2>&1",
                    ROOFLINE_SOURCE_DIR, args, ROOFLINE_BIN_DIR);
     return run_capture(cmd, out, len);
 }
@@ -190,7 +190,7 @@ Test(bench, what_the_machine_cannot_run_is_skipped_not_failed, .timeout = 300)
     format_or_fail(cmd, sizeof cmd,
                    "cd '%s' && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 THREADS=2 "
                    "REAL_TRAIN='%s/train' scripts/bench.sh skip MATRIX='%s' RUNS_DIR='%s' "
-                   "BIN='%s/bin' 2>&1",
+                   "BIN='%s/bin' REF=off 2>&1",
                    ROOFLINE_SOURCE_DIR, ROOFLINE_BIN_DIR, path, runs, dir);
     int status = run_capture(cmd, out, sizeof out);
     cr_assert_eq(status, 0, "bench exited %d:\n%s", status, out);
@@ -259,11 +259,110 @@ Test(bench, what_the_machine_cannot_run_is_skipped_not_failed, .timeout = 300)
     format_or_fail(cmd, sizeof cmd,
                    "cd '%s' && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 THREADS=2 "
                    "REAL_TRAIN='%s/train' scripts/bench.sh skip MATRIX='%s' RUNS_DIR='%s' "
-                   "BIN='%s/bin' RUN='%s' 2>&1",
+                   "BIN='%s/bin' RUN='%s' REF=off 2>&1",
                    ROOFLINE_SOURCE_DIR, ROOFLINE_BIN_DIR, path, runs, dir, run);
     cr_expect_eq(run_capture(cmd, out, sizeof out), 0, "%s", out);
     configs = read_text(run, "configs.csv");
     cr_expect_eq(count_of(configs, "skipped here ("), skips, "%s", configs);
     free(configs);
+    remove_temp_dir(dir);
+}
+
+/* The reference stage (REF=auto): PyTorch on the row's configurations through
+ * the python3 PY names, here a stand-in for python3 and scripts/pytorch_ref.py
+ * that writes two rows per configuration at 4 images/s; reference.csv gains
+ * the graph column, the report its section; a resume keeps the part; no
+ * python3 with torch is one line and the run still ends ok. */
+Test(bench, pytorch_runs_beside_the_matrix_where_it_imports, .timeout = 120)
+{
+    char *dir = temp_dir();
+    char path[1024], runs[1024], args[2048], run[1024];
+    static char out[1 << 16];
+    write_text(dir, "matrix.md", matrix);
+    write_text(dir, "python3",
+               "#!/bin/sh\n"
+               "if [ \"$1\" = -c ]; then\n"
+               "  case $2 in *__version__*) echo 9.9-stand-in ;; esac\n"
+               "  exit 0\n"
+               "fi\n"
+               "echo \"$*\" >>\"${0%/*}/python.log\"\n"
+               "backend=pytorch\n"
+               "case \" $* \" in *' --backend-version '*) backend=pytorch-9.9-stand-in ;; esac\n"
+               "shift\n"
+               "while [ $# -gt 0 ]; do\n"
+               "  case $1 in --out) out=$2 ;; --configs) configs=$2 ;; --env) env=$2 ;; esac\n"
+               "  shift\n"
+               "done\n"
+               "echo env,backend,model,res,batch,precision,world_size,rank,repeat,iter,step_ms,"
+               "images_per_s,loss,peak_mem_bytes >\"$out\"\n"
+               "while read -r m r b p w i; do\n"
+               "  for it in 0 1; do\n"
+               "    echo \"$env,$backend,$m,$r,$b,$p,1,0,0,$it,500,$((b * 2)),2.3,1048576\" >>\"$out\"\n"
+               "  done\n"
+               "  echo \"pytorch $m res=$r batch=$b precision=$p images_per_s=$((b * 2))\"\n"
+               "done <\"$configs\"\n");
+    cr_assert_eq(sh("chmod +x '%s/python3'", dir), 0);
+    format_or_fail(path, sizeof path, "%s/matrix.md", dir);
+    format_or_fail(runs, sizeof runs, "%s/runs", dir);
+    format_or_fail(args, sizeof args,
+                   "cd '%s' && PY='%s/python3' scripts/bench.sh smoke MATRIX='%s' RUNS_DIR='%s' "
+                   "BIN='%s' 2>&1",
+                   ROOFLINE_SOURCE_DIR, dir, path, runs, ROOFLINE_BIN_DIR);
+    int status = run_capture(args, out, sizeof out);
+    cr_expect_eq(status, 0, "bench exited %d:\n%s", status, out);
+    cr_expect(strstr(out, "bench: reference: PyTorch 9.9-stand-in (") != NULL, "%s", out);
+    cr_expect(strstr(out, ", 1 eager configuration(s)") != NULL, "%s", out);
+    cr_expect(strstr(out, "bench: reference:   resnet18-cifar res=32 batch=2 precision=fp32 "
+                          "images_per_s=4") != NULL,
+              "%s", out);
+    only_run(runs, "smoke", run, sizeof run);
+    char *ref = read_text(run, "reference.csv");
+    cr_expect_str_eq(ref,
+                     "env,backend,model,res,batch,precision,world_size,rank,repeat,iter,step_ms,"
+                     "images_per_s,loss,peak_mem_bytes,graph\n"
+                     "smoke,pytorch-9.9-stand-in,resnet18-cifar,32,2,fp32,1,0,0,0,500,4,2.3,1048576,"
+                     "off\n"
+                     "smoke,pytorch-9.9-stand-in,resnet18-cifar,32,2,fp32,1,0,0,1,500,4,2.3,1048576,"
+                     "off\n");
+    char *log = read_text(dir, "python.log");
+    cr_expect(strstr(log, "--device cpu") && strstr(log, "--mode eager") &&
+                  strstr(log, "--threads "),
+              "%s", log);
+    cr_expect(strstr(log, "--channels-last") == NULL, "channels_last is for GPUs: %s", log);
+    if (access(ROOFLINE_SOURCE_DIR "/scripts/render.sh", X_OK) == 0) {
+        char *md = read_text(run, "report.md");
+        cr_expect(strstr(md, "\n## Against PyTorch\n") != NULL, "%s", md);
+        cr_expect(strstr(md, "PyTorch (pytorch-9.9-stand-in) on the same configurations") != NULL,
+                  "%s", md);
+        cr_expect(strstr(md, "- Against PyTorch on this machine, in this run: ") != NULL, "%s", md);
+        free(md);
+    }
+    free(log);
+
+    /* a resume measures nothing again */
+    cr_assert_eq(sh("rm '%s/python.log' '%s/complete'", dir, run), 0);
+    status = run_capture(args, out, sizeof out);
+    cr_expect_eq(status, 0, "%s", out);
+    cr_expect(strstr(out, "reference: eager: kept from before") != NULL, "%s", out);
+    cr_expect(access(ROOFLINE_SOURCE_DIR "/python.log", F_OK) != 0 &&
+                  sh("test ! -e '%s/python.log'", dir) == 0,
+              "PyTorch ran again:\n%s", out);
+    char *again = read_text(run, "reference.csv");
+    cr_expect_str_eq(again, ref);
+
+    /* no python3 that imports torch: one line, the run is ok */
+    format_or_fail(args, sizeof args,
+                   "cd '%s' && PY=/nonexistent/python3 scripts/bench.sh smoke RUN=new "
+                   "MATRIX='%s' RUNS_DIR='%s' BIN='%s' 2>&1",
+                   ROOFLINE_SOURCE_DIR, path, runs, ROOFLINE_BIN_DIR);
+    status = run_capture(args, out, sizeof out);
+    cr_expect_eq(status, 0, "%s", out);
+    cr_expect(strstr(out, "bench: reference: skipped (no python3 that imports torch and "
+                          "torchvision: apt-get install -y python3-torch python3-torchvision, or "
+                          "PY=...)")
+                  != NULL,
+              "%s", out);
+    free(ref);
+    free(again);
     remove_temp_dir(dir);
 }

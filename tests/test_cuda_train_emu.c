@@ -905,7 +905,7 @@ Test(cuda_train_emu, bench_of_a_cuda_row_end_to_end, .timeout = 600)
                "| off |\n");
     int status = sh("cd '%s' && mkdir bin && ln -s '%s'/* bin/ && ln -sf '%s' bin/train && "
                     "FAKE_CUPTI_PROFILER_ERROR=0 '%s/scripts/bench.sh' emu MATRIX=matrix.md "
-                    "RUNS_DIR=runs BIN=bin "
+                    "RUNS_DIR=runs BIN=bin REF=off "
                     ">bench.out 2>&1",
                     dir, ROOFLINE_BIN_DIR, ROOFLINE_CUDA_TRAIN, ROOFLINE_SOURCE_DIR);
     char *out = read_text(dir, "bench.out");

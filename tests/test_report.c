@@ -512,6 +512,53 @@ Test(report_run, a_layer_type_above_its_roof_is_explained)
     remove_temp_dir(dir);
 }
 
+/* reference.csv (PyTorch's steps, pytorch_ref.py's format: no graph column)
+ * sets each configuration beside ours: a section and a finding; without the
+ * file neither; a bad cell of it is one line and exit 2. */
+Test(report_run, pytorch_beside_ours_from_reference_csv)
+{
+    char *dir = toy_run(), args[512], out[4096];
+    format_or_fail(args, sizeof args, "report %s", dir);
+    cr_assert_eq(run_bin(args, 1, out, sizeof out), 0, "bin/report failed: %s", out);
+    char *md = read_text(dir, "report.md");
+    cr_expect(strstr(md, "Against PyTorch") == NULL, "%s", md);
+    free(md);
+    /* batch 8 at 20 images/s (ours 40), batch 16 at 80 (ours 70) */
+    write_text(dir, "reference.csv",
+               "env,backend,model,res,batch,precision,world_size,rank,repeat,iter,step_ms,"
+               "images_per_s,loss,peak_mem_bytes\n"
+               "toy,pytorch,resnet18-cifar,32,8,fp32,1,0,0,0,400,20,2.3,1073741824\n"
+               "toy,pytorch,resnet18-cifar,32,8,fp32,1,0,0,1,390,20.5128,2.3,1073741824\n"
+               "toy,pytorch,resnet18-cifar,32,8,fp32,1,0,0,2,410,19.5122,2.3,1073741824\n"
+               "toy,pytorch,resnet18-cifar,32,16,fp32,1,0,0,0,200,80,2.3,\n"
+               "toy,pytorch,resnet18-cifar,32,64,fp32,1,0,0,0,200,320,2.3,\n");
+    cr_assert_eq(run_bin(args, 1, out, sizeof out), 0, "bin/report failed: %s", out);
+    md = read_text(dir, "report.md");
+    expect_contains(md, "- Against PyTorch on this machine, in this run: from 0.88x its images/s "
+                        "(resnet18-cifar @32 b16 fp32) to 2.00x (resnet18-cifar @32 b8 fp32) over 2 "
+                        "configurations.",
+                    "report.md");
+    expect_contains(md, "- Slower than PyTorch in 1 of 2 configurations; the slowest against it is "
+                        "resnet18-cifar @32 b16 fp32",
+                    "report.md");
+    expect_contains(md, "\n## Against PyTorch\n", "report.md");
+    expect_contains(md, "| resnet18-cifar | 32 | 8 | fp32 | 40.0 | 20.0 | 2.00x | 0.75 | 1.00 |",
+                    "report.md");
+    expect_contains(md, "| resnet18-cifar | 32 | 16 | fp32 | 70.0 | 80.0 | 0.88x | - | - |",
+                    "report.md");
+    cr_expect(strstr(md, "| 64 |") == NULL, "PyTorch alone (batch 64) has no row: %s", md);
+    expect_contains(md, "PyTorch's step times and images/s: reference.csv", "report.md");
+    expect_contains(md, "PyTorch (pytorch) on the same configurations", "report.md");
+    free(md);
+    write_text(dir, "reference.csv",
+               "env,backend,model,res,batch,precision,world_size,rank,repeat,iter,step_ms,"
+               "images_per_s,loss,peak_mem_bytes\n"
+               "toy,pytorch,resnet18-cifar,32,8,fp32,1,0,0,0,fast,20,2.3,\n");
+    cr_expect_eq(run_bin(args, 1, out, sizeof out), 2, "%s", out);
+    expect_contains(out, "reference.csv:2: column 'step_ms': 'fast' is not a number", "output");
+    remove_temp_dir(dir);
+}
+
 Test(report_run, headline_numbers_come_from_the_csv_files)
 {
     char *dir = toy_run(), args[512], out[4096];

@@ -123,7 +123,7 @@ static pid_t start_bench(const bench_env *b, const char *kill_env, const char *r
     char cmd[8192];
     format_or_fail(cmd, sizeof cmd,
                    "exec env %s %s '%s/scripts/bench.sh' resume MATRIX='%s/matrix.md' "
-                   "RUNS_DIR='%s' BIN='%s/bin' %s%s%s >'%s/out.txt' 2>&1 </dev/null",
+                   "RUNS_DIR='%s' BIN='%s/bin' REF=off %s%s%s >'%s/out.txt' 2>&1 </dev/null",
                    b->env, kill_env, ROOFLINE_SOURCE_DIR, b->dir, b->runs, b->dir,
                    run ? "RUN='" : "", run ? run : "", run ? "'" : "", b->dir);
     pid_t pid = fork();

@@ -24,7 +24,7 @@ static int bench(const char *args, char *out, size_t len)
     char cmd[2048];
     format_or_fail(cmd, sizeof cmd,
                    "cd '%s' && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
-                   "THREADS=2 scripts/bench.sh %s BIN='%s' 2>&1",
+                   "THREADS=2 scripts/bench.sh %s BIN='%s' REF=off 2>&1",
                    ROOFLINE_SOURCE_DIR, args, ROOFLINE_BIN_DIR);
     return run_capture(cmd, out, len);
 }

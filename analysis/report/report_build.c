@@ -14,6 +14,7 @@ void report_build_run(report_doc *d, const run_model *run, const plot_figure_lis
     report_environment(d, run);
     report_peaks(d, run);
     report_results(d, run);
+    report_reference(d, run);
     report_figures(d, run, figs);
     report_kernels(d, run);
     report_gpu_roofline(d, run, figs);

@@ -579,6 +579,7 @@ void report_findings(report_doc *d, const run_model *run)
         peak_share_finding(d, &arg);
         batch_finding(d, &arg);
     }
+    report_reference_finding(d, run);
     graph_finding(d, s);
     variability_findings(d, &run->variability);
     failure_finding(d, run);

@@ -17,6 +17,10 @@ void report_findings(report_doc *d, const run_model *run);
 void report_environment(report_doc *d, const run_model *run);
 void report_peaks(report_doc *d, const run_model *run);
 void report_results(report_doc *d, const run_model *run);
+/* Ours beside reference.csv's PyTorch steps (report_reference.c); nothing
+ * without that file. */
+void report_reference(report_doc *d, const run_model *run);
+void report_reference_finding(report_doc *d, const run_model *run);
 void report_failures(report_doc *d, const run_model *run);
 void report_scaling(report_doc *d, const run_model *run);
 void report_figures(report_doc *d, const run_model *run, const plot_figure_list *figs);

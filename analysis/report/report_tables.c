@@ -231,6 +231,9 @@ void report_sources(report_doc *d, const run_model *run)
     doc_list(d);
     doc_item(d, "Step times and images/s: steps.csv (every timed iteration; warm-up steps are "
                 "never written). Medians, quartiles and intervals: summary.csv, variability.csv.");
+    if (run->n_reference > 0)
+        doc_item(d, "PyTorch's step times and images/s: reference.csv (scripts/pytorch_ref.py, run "
+                    "by the runner after the matrix; steps.csv's format, backend pytorch).");
     doc_item(d, "Roofs: peaks.csv (bin/peaks microbenchmarks); spec values from peaks/specs.csv or "
                 "the architecture.");
     /* each source once, in the order the roofline rows name them */
