@@ -270,7 +270,8 @@ Test(bench, what_the_machine_cannot_run_is_skipped_not_failed, .timeout = 300)
 
 /* The reference stage (REF=auto): PyTorch on the row's configurations through
  * the python3 PY names, here a stand-in for python3 and scripts/pytorch_ref.py
- * that writes two rows per configuration at 4 images/s; reference.csv gains
+ * (tests/fakes/pytorch_ref_fake.sh: two rows per configuration, 4 images/s at
+ * batch 2); reference.csv gains
  * the graph column, the report its section; a resume keeps the part; no
  * python3 with torch is one line and the run still ends ok. */
 Test(bench, pytorch_runs_beside_the_matrix_where_it_imports, .timeout = 120)
@@ -279,29 +280,10 @@ Test(bench, pytorch_runs_beside_the_matrix_where_it_imports, .timeout = 120)
     char path[1024], runs[1024], args[2048], run[1024];
     static char out[1 << 16];
     write_text(dir, "matrix.md", matrix);
-    write_text(dir, "python3",
-               "#!/bin/sh\n"
-               "if [ \"$1\" = -c ]; then\n"
-               "  case $2 in *__version__*) echo 9.9-stand-in ;; esac\n"
-               "  exit 0\n"
-               "fi\n"
-               "echo \"$*\" >>\"${0%/*}/python.log\"\n"
-               "backend=pytorch\n"
-               "case \" $* \" in *' --backend-version '*) backend=pytorch-9.9-stand-in ;; esac\n"
-               "shift\n"
-               "while [ $# -gt 0 ]; do\n"
-               "  case $1 in --out) out=$2 ;; --configs) configs=$2 ;; --env) env=$2 ;; esac\n"
-               "  shift\n"
-               "done\n"
-               "echo env,backend,model,res,batch,precision,world_size,rank,repeat,iter,step_ms,"
-               "images_per_s,loss,peak_mem_bytes >\"$out\"\n"
-               "while read -r m r b p w i; do\n"
-               "  for it in 0 1; do\n"
-               "    echo \"$env,$backend,$m,$r,$b,$p,1,0,0,$it,500,$((b * 2)),2.3,1048576\" >>\"$out\"\n"
-               "  done\n"
-               "  echo \"pytorch $m res=$r batch=$b precision=$p images_per_s=$((b * 2))\"\n"
-               "done <\"$configs\"\n");
-    cr_assert_eq(sh("chmod +x '%s/python3'", dir), 0);
+    /* the stand-in logs beside itself: a link in the scratch folder */
+    cr_assert_eq(sh("ln -s '%s/tests/fakes/pytorch_ref_fake.sh' '%s/python3'", ROOFLINE_SOURCE_DIR,
+                    dir),
+                 0);
     format_or_fail(path, sizeof path, "%s/matrix.md", dir);
     format_or_fail(runs, sizeof runs, "%s/runs", dir);
     format_or_fail(args, sizeof args,

@@ -903,11 +903,13 @@ Test(cuda_train_emu, bench_of_a_cuda_row_end_to_end, .timeout = 600)
                "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
                "| emu | cuda | resnet18-cifar@16/4 | - | - | bf16 | off, on | 1 | 2 | 2 | - | cupti "
                "| off |\n");
+    /* PyTorch beside it: the stand-in of tests/fakes (a GPU's flags, both modes) */
     int status = sh("cd '%s' && mkdir bin && ln -s '%s'/* bin/ && ln -sf '%s' bin/train && "
-                    "FAKE_CUPTI_PROFILER_ERROR=0 '%s/scripts/bench.sh' emu MATRIX=matrix.md "
-                    "RUNS_DIR=runs BIN=bin REF=off "
-                    ">bench.out 2>&1",
-                    dir, ROOFLINE_BIN_DIR, ROOFLINE_CUDA_TRAIN, ROOFLINE_SOURCE_DIR);
+                    "ln -s '%s/tests/fakes/pytorch_ref_fake.sh' python3 && "
+                    "FAKE_CUPTI_PROFILER_ERROR=0 PY=\"$PWD/python3\" '%s/scripts/bench.sh' emu "
+                    "MATRIX=matrix.md RUNS_DIR=runs BIN=bin >bench.out 2>&1",
+                    dir, ROOFLINE_BIN_DIR, ROOFLINE_CUDA_TRAIN, ROOFLINE_SOURCE_DIR,
+                    ROOFLINE_SOURCE_DIR);
     char *out = read_text(dir, "bench.out");
     cr_assert_eq(status, 0, "%s", out);
     cr_expect(strstr(out, "(5 runs ok)") != NULL, "%s", out);
@@ -947,7 +949,25 @@ Test(cuda_train_emu, bench_of_a_cuda_row_end_to_end, .timeout = 600)
     cr_expect_gt(model.traces[0].n, 100, "%d kernel rows", model.traces[0].n);
     run_free(&model);
 
+    /* one eager and one graph process, each with a GPU's flags */
+    char *pylog = read_text(dir, "python.log");
+    cr_expect(strstr(pylog, "--device cuda") && strstr(pylog, "--channels-last") &&
+                  strstr(pylog, "--mode eager") && strstr(pylog, "--mode graph"),
+              "%s", pylog);
+    free(pylog);
+    char *ref = read_text(run, "reference.csv");
+    cr_expect(strstr(ref, "\nemu,pytorch-9.9-stand-in,resnet18-cifar,16,4,bf16,1,0,0,1,500,8,2.3,"
+                          "1048576,off\n") &&
+                  strstr(ref, "\nemu,pytorch-9.9-stand-in,resnet18-cifar,16,4,bf16,1,0,0,1,500,8,"
+                              "2.3,1048576,on\n"),
+              "%s", ref);
+    free(ref);
+
     char *md = read_text(run, "report.md");
+    cr_expect(strstr(md, "\n## Against PyTorch\n") != NULL, "%s", md);
+    cr_expect(strstr(md, "| resnet18-cifar | 16 | 4 | bf16 graph | ") != NULL &&
+                  strstr(md, "| 8.00 |") != NULL,
+              "the graph configuration beside PyTorch's graph: %s", md);
     static const char *const sections[] = {"## GPU: hierarchical roofline",
                                            "## GPU: step time by layer type and phase",
                                            "## GPU: counters against the cost model"};
