@@ -274,7 +274,7 @@ Test(bench, what_the_machine_cannot_run_is_skipped_not_failed, .timeout = 300)
  * batch 2); reference.csv gains
  * the graph column, the report its section; a resume keeps the part; no
  * python3 with torch is one line and the run still ends ok. */
-Test(bench, pytorch_runs_beside_the_matrix_where_it_imports, .timeout = 120)
+Test(bench, pytorch_runs_beside_the_matrix_where_it_imports, .timeout = 300)
 {
     char *dir = temp_dir();
     char path[1024], runs[1024], args[2048], run[1024];
@@ -332,11 +332,14 @@ Test(bench, pytorch_runs_beside_the_matrix_where_it_imports, .timeout = 120)
     char *again = read_text(run, "reference.csv");
     cr_expect_str_eq(again, ref);
 
-    /* no python3 that imports torch: one line, the run is ok */
+    /* no python3 that imports torch: one line, the run is ok (the same folder
+     * resumed without its reference, so that nothing trains again) */
+    cr_assert_eq(sh("rm -f '%s/complete' '%s/reference.csv' '%s'/parts/reference.*", run, run, run),
+                 0);
     format_or_fail(args, sizeof args,
-                   "cd '%s' && PY=/nonexistent/python3 scripts/bench.sh smoke RUN=new "
+                   "cd '%s' && PY=/nonexistent/python3 scripts/bench.sh smoke RUN='%s' "
                    "MATRIX='%s' RUNS_DIR='%s' BIN='%s' 2>&1",
-                   ROOFLINE_SOURCE_DIR, path, runs, ROOFLINE_BIN_DIR);
+                   ROOFLINE_SOURCE_DIR, run, path, runs, ROOFLINE_BIN_DIR);
     status = run_capture(args, out, sizeof out);
     cr_expect_eq(status, 0, "%s", out);
     cr_expect(strstr(out, "bench: reference: skipped (no python3 that imports torch and "
@@ -344,6 +347,7 @@ Test(bench, pytorch_runs_beside_the_matrix_where_it_imports, .timeout = 120)
                           "PY=...)")
                   != NULL,
               "%s", out);
+    cr_expect(sh("test ! -e '%s/reference.csv'", run) == 0, "a reference.csv without PyTorch");
     free(ref);
     free(again);
     remove_temp_dir(dir);
