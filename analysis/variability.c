@@ -19,20 +19,19 @@ static void put(variability *out, const run_steps *c, const char *scope, const s
     snprintf(r->scope, sizeof r->scope, "%s", scope);
 }
 
-/* The median of the repeats' drifts that are defined; NaN when none is. */
-static double median_drift(double *drifts, int n)
+/* The median of the repeats' drifts that are defined (NaN when none is), or
+ * -1 when out of memory. */
+static int median_drift(double *drifts, int n, double *median)
 {
     int k = 0;
     for (int i = 0; i < n; i++)
         if (!isnan(drifts[i]))
             drifts[k++] = drifts[i];
-    for (int i = 1; i < k; i++)
-        for (int j = i; j > 0 && drifts[j] < drifts[j - 1]; j--) {
-            double t = drifts[j];
-            drifts[j] = drifts[j - 1];
-            drifts[j - 1] = t;
-        }
-    return k ? stats_quantile_sorted(drifts, k, 0.5) : NAN;
+    stats_summary s;
+    if (stats_describe(drifts, k, &s))
+        return -1;
+    *median = s.median;
+    return 0;
 }
 
 /* The rows of one configuration; -1 when out of memory. The pooled row's
@@ -68,10 +67,10 @@ static int put_config(variability *out, const run_steps *c)
         i = end;
     }
     int rc = stats_describe(c->step_ms, c->n, &s);
-    if (!rc) {
-        s.drift_pct = median_drift(drifts, k);
+    if (!rc)
+        rc = median_drift(drifts, k, &s.drift_pct);
+    if (!rc)
         put(out, c, "iterations", &s);
-    }
     if (!rc)
         rc = stats_describe(medians, k, &s);
     if (!rc)
