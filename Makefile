@@ -103,6 +103,10 @@ GPU_TESTS := $(patsubst tests/gpu/%.cu,$(BUILD)/tests/gpu/%,$(wildcard tests/gpu
 SANITIZE_PROBE := $(BUILD)/tests/sanitize/planted
 
 # ---- targets -----------------------------------------------------------------
+# Every target is secondary: make deletes no intermediate file (objects, the
+# emulator's generated sources), so that a second make rebuilds nothing. Only
+# a bare .SECONDARY does that: one naming targets anywhere in this file makes
+# every other intermediate deletable again.
 .SECONDARY:
 .PHONY: all test test-gpu check-gpu cuda-compile deps info clean bench report compare FORCE
 
@@ -335,7 +339,6 @@ EMU_FAST_BACKEND := $(patsubst $(EMU_HOST_DIR)/gen/%,$(EMU_HOST_FAST)/%,$(EMU_HO
 $(EMU_HOST_DIR)/cuda_train_check: $(EMU_HOST_FAST)/tests/gpu/cuda_train_check.o \
         $(EMU_FAST_BACKEND) $(LIB)
 	$(CXX) $(EMU_FAST_CXXFLAGS) $^ -o $@ $(HOST_LDLIBS)
-.SECONDARY: $(EMU_HOST_GEN)
 # the stand-in runtime's capture rules, checked on their own
 EMU_FAKE_CUDA_CHECK := $(EMU_HOST_DIR)/fake_cuda_check
 $(EMU_FAKE_CUDA_CHECK): $(EMU_HOST_DIR)/fake_cuda_check.o $(EMU_HOST_DIR)/fake_cuda.o \
@@ -366,7 +369,6 @@ $(EMU_TRAIN_CUPTI): $(EMU_HOST_FAST)/%.o: %.cu
 $(EMU_TRAIN): $(BUILD)/bench/train.o $(CLI_OBJ) $(EMU_TRAIN_OBJS) $(EMU_FAST_BACKEND) $(LIB)
 	@mkdir -p $(@D)
 	$(CXX) $(EMU_FAST_CXXFLAGS) $^ -o $@ $(HOST_LDLIBS) $(MPI_LDLIBS)
-.SECONDARY: $(EMU_TRAIN_GEN)
 # bin/allreduce --transport nccl the same way (its NCCL side is C in the
 # library, linked here against the stand-ins instead of CUDA and NCCL)
 EMU_ALLREDUCE := $(EMU_HOST_DIR)/bin/allreduce
@@ -381,7 +383,6 @@ $(EMU_HOST_MORE_PROGS): $(EMU_HOST_DIR)/%: $(EMU_HOST_FAST)/tests/gpu/%.o $(EMU_
         $(EMU_FAST_BACKEND) $(LIB)
 	$(CXX) $(EMU_FAST_CXXFLAGS) $^ -o $@ $(HOST_LDLIBS) $(MPI_LDLIBS)
 $(EMU_HOST_MORE:%=$(EMU_HOST_FAST)/tests/gpu/%.o): EMU_FAST_CXXFLAGS += $(EMU_CUPTI_NCCL_FLAGS)
-.SECONDARY: $(EMU_HOST_MORE:%=$(EMU_HOST_DIR)/gen/tests/gpu/%.cpp)
 
 ifneq ($(NVCC),)
 $(TEST_BIN): | $(EMU_PROG) $(EMU_HOST_PROGS) $(EMU_FAKE_CUDA_CHECK)
