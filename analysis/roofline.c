@@ -61,6 +61,8 @@ void roof_point_eval(roof_point *p)
     if (p->flops == 0 && p->dram_bytes > 0 && p->dram_gbs > 0) {
         p->attainable_gflops = 0;
         p->bound = BOUND_MEMORY;
+        /* its only rate is the bytes': against the DRAM roof */
+        p->pct_of_attainable = 100.0 * ratio(p->dram_bytes / p->duration_ns, p->dram_gbs);
         return;
     }
     if (!isfinite(p->ai_dram) || !isfinite(p->ridge_ai) || !(p->peak_gflops > 0))

@@ -33,13 +33,14 @@ typedef struct {
     double achieved_gflops;       /* flops / duration_ns (1 FLOP/ns = 1 GFLOP/s) */
     double ridge_ai;              /* peak_gflops / dram_gbs */
     double attainable_gflops;     /* min(ai_dram x dram_gbs, peak_gflops) */
-    double pct_of_attainable;     /* 100 achieved / attainable */
+    double pct_of_attainable;     /* 100 achieved / attainable; with no FLOPs (a copy, a
+                                     layout reorder) 100 x its DRAM bytes/s / dram_gbs */
     roof_bound bound;             /* ai_dram below the ridge: memory, else compute */
 } roof_point;
 
 /* A point with zero FLOPs and some DRAM bytes sits at AI 0, left of any
- * ridge: memory bound with attainable 0 and no percentage, whatever the
- * compute roof. Anything else missing an input leaves the dependent outputs
+ * ridge: memory bound with attainable 0 FLOP/s, whatever the compute roof,
+ * its percentage that of its bytes/s against the DRAM roof. Anything else missing an input leaves the dependent outputs
  * NaN and the bound unknown. */
 void roof_point_eval(roof_point *p);
 

@@ -13,6 +13,8 @@ typedef struct {
     pass phase;
     int64_t duration_ns;
     perf_fp_counts counted;
+    bool layout;            /* the operation's layout conversions, not its kernel */
+    int64_t read_bytes, written_bytes;  /* a layout row's */
 } trace_row;
 
 typedef struct {
@@ -25,6 +27,7 @@ typedef struct {
     int perf_failed;        /* a read failed: the step falls back to analytic */
     char *why;
     size_t why_len;
+    char layout_kernel[64]; /* the backend's name of its layout conversions */
 } trace_state;
 
 static double now_seconds(void)
@@ -41,6 +44,15 @@ static bool fused_away(const step_driver *d, int layer, pass phase)
     return layer >= 0 && d->ops->fused_into && d->ops->fused_into(d->b, layer, phase) >= 0;
 }
 
+/* The layout conversions since the last call (none without the op). */
+static layout_work take_layout_work(trace_state *s)
+{
+    layout_work w = {0};
+    if (s->d->ops->take_layout_work)
+        s->d->ops->take_layout_work(s->d->b, &w, s->layout_kernel, sizeof s->layout_kernel);
+    return w;
+}
+
 /* Each operation runs alone: the backend is idle before and after it. */
 static int op_begin(void *ctx, int layer, pass phase, char *err, size_t err_len)
 {
@@ -51,6 +63,7 @@ static int op_begin(void *ctx, int layer, pass phase, char *err, size_t err_len)
         snprintf(err, err_len, "%s", s->d->ops->error(s->d->b));
         return -1;
     }
+    (void)take_layout_work(s); /* what ran before this operation is not its own */
     s->t0 = now_seconds();
     return 0;
 }
@@ -65,13 +78,21 @@ static int op_end(void *ctx, int layer, pass phase, char *err, size_t err_len)
         return -1;
     }
     double seconds = now_seconds() - s->t0;
-    if (s->n == s->cap) {
-        snprintf(err, err_len, "more than %d operations in one step", s->cap);
+    layout_work w = take_layout_work(s);
+    if (layer < 0) /* the loss and the fused update are no layer's: their own row keeps it */
+        w = (layout_work){0};
+    if (s->n + (w.count > 0) >= s->cap) {
+        snprintf(err, err_len, "more than %d rows in one step", s->cap);
         return -1;
     }
+    int64_t total_ns = (int64_t)(seconds * 1e9 + 0.5);
+    int64_t layout_ns = w.ns < total_ns ? w.ns : total_ns;
     trace_row *r = &s->rows[s->n++];
-    *r = (trace_row){.layer = layer, .phase = phase,
-                     .duration_ns = (int64_t)(seconds * 1e9 + 0.5)};
+    *r = (trace_row){.layer = layer, .phase = phase, .duration_ns = total_ns - layout_ns};
+    if (w.count > 0)
+        s->rows[s->n++] = (trace_row){.layer = layer, .phase = phase, .duration_ns = layout_ns,
+                                      .layout = true, .read_bytes = w.read_bytes,
+                                      .written_bytes = w.written_bytes};
     if (!s->perf || s->perf_failed)
         return 0;
     perf_fp_counts now;
@@ -150,6 +171,25 @@ op_cost trace_op_cost(const step_driver *d, int layer, pass phase, int batch, pr
     return c;
 }
 
+/* A layout row: no FLOPs (a reorder's arithmetic is none), the bytes the
+ * backend counted. */
+static void write_layout_row(FILE *f, const trace_state *s, const trace_row *r, int seq,
+                             int batch, precision prec, const trace_options *opt,
+                             trace_result *result)
+{
+    const network *net = s->d->net;
+    fprintf(f, "%s,%s,%d,%d,%s,%d,%d,%s,%s,reorder,%s,%lld,0,0,0,0,%lld,%lld,,,%s\n", opt->env,
+            net->model, net->res, batch, precision_name(prec), opt->repeat, seq,
+            s->layout_kernel, net->layers[r->layer].name, pass_name(r->phase),
+            (long long)r->duration_ns, (long long)r->read_bytes, (long long)r->written_bytes,
+            result->source);
+    result->rows++;
+    result->layout_rows++;
+    result->total_ms += r->duration_ns * 1e-6;
+    result->layout_ms += r->duration_ns * 1e-6;
+    result->bytes += r->read_bytes + r->written_bytes;
+}
+
 static void write_row(FILE *f, const step_driver *d, const trace_row *r, int seq, int batch,
                       precision prec, const trace_options *opt, bool counted,
                       trace_result *result)
@@ -191,8 +231,9 @@ int trace_step(step_driver *d, int batch, precision prec, const trace_options *o
 {
     memset(result, 0, sizeof *result);
     trace_state s = {.why = result->perf_why, .why_len = sizeof result->perf_why};
-    /* forward, backward-data, backward-weights and update per layer, and the loss */
-    s.cap = 4 * d->net->n_layers + 2;
+    /* forward, backward-data, backward-weights and update per layer, and the
+     * loss, each maybe with a layout row */
+    s.cap = 2 * (4 * d->net->n_layers + 2);
     s.rows = calloc((size_t)s.cap, sizeof *s.rows);
     if (!s.rows) {
         snprintf(err, err_len, "out of memory for %d trace rows", s.cap);
@@ -222,8 +263,12 @@ int trace_step(step_driver *d, int batch, precision prec, const trace_options *o
         free(s.rows);
         return -1;
     }
-    for (int i = 0; i < s.n; i++)
-        write_row(f, d, &s.rows[i], i, batch, prec, opt, counted, result);
+    for (int i = 0; i < s.n; i++) {
+        if (s.rows[i].layout)
+            write_layout_row(f, &s, &s.rows[i], i, batch, prec, opt, result);
+        else
+            write_row(f, d, &s.rows[i], i, batch, prec, opt, counted, result);
+    }
     free(s.rows);
     if (fclose(f)) {
         snprintf(err, err_len, "writing %s failed: %s", path, strerror(errno));

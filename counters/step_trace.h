@@ -2,7 +2,10 @@
  * counters): every layer's forward, backward-data, backward-weights and
  * update, and the loss, synchronised and timed on its own, with FLOPs from the
  * CPU's counters where the PMU allows (source "perf") and otherwise, like the
- * bytes always on CPU, from the analytic cost model (source "analytic"). */
+ * bytes always on CPU, from the analytic cost model (source "analytic").
+ * Layout conversions a backend runs around an operation's kernel (oneDNN's
+ * reorders) are rows of their own after it: the same layer and phase, layer
+ * type "reorder", no FLOPs, the bytes of the tensors they read and wrote. */
 #ifndef ROOFLINE_STEP_TRACE_H
 #define ROOFLINE_STEP_TRACE_H
 
@@ -26,6 +29,8 @@ typedef struct {
     int rows;
     double total_ms;            /* sum of the rows' durations */
     long long flops, bytes;     /* sums of the rows */
+    int layout_rows;            /* rows of layout conversions (layer type "reorder") */
+    double layout_ms;           /* their durations, part of total_ms */
     const char *source;         /* "perf" or "analytic" */
     char perf_why[240];         /* why the counters were not used, or "" */
 } trace_result;

@@ -89,6 +89,14 @@ typedef struct {
                                    the conv-bias forwards, the algorithm cache */
 } backend_stats;
 
+/* Layout conversions an operation ran around its kernel (the CPU backend's
+ * oneDNN reorders between its plain NCHW tensors and the blocked layouts of
+ * oneDNN's kernels): how many, their time and the bytes they read and wrote. */
+typedef struct {
+    int count;
+    int64_t ns, read_bytes, written_bytes;
+} layout_work;
+
 /* Where a layer's gradient lives, for data-parallel training (models/ddp):
  * in the backend's own layout and element type (a sum over ranks does not
  * care about the layout). The codes are those of models/ddp/ddp_pack.h. */
@@ -158,6 +166,11 @@ typedef struct {
      * a GPU trace's rows without counters carry them. -1 where not known:
      * the cost model's minimal bytes of the layer's pass stand. */
     int (*op_bytes)(const backend *b, int layer, pass phase, int64_t *read, int64_t *written);
+    /* optional: the layout conversions of the operations since the last
+     * call, then cleared; the trace gives them a row of their own (kernel
+     * `kernel`, layer type "reorder") so that the operation's row holds its
+     * kernel's time alone */
+    void (*take_layout_work)(backend *b, layout_work *out, char *kernel, size_t len);
 
     /* optional: a step timed on the device's clock. timer_start before the
      * step's first operation, timer_stop after its last, timer_read after the

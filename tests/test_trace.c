@@ -13,7 +13,10 @@
 #ifdef HAVE_DNNL
 typedef struct {
     int rows, loss_rows, by_phase[PASS_COUNT];
-    long long flops, bytes;
+    long long flops, bytes;     /* of the operations' rows */
+    int layout_rows;            /* oneDNN's reorders, each after its operation's row */
+    int misplaced_layout_rows;  /* not right after a conv or fc row of its layer and phase */
+    long long layout_flops, layout_bytes, layout_ns, ns;
     int nonpositive_durations;
     char source[32];
 } kernels_totals;
@@ -41,6 +44,7 @@ static kernels_totals read_kernels(const char *dir)
     line[strcspn(line, "\n")] = '\0';
     cr_assert_str_eq(line, KERNELS_CSV_HEADER);
     kernels_totals t = {0};
+    char prev_layer[128] = "", prev_phase[32] = "", prev_kernel[160] = "";
     while (fgets(line, sizeof line, f)) {
         char *field[21];
         int n = 0;
@@ -58,16 +62,33 @@ static kernels_totals read_kernels(const char *dir)
         }
         cr_assert_eq(n, 21, "row %d has %d fields", t.rows, n);
         long long duration = atoll(field[11]);
-        t.nonpositive_durations += duration <= 0;
-        t.flops += atoll(field[12]) + atoll(field[13]) + atoll(field[14]) + atoll(field[15]);
-        t.bytes += atoll(field[16]) + atoll(field[17]);
+        long long flops = atoll(field[12]) + atoll(field[13]) + atoll(field[14]) + atoll(field[15]);
+        long long bytes = atoll(field[16]) + atoll(field[17]);
+        t.ns += duration;
         snprintf(t.source, sizeof t.source, "%s", field[20]);
+        cr_expect_eq(atoi(field[6]), t.rows, "seq counts the rows");
+        t.rows++;
+        if (!strcmp(field[9], "reorder")) {
+            t.layout_rows++;
+            t.layout_flops += flops;
+            t.layout_bytes += bytes;
+            t.layout_ns += duration;
+            t.misplaced_layout_rows += strcmp(field[8], prev_layer) || strcmp(field[10], prev_phase) ||
+                                       strncmp(prev_kernel, "dnnl:", 5) || bytes <= 0 ||
+                                       strcmp(field[7], "dnnl:reorder");
+            prev_layer[0] = '\0';
+            continue;
+        }
+        t.nonpositive_durations += duration <= 0;
+        t.flops += flops;
+        t.bytes += bytes;
+        snprintf(prev_layer, sizeof prev_layer, "%s", field[8]);
+        snprintf(prev_phase, sizeof prev_phase, "%s", field[10]);
+        snprintf(prev_kernel, sizeof prev_kernel, "%s", field[7]);
         if (!strcmp(field[10], "loss"))
             t.loss_rows++;
         for (int p = 0; p < PASS_COUNT; p++)
             t.by_phase[p] += !strcmp(field[10], pass_name(p));
-        cr_expect_eq(atoi(field[6]), t.rows, "seq counts the rows");
-        t.rows++;
     }
     fclose(f);
     return t;
@@ -99,6 +120,13 @@ Test(trace, rows_add_up_to_the_analytic_step, .timeout = 120)
     cr_expect_eq(t.bytes, cost.step_bytes, "bytes of the rows");
     cr_expect_eq(t.nonpositive_durations, 0);
     cr_expect_str_eq(t.source, "analytic");
+    /* oneDNN's reorders: rows of their own, after the conv or fc operation
+     * that ran them, with no FLOPs and the bytes of the tensors they moved */
+    cr_expect_eq(t.misplaced_layout_rows, 0);
+    cr_expect_eq(t.layout_flops, 0);
+    cr_expect(t.layout_ns < t.ns);
+    if (t.layout_rows > 0)
+        cr_expect(strstr(out, "in the layout conversions of") != NULL, "%s", out);
     net_free(&net);
     remove_temp_dir(dir);
 }

@@ -193,10 +193,15 @@ static int run_trace(const train_options *o, step_driver *drv, const network *ne
     }
     if (tr.perf_why[0] && topt.use_perf)
         fprintf(stderr, "%s: trace: FLOPs from the analytic model: %s\n", prog, tr.perf_why);
+    char layout[160] = "";
+    if (tr.layout_rows > 0)
+        snprintf(layout, sizeof layout, " (%.2f ms = %.1f%% of them in the layout conversions "
+                 "of %d operations)", tr.layout_ms, 100.0 * tr.layout_ms / tr.total_ms,
+                 tr.layout_rows);
     printf("trace: %d rows to %s (FLOPs %s); operations sum to %.2f ms = %.1f%% of the "
-           "median untraced step (%.2f ms); %.3f GFLOP = %.1f%% of the analytic step\n",
+           "median untraced step (%.2f ms)%s; %.3f GFLOP = %.1f%% of the analytic step\n",
            tr.rows, o->trace, tr.source, tr.total_ms, 100.0 * tr.total_ms / median, median,
-           tr.flops / 1e9, 100.0 * (double)tr.flops / (double)cost.step_flops);
+           layout, tr.flops / 1e9, 100.0 * (double)tr.flops / (double)cost.step_flops);
     return 0;
 }
 

@@ -359,5 +359,6 @@ const backend_ops cpu_backend_ops = {
     .update = cpu_update,
     .sync = sync,
     .kernel_name = kernel_name,
+    .take_layout_work = cpu_dnnl_take_reorders,
     .grad_storage = cpu_grad_storage,
 };

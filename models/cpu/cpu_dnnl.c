@@ -8,7 +8,9 @@
  * three scratch buffers shared by all layers; blocked weights are kept per
  * layer between forward and backward-data.
  * oneDNN 3.x replaced this op-descriptor API: this file is the one to port. */
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "cpu_internal.h"
 
@@ -333,10 +335,49 @@ static int execute(backend *b, dnnl_primitive_t p, int nargs, const dnnl_exec_ar
     return 0;
 }
 
-static int reorder(backend *b, dnnl_primitive_t p, dnnl_memory_t from, dnnl_memory_t to)
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int64_t memory_bytes(const_dnnl_memory_t m)
+{
+    const dnnl_memory_desc_t *md;
+    if (dnnl_memory_get_memory_desc(m, &md) != dnnl_success)
+        return 0;
+    return (int64_t)dnnl_memory_desc_get_size(md);
+}
+
+/* Timed and its bytes counted, always: a trace's row of its own, and the
+ * clock costs nothing beside a reorder of a tensor (adds: `to` += `from`). */
+static int reorder_into(backend *b, dnnl_primitive_t p, dnnl_memory_t from, dnnl_memory_t to,
+                        bool adds)
 {
     dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
-    return execute(b, p, 2, args);
+    double t0 = now_seconds();
+    if (execute(b, p, 2, args))
+        return -1;
+    layout_work *w = &b->reorders;
+    w->count++;
+    w->ns += (int64_t)((now_seconds() - t0) * 1e9 + 0.5);
+    int64_t to_bytes = memory_bytes(to);
+    w->read_bytes += memory_bytes(from) + (adds ? to_bytes : 0);
+    w->written_bytes += to_bytes;
+    return 0;
+}
+
+static int reorder(backend *b, dnnl_primitive_t p, dnnl_memory_t from, dnnl_memory_t to)
+{
+    return reorder_into(b, p, from, to, false);
+}
+
+void cpu_dnnl_take_reorders(backend *b, layout_work *out, char *kernel, size_t len)
+{
+    *out = b->reorders;
+    b->reorders = (layout_work){0};
+    snprintf(kernel, len, "dnnl:reorder");
 }
 
 /* The memory a primitive runs on: the blocked copy on its scratch buffer, or
@@ -430,5 +471,6 @@ int cpu_dnnl_backward_data(backend *b, int i, bool accumulate)
     }
     if (rc || !d->diff_src_blk)
         return rc;
-    return reorder(b, accumulate ? d->diff_src_add : d->diff_src_out, dsrc, d->diff_src);
+    return reorder_into(b, accumulate ? d->diff_src_add : d->diff_src_out, dsrc, d->diff_src,
+                        accumulate);
 }

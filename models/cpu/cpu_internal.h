@@ -60,6 +60,7 @@ struct backend {
     void *blk[3];                   /* blocked activations and weight gradients (cpu_dnnl.c) */
     size_t blk_bytes[3];
     int diff_dst_blk_layer;         /* whose blocked diff_dst blk[1] holds, or -1 */
+    layout_work reorders;           /* since the trace last took them (cpu_dnnl.c) */
     uint64_t forward_count;         /* dropout masks differ from step to step */
     float loss;                     /* of the last cpu_loss */
     dnnl_engine_t engine;
@@ -90,6 +91,7 @@ void cpu_dnnl_destroy(dnnl_layer *d);
 int cpu_dnnl_forward(backend *b, int layer);
 int cpu_dnnl_backward_data(backend *b, int layer, bool accumulate);
 int cpu_dnnl_backward_weights(backend *b, int layer);
+void cpu_dnnl_take_reorders(backend *b, layout_work *out, char *kernel, size_t len);
 
 int cpu_bn_forward(backend *b, int layer);
 int cpu_bn_backward_weights(backend *b, int layer);
