@@ -1013,3 +1013,24 @@ Test(report_cli, compare_names_each_environment_and_its_roofs, .timeout = 60)
     free(vars);
     remove_temp_dir(out);
 }
+
+/* oneDNN's reorders (CPU traces) are a layer type of the suite's own: the
+ * finding says what they are and puts their bytes/s against the DRAM roof. */
+Test(report_run, reorders_are_named_in_the_findings)
+{
+    char *dir = toy_run(), args[512], out[4096];
+    format_or_fail(args, sizeof args, "report %s", dir);
+    /* 2e8 bytes in 10 ms, no FLOPs: 20 GB/s of the DRAM roof's 25 */
+    write_replaced(dir, "roofline.csv", roofline_csv,
+                   "layer_type,relu,,relu,,1,8000000,0.0444444,2.5e7,2e8,,0.125,,"
+                   "3.125,fp32_fma,100,25,,4,3.125,100,memory,analytic",
+                   "layer_type,reorder,,reorder,,1,10000000,0.6,0,2e8,,0,,"
+                   "0,fp32_fma,100,25,,4,0,80,memory,analytic");
+    cr_assert_eq(run_bin(args, 1, out, sizeof out), 0, "bin/report failed: %s", out);
+    char *md = read_text(dir, "report.md");
+    expect_contains(md, "the largest of them, reorder (oneDNN's layout conversions around the "
+                        "convolutions: 60% of the time), reaches 80% of the DRAM roof",
+                    "report.md");
+    free(md);
+    remove_temp_dir(dir);
+}

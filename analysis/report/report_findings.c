@@ -59,6 +59,13 @@ static double row_share(int i, const void *arg)
     return ((const roof_config *)arg)->rows[i].time_share;
 }
 
+/* What a layer type that is no layer of the network stands for, or "". */
+static const char *type_gloss(const char *type)
+{
+    return strcmp(type, "reorder") == 0 ? "oneDNN's layout conversions around the convolutions: "
+                                        : "";
+}
+
 static void traced_finding(report_doc *d, const run_model *run, const roof_config *c)
 {
     int n;
@@ -82,8 +89,9 @@ static void traced_finding(report_doc *d, const run_model *run, const roof_confi
             mem = &c->rows[types[i]];
     if (mem)
         fmt_append(text, sizeof text, &used,
-                   "; the largest of them, %s (%s of the time), reaches %s of the %s roof",
-                   mem->name, fmt_share(a, mem->time_share), fmt_pct(b, mem->pt.pct_of_attainable),
+                   "; the largest of them, %s (%s%s of the time), reaches %s of the %s roof",
+                   mem->name, type_gloss(mem->name), fmt_share(a, mem->time_share),
+                   fmt_pct(b, mem->pt.pct_of_attainable),
                    report_memory_name(run));
     if (n > 0 && c->rows[types[0]].pt.bound == BOUND_UNKNOWN) {
         /* communication is timed only, or the run has no roofs: no place on a roofline */
@@ -100,9 +108,10 @@ static void traced_finding(report_doc *d, const run_model *run, const roof_confi
     } else if (n > 0) {
         const roof_row *top = &c->rows[types[0]];
         fmt_append(text, sizeof text, &used,
-                   ". The costliest layer type is %s: %s of the time at %s of its attainable "
+                   ". The costliest layer type is %s: %s%s of the time at %s of its attainable "
                    "(%s-bound)",
-                   top->name, fmt_share(a, top->time_share), fmt_pct(b, top->pt.pct_of_attainable),
+                   top->name, mem == top ? "" : type_gloss(top->name),
+                   fmt_share(a, top->time_share), fmt_pct(b, top->pt.pct_of_attainable),
                    roof_bound_name(top->pt.bound));
     }
     if (step)
