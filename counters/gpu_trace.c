@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "../models/clock.h"
 #include "gpu_fallback.h"
 #include "gpu_join.h"
 #include "gpu_ops.h"
@@ -16,13 +16,6 @@
  * a metric pass that launches a few more still reports how many (a count
  * mismatch), not only that ranges were dropped. */
 enum { RANGE_SLACK = 64 };
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* ---- the observers of the two passes -------------------------------------- */
 
@@ -122,9 +115,9 @@ static int timing_pass(const gpu_passes *p, step_driver *d, int warmup,
     if (rc == 0 && warmup > 0)
         discarded = p->timing_discard(p->ctx, discard_err, sizeof discard_err);
     if (rc == 0 && discarded == 0) {
-        double t0 = now_seconds();
+        double t0 = monotonic_seconds();
         rc = step_run(d, &loss);
-        result->step_ms = (now_seconds() - t0) * 1e3;
+        result->step_ms = (monotonic_seconds() - t0) * 1e3;
     }
     d->observer = (step_observer){0};
     d->grad_hooks = saved;
@@ -323,11 +316,11 @@ int gpu_trace_step_with(const gpu_passes *p, step_driver *d, int batch, precisio
         for (int i = 0; i < kernels.n; i++)
             replayed += !gpu_kernel_is_comm(&kernels.v[i]);
         bool fell_back = false;
-        double t0 = now_seconds();
+        double t0 = monotonic_seconds();
         if (metric_pass(p, d, prec, opt, replayed + RANGE_SLACK, &metric, &fell_back, result,
                         err, err_len))
             goto done;
-        result->metric_pass_s = now_seconds() - t0;
+        result->metric_pass_s = monotonic_seconds() - t0;
         if (!fell_back) {
             map = malloc((size_t)(kernels.n > 0 ? kernels.n : 1) * sizeof *map);
             if (!map) {

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../models/clock.h"
 #include "perf.h"
 
 typedef struct {
@@ -29,13 +30,6 @@ typedef struct {
     size_t why_len;
     char layout_kernel[64]; /* the backend's name of its layout conversions */
 } trace_state;
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* An operation a backend folded into another one's kernel has no time of its
  * own: its work is booked on the row of the operation that does it. */
@@ -64,7 +58,7 @@ static int op_begin(void *ctx, int layer, pass phase, char *err, size_t err_len)
         return -1;
     }
     (void)take_layout_work(s); /* what ran before this operation is not its own */
-    s->t0 = now_seconds();
+    s->t0 = monotonic_seconds();
     return 0;
 }
 
@@ -77,7 +71,7 @@ static int op_end(void *ctx, int layer, pass phase, char *err, size_t err_len)
         snprintf(err, err_len, "%s", s->d->ops->error(s->d->b));
         return -1;
     }
-    double seconds = now_seconds() - s->t0;
+    double seconds = monotonic_seconds() - s->t0;
     layout_work w = take_layout_work(s);
     if (layer < 0) /* the loss and the fused update are no layer's: their own row keeps it */
         w = (layout_work){0};

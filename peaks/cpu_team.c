@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
+
+#include "../models/clock.h"
 
 /* Workers wait at this gate until all of them exist: if one cannot be
  * created, the others leave without entering a barrier that would never fill. */
@@ -162,9 +163,7 @@ int cpu_team_cores(int threads)
 
 double cpu_now(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    return monotonic_seconds();
 }
 
 void *cpu_alloc_big(size_t bytes)

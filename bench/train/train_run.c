@@ -7,11 +7,11 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "../../counters/gpu_trace.h"
 #include "../../counters/step_trace.h"
+#include "../../models/clock.h"
 #include "../../models/data.h"
 #include "../../models/init.h"
 #include "../../models/step.h"
@@ -36,13 +36,6 @@ __attribute__((format(printf, 2, 3))) static void say_failed(const ddp_world *wo
         ddp_world_say(world, prog, line);
     else
         fprintf(stderr, "%s: %s\n", prog, line);
-}
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 static int compare_doubles(const void *a, const void *b)
@@ -118,7 +111,7 @@ static int timed_step(step_driver *drv, float *loss, double *ms)
 {
     const backend_ops *ops = drv->ops;
     bool device_clock = ops->timer_start && ops->timer_stop && ops->timer_read;
-    double t0 = now_seconds();
+    double t0 = monotonic_seconds();
     if (device_clock && ops->timer_start(drv->b))
         return -1;
     if (step_launch(drv))
@@ -129,7 +122,7 @@ static int timed_step(step_driver *drv, float *loss, double *ms)
         return -1;
     if (device_clock)
         return ops->timer_read(drv->b, ms);
-    *ms = (now_seconds() - t0) * 1e3;
+    *ms = (monotonic_seconds() - t0) * 1e3;
     return 0;
 }
 

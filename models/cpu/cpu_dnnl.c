@@ -10,8 +10,8 @@
  * oneDNN 3.x replaced this op-descriptor API: this file is the one to port. */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
+#include "../clock.h"
 #include "cpu_internal.h"
 
 static void destroy_memory(dnnl_memory_t *m)
@@ -335,13 +335,6 @@ static int execute(backend *b, dnnl_primitive_t p, int nargs, const dnnl_exec_ar
     return 0;
 }
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static int64_t memory_bytes(const_dnnl_memory_t m)
 {
     const dnnl_memory_desc_t *md;
@@ -356,12 +349,12 @@ static int reorder_into(backend *b, dnnl_primitive_t p, dnnl_memory_t from, dnnl
                         bool adds)
 {
     dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
-    double t0 = now_seconds();
+    double t0 = monotonic_seconds();
     if (execute(b, p, 2, args))
         return -1;
     layout_work *w = &b->reorders;
     w->count++;
-    w->ns += (int64_t)((now_seconds() - t0) * 1e9 + 0.5);
+    w->ns += (int64_t)((monotonic_seconds() - t0) * 1e9 + 0.5);
     int64_t to_bytes = memory_bytes(to);
     w->read_bytes += memory_bytes(from) + (adds ? to_bytes : 0);
     w->written_bytes += to_bytes;

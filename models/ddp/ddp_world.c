@@ -8,11 +8,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../clock.h"
+
 double ddp_now(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
+    return monotonic_seconds();
 }
 
 void ddp_no_answer(char *out, size_t len, double limit_s, const char *what, const char *option)
