@@ -298,6 +298,10 @@ static int setup_layouts(backend *b, int i, const layer_mds *md, dnnl_primitive_
         (blocked_memory(b, &d->weights_blk_d, d_wei, &md->weights, 2) ||
          make_reorder(b, &d->weights_in_d, &md->weights, d_wei, false)))
         return -1;
+    /* (oneDNN 2.6 on AVX2 does this for 3 input channels: a GEMM backward-data
+     * on plain tensors beside blocked JIT forward and backward-weights) */
+    d->plain_weights_d = !dnnl_memory_desc_equal(d_wei, wei) &&
+                         dnnl_memory_desc_equal(d_wei, &md->weights);
     d->diff_dst_shared = dnnl_memory_desc_equal(d_ddst, w_ddst);
     if (!d->diff_dst_shared &&
         (blocked_memory(b, &d->diff_dst_blk_d, d_ddst, &md->dst, 1) ||
@@ -435,7 +439,7 @@ int cpu_dnnl_backward_data(backend *b, int i, bool accumulate)
     dnnl_primitive_t ddst_in = d->diff_dst_shared ? d->diff_dst_in : d->diff_dst_in_d;
     dnnl_memory_t ddst = on_scratch(b, ddst_blk, d->diff_dst, 1);
     dnnl_memory_t dsrc = on_scratch(b, d->diff_src_blk, d->diff_src, 0);
-    dnnl_memory_t wei = d->weights_blk ? d->weights_blk : d->weights;
+    dnnl_memory_t wei = d->weights_blk && !d->plain_weights_d ? d->weights_blk : d->weights;
     if (d->weights_in_d)
         wei = on_scratch(b, d->weights_blk_d, d->weights, 2);
     if (!ddst || !dsrc || !wei)

@@ -27,6 +27,7 @@ typedef struct {
     dnnl_memory_t src_blk_w, diff_dst_blk, diff_weights_blk;      /* backward-weights */
     dnnl_memory_t diff_dst_blk_d, diff_src_blk, weights_blk_d;    /* backward-data */
     bool diff_dst_shared;  /* backward-data takes backward-weights' diff_dst layout */
+    bool plain_weights_d;  /* backward-data takes the plain weights, forward blocked ones */
     dnnl_primitive_t src_in, weights_in, dst_out;                 /* reorders */
     dnnl_primitive_t src_in_w, diff_dst_in, diff_weights_out;
     dnnl_primitive_t diff_dst_in_d, diff_src_out, diff_src_add, weights_in_d;
