@@ -350,6 +350,15 @@ static int batch_norm_training(network *net)
     return net_bn(net, "bn", 0);
 }
 
+/* wide enough that the CPU's convolution before hands its output over in
+ * oneDNN's blocked layout (nChw8c or nChw16c, several blocks), and 9 x 9
+ * positions: ten transposed tiles of 8 and a tail of one in its loops */
+static int batch_norm_after_wide_conv(network *net)
+{
+    stem(net, (tensor_shape){32, 9, 9});
+    return net_bn(net, "bn", 0);
+}
+
 static int relu(network *net)
 {
     stem(net, (tensor_shape){3, 4, 4});
@@ -431,6 +440,7 @@ static const layer_case cases[] = {
     {"fully_connected_flattens", -2, 2, false, fully_connected_flattens},
     {"fully_connected_bias_only", -2, 2, false, fully_connected_bias_only},
     {"batch_norm_training", -2, 2, false, batch_norm_training},
+    {"batch_norm_after_wide_conv", -2, 2, false, batch_norm_after_wide_conv},
     {"relu", -2, 2, false, relu},
     {"relu6_clips_both_ends", -3, 9, false, relu6_clips_both_ends},
     {"maxpool3x3_stride2_pad1", -2, 2, true, maxpool3x3_stride2_pad1},

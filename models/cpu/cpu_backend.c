@@ -99,6 +99,8 @@ static void destroy(backend *b)
     free(b->input);
     free(b->labels);
     free(b->scratch);
+    free(b->bn_partials);
+    free(b->bn_coef);
     for (int k = 0; k < 3; k++)
         free(b->blk[k]);
     if (b->stream)
@@ -137,6 +139,27 @@ static int allocate_layer(backend *b, int i, size_t *total)
         ok = (cl->keep = alloc_zeroed(out / sizeof(float), total));
     if (!ok)
         return cpu_fail(b, "out of memory at layer %s after %.2f GiB", l->name,
+                        *total / 1073741824.0);
+    return 0;
+}
+
+/* The partial sums of the batch norms whose input a convolution left blocked
+ * (cpu_dnnl.c), sized for the widest of them. */
+static int allocate_blocked_norms(backend *b, size_t *total)
+{
+    int widest = 0;
+    for (int i = 0; i < b->net->n_layers; i++) {
+        const layer *l = &b->net->layers[i];
+        if (l->type == LAYER_BN && l->inputs[0] != GRAPH_INPUT &&
+            b->layers[l->inputs[0]].block && l->in_shape.c > widest)
+            widest = l->in_shape.c;
+    }
+    if (widest == 0)
+        return 0;
+    size_t images = (size_t)b->cfg.batch;
+    if (!(b->bn_partials = alloc_zeroed(2 * images * widest * sizeof(double), total)) ||
+        !(b->bn_coef = alloc_zeroed(3 * (size_t)widest * sizeof(float), total)))
+        return cpu_fail(b, "out of memory for the batch norms' partial sums (%.2f GiB so far)",
                         *total / 1073741824.0);
     return 0;
 }
@@ -203,6 +226,8 @@ static backend *create(const network *net, const backend_config *cfg, char *err,
         if (b->blk_bytes[k] && !(b->blk[k] = alloc_zeroed(b->blk_bytes[k], &total)))
             rc = cpu_fail(b, "out of memory for oneDNN's blocked tensors (%.2f GiB so far)",
                           total / 1073741824.0);
+    if (rc == 0)
+        rc = allocate_blocked_norms(b, &total);
     b->diff_dst_blk_layer = -1;
     if (rc) {
         snprintf(err, err_len, "%s", b->err);
@@ -243,6 +268,13 @@ static int copy_buffer(backend *b, int i, buffer_kind kind, float *dst, const fl
     int64_t n = backend_buffer_elems(b->net, i, b->cfg.batch, kind);
     if (!buf || n == 0)
         return cpu_fail(b, "layer %s has no buffer of kind %d", b->net->layers[i].name, kind);
+    int block = b->layers[i].block;
+    if (block && (kind == BUF_OUTPUT || kind == BUF_OUTPUT_GRAD)) {
+        tensor_shape s = b->net->layers[i].out_shape;
+        cpu_layout_copy(dst ? dst : buf, dst ? buf : src, b->cfg.batch, s.c,
+                        (int64_t)s.h * s.w, block, !dst);
+        return 0;
+    }
     memcpy(dst ? dst : buf, dst ? buf : src, (size_t)n * sizeof(float));
     return 0;
 }

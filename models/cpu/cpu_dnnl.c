@@ -4,9 +4,10 @@
  * convolutions let oneDNN choose its layouts (format "any", in practice
  * nChw16c and OIhw16i16o) because its direct JIT kernels run several times
  * faster there than its GEMM path runs on NCHW, and reorder in and out around
- * each call, as PyTorch does with plain tensors. Blocked activations live in
- * three scratch buffers shared by all layers; blocked weights are kept per
- * layer between forward and backward-data.
+ * each call, as PyTorch does with plain tensors; only a convolution's output
+ * that a batch norm alone reads stays blocked (keep_blocked_output). Blocked
+ * activations live in three scratch buffers shared by all layers; blocked
+ * weights are kept per layer between forward and backward-data.
  * oneDNN 3.x replaced this op-descriptor API: this file is the one to port. */
 #include <stdio.h>
 #include <string.h>
@@ -315,6 +316,38 @@ static int setup_layouts(backend *b, int i, const layer_mds *md, dnnl_primitive_
     return 0;
 }
 
+/* A convolution whose output only a batch norm reads keeps that output and
+ * its gradient in the layout its forward chose, where that is nChw8c or
+ * nChw16c with nothing padded: the batch norm reads and writes the blocked
+ * layout itself (cpu_norm.c), and the step loses two reorders of the tensor
+ * (forward's dst out, backward's diff_dst in). Otherwise the plain NCHW. */
+static int keep_blocked_output(backend *b, int i, layer_mds *md,
+                               const_dnnl_primitive_desc_t fwd)
+{
+    const layer *l = &b->net->layers[i];
+    int consumer;
+    if (net_consumers(b->net, i, &consumer, 1) != 1 ||
+        b->net->layers[consumer].type != LAYER_BN)
+        return 0;
+    const dnnl_memory_desc_t *chosen = query_md(fwd, dnnl_query_dst_md);
+    dnnl_dims_t dims = {b->cfg.batch, l->out_shape.c, l->out_shape.h, l->out_shape.w};
+    const int blocks[] = {8, 16};
+    const dnnl_format_tag_t tags[] = {dnnl_nChw8c, dnnl_nChw16c};
+    for (int k = 0; k < 2; k++) {
+        if (l->out_shape.c % blocks[k])
+            continue;
+        dnnl_memory_desc_t blocked;
+        DNNL_CHECK(b, dnnl_memory_desc_init_by_tag(&blocked, 4, dims, dnnl_f32, tags[k]));
+        if (dnnl_memory_desc_equal(&blocked, chosen) &&
+            dnnl_memory_desc_get_size(&blocked) == dnnl_memory_desc_get_size(&md->dst)) {
+            md->dst = blocked;
+            b->layers[i].block = blocks[k];
+            break;
+        }
+    }
+    return 0;
+}
+
 int cpu_dnnl_setup(backend *b, int i)
 {
     const layer *l = &b->net->layers[i];
@@ -324,6 +357,8 @@ int cpu_dnnl_setup(backend *b, int i)
     dnnl_primitive_desc_t pds[PASS_UPDATE] = {NULL, NULL, NULL};
     int rc = l->type == LAYER_CONV ? setup_conv(b, i, &md, pds)
                                    : setup_inner_product(b, i, &md, pds);
+    if (rc == 0 && l->type == LAYER_CONV)
+        rc = keep_blocked_output(b, i, &md, pds[PASS_FWD]);
     if (rc == 0)
         rc = setup_layouts(b, i, &md, pds);
     for (int p = 0; p < PASS_UPDATE; p++)

@@ -1,6 +1,7 @@
 /* The CPU backend's state, shared by its files. oneDNN does the convolutions
  * and fully connected layers (cpu_dnnl.c); the memory-bound layers are plain
- * OpenMP loops over NCHW. Every oneDNN call goes through DNNL_CHECK. */
+ * OpenMP loops over NCHW (batch norm also over a convolution's blocked
+ * output: cpu_layer.block). Every oneDNN call goes through DNNL_CHECK. */
 #ifndef ROOFLINE_CPU_INTERNAL_H
 #define ROOFLINE_CPU_INTERNAL_H
 
@@ -35,6 +36,10 @@ typedef struct {
 
 typedef struct {
     float *out, *grad;              /* N x C x H x W */
+    /* channels per block of out and grad: 0, NCHW; 8 or 16, oneDNN's nChw8c
+     * or nChw16c (C a multiple of it, nothing padded), where a convolution
+     * hands its output to the batch norm that alone reads it (cpu_dnnl.c) */
+    int block;
     float *w, *dw, *vw;             /* weights, their gradient and momentum */
     float *bias, *dbias, *vbias;
     float *mean, *rstd;             /* batch norm: this batch's statistics */
@@ -61,6 +66,11 @@ struct backend {
     void *blk[3];                   /* blocked activations and weight gradients (cpu_dnnl.c) */
     size_t blk_bytes[3];
     int diff_dst_blk_layer;         /* whose blocked diff_dst blk[1] holds, or -1 */
+    /* batch norms over blocked inputs (cpu_norm.c): per image and channel
+     * partial sums, two arrays of batch x C doubles; per channel coefficients,
+     * 3 x C floats (forward: scale, shift; backward: k_dy, k_xhat, k_const) */
+    double *bn_partials;
+    float *bn_coef;
     layout_work reorders;           /* since the trace last took them (cpu_dnnl.c) */
     uint64_t forward_count;         /* dropout masks differ from step to step */
     float loss;                     /* of the last cpu_loss */
@@ -83,6 +93,10 @@ int cpu_fail(backend *b, const char *fmt, ...) __attribute__((format(printf, 2, 
 const float *cpu_input(const backend *b, int layer, int k);
 /* dst = src, or dst += src */
 void cpu_store(float *dst, const float *src, int64_t n, bool accumulate);
+
+/* NCHW <-> nChw{block}c of `images` x `channels` x `plane` floats (cpu_layout.c) */
+void cpu_layout_copy(float *dst, const float *src, int images, int channels, int64_t plane,
+                     int block, bool to_blocked);
 
 /* backend_ops.grad_storage (cpu_grad_storage.c) */
 int cpu_grad_storage(backend *b, int layer, buffer_kind kind, grad_memory *out);

@@ -1,11 +1,17 @@
 /* Batch norm in training mode over NCHW, one channel per OpenMP iteration, so
- * that every sum has one fixed order whatever the thread count. Sums are kept
- * in double. Running statistics follow PyTorch: momentum 0.1, the unbiased
- * variance. Backward is split as the step driver calls it: backward_weights
- * makes d-gamma and d-beta, backward_data uses them for dx. */
+ * that every sum has one fixed order whatever the thread count; or, where the
+ * convolution before hands over its output in oneDNN's nChw8c / nChw16c
+ * (cpu_layer.block), over that layout, one image's slice of 8 channels per
+ * iteration (cpu_norm_slices.c), the partial sums added in image order (fixed
+ * too). The output and its gradient are NCHW either way, the input's gradient
+ * in the input's layout. Sums are kept in double. Running statistics follow
+ * PyTorch: momentum 0.1, the unbiased variance. Backward is split as the step
+ * driver calls it: backward_weights makes d-gamma and d-beta, backward_data
+ * uses them for dx. */
 #include <math.h>
 
 #include "cpu_internal.h"
+#include "cpu_norm_slices.h"
 
 static const double bn_eps = 1e-5, bn_momentum = 0.1;
 
@@ -63,7 +69,24 @@ static void add_grad_sums(const float *dy, const float *x, double mean, int64_t 
     *dxc += combine(p);
 }
 
-int cpu_bn_forward(backend *b, int i)
+/* A channel's mean and rstd from its sums over m values, the running
+ * statistics, and the scale and shift that normalize it. */
+static void channel_statistics(cpu_layer *cl, int c, double sum, double sq, int64_t m,
+                               float *scale, float *shift)
+{
+    /* one pass: in double, E[x^2] - mean^2 loses nothing that matters here */
+    double mean = sum / m;
+    double var = fmax(sq / m - mean * mean, 0.0), rstd = 1.0 / sqrt(var + bn_eps);
+    *scale = (float)(cl->w[c] * rstd);
+    *shift = (float)(cl->bias[c] - mean * *scale);
+    cl->mean[c] = (float)mean;
+    cl->rstd[c] = (float)rstd;
+    double unbiased = m > 1 ? var * m / (m - 1) : var;
+    cl->run_mean[c] = (float)((1 - bn_momentum) * cl->run_mean[c] + bn_momentum * mean);
+    cl->run_var[c] = (float)((1 - bn_momentum) * cl->run_var[c] + bn_momentum * unbiased);
+}
+
+static int forward_plain(backend *b, int i)
 {
     const layer *l = &b->net->layers[i];
     cpu_layer *cl = &b->layers[i];
@@ -72,29 +95,22 @@ int cpu_bn_forward(backend *b, int i)
     int64_t plane = (int64_t)l->in_shape.h * l->in_shape.w, m = n * plane;
 #pragma omp parallel for schedule(static)
     for (int c = 0; c < channels; c++) {
-        /* one pass: in double, E[x^2] - mean^2 loses nothing that matters here */
         double sum = 0.0, sq = 0.0;
         for (int k = 0; k < n; k++)
             add_sums(x + ((int64_t)k * channels + c) * plane, plane, &sum, &sq);
-        double mean = sum / m;
-        double var = fmax(sq / m - mean * mean, 0.0), rstd = 1.0 / sqrt(var + bn_eps);
-        float scale = (float)(cl->w[c] * rstd), shift = (float)(cl->bias[c] - mean * scale);
+        float scale, shift;
+        channel_statistics(cl, c, sum, sq, m, &scale, &shift);
         for (int k = 0; k < n; k++) {
             const float *xp = x + ((int64_t)k * channels + c) * plane;
             float *yp = cl->out + ((int64_t)k * channels + c) * plane;
             for (int64_t j = 0; j < plane; j++)
                 yp[j] = xp[j] * scale + shift;
         }
-        cl->mean[c] = (float)mean;
-        cl->rstd[c] = (float)rstd;
-        double unbiased = m > 1 ? var * m / (m - 1) : var;
-        cl->run_mean[c] = (float)((1 - bn_momentum) * cl->run_mean[c] + bn_momentum * mean);
-        cl->run_var[c] = (float)((1 - bn_momentum) * cl->run_var[c] + bn_momentum * unbiased);
     }
     return 0;
 }
 
-int cpu_bn_backward_weights(backend *b, int i)
+static int backward_weights_plain(backend *b, int i)
 {
     const layer *l = &b->net->layers[i];
     cpu_layer *cl = &b->layers[i];
@@ -114,8 +130,20 @@ int cpu_bn_backward_weights(backend *b, int i)
     return 0;
 }
 
+/* dx = k_dy * dy - (k_xhat * x + k_const) for channel c over m values:
+ * k_xhat * x + k_const folds x-hat = (x - mean) * rstd into one FMA */
+static void data_coefficients(const cpu_layer *cl, int c, double m, float *k_dy, float *k_xhat,
+                              float *k_const)
+{
+    double mean = cl->mean[c], rstd = cl->rstd[c];
+    *k_dy = (float)(cl->w[c] * rstd);
+    *k_xhat = (float)(cl->w[c] * rstd * cl->dw[c] / m * rstd);
+    *k_const = (float)(cl->w[c] * rstd * cl->dbias[c] / m -
+                       mean * cl->w[c] * rstd * cl->dw[c] / m * rstd);
+}
+
 /* dx = gamma * rstd / M * (M * dy - d-beta - x-hat * d-gamma) */
-int cpu_bn_backward_data(backend *b, int i, bool accumulate)
+static int backward_data_plain(backend *b, int i, bool accumulate)
 {
     const layer *l = &b->net->layers[i];
     cpu_layer *cl = &b->layers[i];
@@ -126,19 +154,151 @@ int cpu_bn_backward_data(backend *b, int i, bool accumulate)
     double m = (double)n * plane;
 #pragma omp parallel for schedule(static)
     for (int c = 0; c < channels; c++) {
-        double mean = cl->mean[c], rstd = cl->rstd[c];
-        float k_dy = (float)(cl->w[c] * rstd);
-        float k_xhat = (float)(cl->w[c] * rstd * cl->dw[c] / m * rstd);
-        float k_const = (float)(cl->w[c] * rstd * cl->dbias[c] / m - mean * cl->w[c] * rstd *
-                                                                           cl->dw[c] / m * rstd);
+        float k_dy, k_xhat, k_const;
+        data_coefficients(cl, c, m, &k_dy, &k_xhat, &k_const);
         for (int k = 0; k < n; k++) {
             int64_t off = ((int64_t)k * channels + c) * plane;
             for (int64_t j = 0; j < plane; j++) {
-                /* k_xhat * x + k_const folds x-hat = (x - mean) * rstd into one FMA */
                 float g = k_dy * cl->grad[off + j] - (k_xhat * x[off + j] + k_const);
                 dx[off + j] = accumulate ? dx[off + j] + g : g;
             }
         }
     }
     return 0;
+}
+
+/* ---- over a blocked input: slices of 8 channels (cpu_norm_slices.c) ----- */
+
+/* the per-image partial sums of channel c, added in image order */
+static double image_sum(const double *partials, int images, int channels, int c)
+{
+    double total = 0.0;
+    for (int k = 0; k < images; k++)
+        total += partials[(int64_t)k * channels + c];
+    return total;
+}
+
+/* Where slice s (channels 8s..8s+7) of image k starts: in the blocked tensor
+ * (its positions B floats apart) and in the NCHW one. */
+static int64_t blocked_at(int k, int s, int channels, int64_t plane, int B)
+{
+    int c = 8 * s;
+    return ((int64_t)k * channels + c / B * B) * plane + c % B;
+}
+
+static int64_t plain_at(int k, int s, int channels, int64_t plane)
+{
+    return ((int64_t)k * channels + 8 * s) * plane;
+}
+
+/* Bytes of input a group of slices holds, so that normalizing reads it from
+ * the last-level cache after the sums have read it from DRAM: the mean needs
+ * every image, and over the whole tensor that second read would be from DRAM
+ * too (the plain loops go channel by channel for the same reason). */
+enum { GROUP_BYTES = 4 << 20 };
+
+static int forward_blocked(backend *b, int i, int B)
+{
+    const layer *l = &b->net->layers[i];
+    cpu_layer *cl = &b->layers[i];
+    const float *x = cpu_input(b, i, 0);
+    int n = b->cfg.batch, channels = l->in_shape.c, slices = channels / 8;
+    int64_t plane = (int64_t)l->in_shape.h * l->in_shape.w, m = n * plane;
+    double *sums = b->bn_partials, *sqs = b->bn_partials + (int64_t)n * channels;
+    float *scale = b->bn_coef, *shift = scale + channels;
+    int64_t slice_bytes = 8 * sizeof(float) * m;
+    int group = slice_bytes >= GROUP_BYTES ? 1 : (int)(GROUP_BYTES / slice_bytes);
+    for (int g0 = 0; g0 < slices; g0 += group) {
+        int g1 = g0 + group < slices ? g0 + group : slices;
+#pragma omp parallel
+        {
+#pragma omp for collapse(2) schedule(static)
+            for (int k = 0; k < n; k++)
+                for (int s = g0; s < g1; s++) {
+                    int64_t at = (int64_t)k * channels + 8 * s;
+                    bn_slice_sums(x + blocked_at(k, s, channels, plane, B), plane, B, sums + at,
+                                  sqs + at);
+                }
+#pragma omp for schedule(static)
+            for (int c = 8 * g0; c < 8 * g1; c++)
+                channel_statistics(cl, c, image_sum(sums, n, channels, c),
+                                   image_sum(sqs, n, channels, c), m, &scale[c], &shift[c]);
+#pragma omp for collapse(2) schedule(static)
+            for (int k = 0; k < n; k++)
+                for (int s = g0; s < g1; s++)
+                    bn_slice_normalize(x + blocked_at(k, s, channels, plane, B), plane, B,
+                                       cl->out + plain_at(k, s, channels, plane), scale + 8 * s,
+                                       shift + 8 * s);
+        }
+    }
+    return 0;
+}
+
+static int backward_weights_blocked(backend *b, int i, int B)
+{
+    const layer *l = &b->net->layers[i];
+    cpu_layer *cl = &b->layers[i];
+    const float *x = cpu_input(b, i, 0);
+    int n = b->cfg.batch, channels = l->in_shape.c, slices = channels / 8;
+    int64_t plane = (int64_t)l->in_shape.h * l->in_shape.w;
+    double *dbetas = b->bn_partials, *dxcs = b->bn_partials + (int64_t)n * channels;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int k = 0; k < n; k++)
+        for (int s = 0; s < slices; s++) {
+            int64_t at = (int64_t)k * channels + 8 * s;
+            bn_slice_grad_sums(cl->grad + plain_at(k, s, channels, plane),
+                               x + blocked_at(k, s, channels, plane, B), plane, B,
+                               cl->mean + 8 * s, dbetas + at, dxcs + at);
+        }
+    for (int c = 0; c < channels; c++) {
+        cl->dbias[c] = (float)image_sum(dbetas, n, channels, c);
+        cl->dw[c] = (float)(image_sum(dxcs, n, channels, c) * cl->rstd[c]);
+    }
+    return 0;
+}
+
+static int backward_data_blocked(backend *b, int i, bool accumulate, int B)
+{
+    const layer *l = &b->net->layers[i];
+    cpu_layer *cl = &b->layers[i];
+    const float *x = cpu_input(b, i, 0);
+    float *dx = b->layers[l->inputs[0]].grad;
+    int n = b->cfg.batch, channels = l->in_shape.c, slices = channels / 8;
+    int64_t plane = (int64_t)l->in_shape.h * l->in_shape.w;
+    float *k_dy = b->bn_coef, *k_xhat = k_dy + channels, *k_const = k_xhat + channels;
+    for (int c = 0; c < channels; c++)
+        data_coefficients(cl, c, (double)n * plane, &k_dy[c], &k_xhat[c], &k_const[c]);
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int k = 0; k < n; k++)
+        for (int s = 0; s < slices; s++) {
+            int64_t at = blocked_at(k, s, channels, plane, B);
+            bn_slice_data(cl->grad + plain_at(k, s, channels, plane), x + at, dx + at, plane, B,
+                          k_dy + 8 * s, k_xhat + 8 * s, k_const + 8 * s, accumulate);
+        }
+    return 0;
+}
+
+/* the block of the batch norm's input (0: NCHW) */
+static int input_block(const backend *b, int i)
+{
+    int in = b->net->layers[i].inputs[0];
+    return in == GRAPH_INPUT ? 0 : b->layers[in].block;
+}
+
+int cpu_bn_forward(backend *b, int i)
+{
+    int B = input_block(b, i);
+    return B ? forward_blocked(b, i, B) : forward_plain(b, i);
+}
+
+int cpu_bn_backward_weights(backend *b, int i)
+{
+    int B = input_block(b, i);
+    return B ? backward_weights_blocked(b, i, B) : backward_weights_plain(b, i);
+}
+
+int cpu_bn_backward_data(backend *b, int i, bool accumulate)
+{
+    int B = input_block(b, i);
+    return B ? backward_data_blocked(b, i, accumulate, B) : backward_data_plain(b, i, accumulate);
 }
