@@ -415,6 +415,65 @@ static int dropout(network *net)
     return net_dropout(net, "dropout", 0, 0.5f);
 }
 
+/* ---- the same layers between two convolutions, where the CPU backend keeps
+ * their tensors in oneDNN's channel-blocked layout (models/cpu/cpu_blocking.c):
+ * 32 channels (several blocks of 8 or 16) and 9 x 9 positions (ten tiles of 8
+ * and a tail of one in the batch norm's loops); a 1x1 convolution after the
+ * tested layer reads its output ------------------------------------------ */
+
+static int tail(network *net, int tested)
+{
+    net_conv(net, "tail", tested, net->layers[tested].out_shape.c, 1, 1, 0, 1, false);
+    return tested;
+}
+
+static int batch_norm_between_blocked_convs(network *net)
+{
+    stem(net, (tensor_shape){32, 9, 9});
+    return tail(net, net_bn(net, "bn", 0));
+}
+
+static int relu_between_blocked_convs(network *net)
+{
+    stem(net, (tensor_shape){32, 9, 9});
+    return tail(net, net_relu(net, "relu", 0));
+}
+
+static int relu6_between_blocked_convs(network *net)
+{
+    stem(net, (tensor_shape){32, 9, 9});
+    return tail(net, net_relu6(net, "relu6", 0));
+}
+
+static int maxpool3x3_stride2_pad1_between_blocked_convs(network *net)
+{
+    stem(net, (tensor_shape){32, 9, 9});
+    return tail(net, net_maxpool(net, "maxpool", 0, 3, 2, 1));
+}
+
+static int adaptive_avgpool_between_blocked_convs(network *net)
+{
+    stem(net, (tensor_shape){32, 9, 9});
+    return tail(net, net_avgpool(net, "pool7", 0, 7));
+}
+
+/* the fully connected layer reads the 1 x 1 planes as they are */
+static int global_avgpool_of_a_blocked_conv(network *net)
+{
+    stem(net, (tensor_shape){32, 9, 9});
+    int gap = net_avgpool(net, "gap", 0, 1);
+    net_fc(net, "fc", gap, 10);
+    return gap;
+}
+
+static int residual_add_between_blocked_convs(network *net)
+{
+    net_init(net, "test", 9, 1, (tensor_shape){32, 9, 9});
+    int a = net_conv(net, "a", GRAPH_INPUT, 32, 1, 1, 0, 1, false);
+    int b = net_conv(net, "b", GRAPH_INPUT, 32, 1, 1, 0, 1, false);
+    return tail(net, net_add(net, "add", a, b));
+}
+
 static const layer_case cases[] = {
     {"conv3x3_bias_vgg", -2, 2, false, conv3x3_bias_vgg},
     {"conv3x3_stride2_resnet", -2, 2, false, conv3x3_stride2_resnet},
@@ -450,6 +509,15 @@ static const layer_case cases[] = {
     {"adaptive_avgpool_up", -2, 2, false, adaptive_avgpool_up},
     {"residual_add", -2, 2, false, residual_add},
     {"dropout", 0.5f, 2, false, dropout},
+    {"batch_norm_between_blocked_convs", -2, 2, false, batch_norm_between_blocked_convs},
+    {"relu_between_blocked_convs", -2, 2, false, relu_between_blocked_convs},
+    {"relu6_between_blocked_convs", -3, 9, false, relu6_between_blocked_convs},
+    {"maxpool3x3_stride2_pad1_between_blocked_convs", -2, 2, true,
+     maxpool3x3_stride2_pad1_between_blocked_convs},
+    {"adaptive_avgpool_between_blocked_convs", -2, 2, false,
+     adaptive_avgpool_between_blocked_convs},
+    {"global_avgpool_of_a_blocked_conv", -2, 2, false, global_avgpool_of_a_blocked_conv},
+    {"residual_add_between_blocked_convs", -2, 2, false, residual_add_between_blocked_convs},
 };
 
 const layer_case *layer_cases(int *count)

@@ -8,6 +8,9 @@
 #include <stdlib.h>
 
 #include "../models/cpu/cpu_backend.h"
+#include "../models/cpu/cpu_blocking.h"
+#include "../models/cpu/cpu_internal.h"
+#include "../models/zoo.h"
 #include "layer_check.h"
 
 static void expect(void *ctx, bool ok, const char *message)
@@ -63,18 +66,60 @@ LAYER_TEST(adaptive_avgpool_down)
 LAYER_TEST(adaptive_avgpool_up)
 LAYER_TEST(residual_add)
 LAYER_TEST(dropout)
+LAYER_TEST(batch_norm_between_blocked_convs)
+LAYER_TEST(relu_between_blocked_convs)
+LAYER_TEST(relu6_between_blocked_convs)
+LAYER_TEST(maxpool3x3_stride2_pad1_between_blocked_convs)
+LAYER_TEST(adaptive_avgpool_between_blocked_convs)
+LAYER_TEST(global_avgpool_of_a_blocked_conv)
+LAYER_TEST(residual_add_between_blocked_convs)
+
+/* The cases above between convolutions do run on the blocked layout: the
+ * tested layer's input and output are oneDNN's nChw8c or nChw16c. */
+Test(layers, the_cases_between_convolutions_run_blocked, .timeout = 60)
+{
+    const char *names[] = {"batch_norm_between_blocked_convs",
+                           "relu_between_blocked_convs",
+                           "relu6_between_blocked_convs",
+                           "maxpool3x3_stride2_pad1_between_blocked_convs",
+                           "adaptive_avgpool_between_blocked_convs",
+                           "global_avgpool_of_a_blocked_conv",
+                           "residual_add_between_blocked_convs"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        const layer_case *c = layer_case_find(names[k]);
+        cr_assert_not_null(c, "no case %s", names[k]);
+        network net;
+        int tested = c->build(&net);
+        cr_assert_eq(net.status, NET_OK, "%s", net.err);
+        backend_config cfg = {.batch = LAYER_CHECK_BATCH, .threads = 1, .seed = 5};
+        char err[640];
+        backend *b = cpu_backend_ops.create(&net, &cfg, err, sizeof err);
+        cr_assert_not_null(b, "%s", err);
+        const layer *l = &net.layers[tested];
+        for (int i = 0; i < l->n_inputs; i++)
+            cr_expect_gt(b->layers[l->inputs[i]].block, 0, "%s: input %d is NCHW", names[k], i);
+        cr_expect_gt(b->layers[tested].block, 0, "%s: output is NCHW", names[k]);
+        cpu_backend_ops.destroy(b);
+        net_free(&net);
+    }
+}
 
 /* Max pool on plains with ties (values from {0, 1, 2}) and windows clipped on
  * every side of an oblong plane: each output is its window's maximum and its
  * gradient goes to the window's first maximum in row-major order, as in
  * PyTorch. The finite-difference cases above cannot see ties. */
-static void check_maxpool_ties(int h, int w, int kernel, int stride, int pad)
+static void check_pool_ties(int h, int w, int kernel, int stride, int pad, bool blocked)
 {
-    enum { N = 2, C = 3 };
+    enum { N = 2 };
+    /* with a convolution after it and 32 channels, the pool runs over the
+     * blocked layout (cpu_blocking.c) */
+    const int C = blocked ? 32 : 3;
     network net;
     net_init(&net, "test", h, 1, (tensor_shape){C, h, w});
     net_conv(&net, "stem", GRAPH_INPUT, C, 1, 1, 0, 1, false);
     int pool = net_maxpool(&net, "pool", 0, kernel, stride, pad);
+    if (blocked)
+        net_conv(&net, "tail", pool, C, 1, 1, 0, 1, false);
     cr_assert_eq(net.status, NET_OK, "%s", net.err);
     const layer *l = &net.layers[pool];
     int oh = l->out_shape.h, ow = l->out_shape.w;
@@ -82,6 +127,7 @@ static void check_maxpool_ties(int h, int w, int kernel, int stride, int pad)
     char err[640];
     backend *b = cpu_backend_ops.create(&net, &cfg, err, sizeof err);
     cr_assert_not_null(b, "%s", err);
+    cr_assert_eq(b->layers[pool].block > 0, blocked, "the pool's layout");
     int64_t n_in = (int64_t)N * C * h * w, n_out = (int64_t)N * C * oh * ow;
     float *x = calloc((size_t)n_in, sizeof *x), *dx = calloc((size_t)n_in, sizeof *dx);
     float *y = calloc((size_t)n_out, sizeof *y), *dy = calloc((size_t)n_out, sizeof *dy);
@@ -120,8 +166,8 @@ static void check_maxpool_ties(int h, int w, int kernel, int stride, int pad)
             }
     for (int64_t j = 0; j < n_in; j++)
         wrong += dx[j] != want_dx[j];
-    cr_expect_eq(wrong, 0, "max pool %dx%d/%d pad %d over %dx%d: %d values differ", kernel,
-                 kernel, stride, pad, h, w, wrong);
+    cr_expect_eq(wrong, 0, "max pool %dx%d/%d pad %d over %dx%d%s: %d values differ", kernel,
+                 kernel, stride, pad, h, w, blocked ? " (blocked)" : "", wrong);
     free(x);
     free(dx);
     free(y);
@@ -129,6 +175,12 @@ static void check_maxpool_ties(int h, int w, int kernel, int stride, int pad)
     free(want_dx);
     cpu_backend_ops.destroy(b);
     net_free(&net);
+}
+
+static void check_maxpool_ties(int h, int w, int kernel, int stride, int pad)
+{
+    check_pool_ties(h, w, kernel, stride, pad, false);
+    check_pool_ties(h, w, kernel, stride, pad, true);
 }
 
 Test(layers, maxpool_ties_go_to_the_first_maximum, .timeout = 60)
@@ -174,6 +226,172 @@ Test(layers, a_conv_hands_its_blocked_output_to_the_batch_norm, .timeout = 60)
     cr_expect_gt(to_relu, 0, "oneDNN kept the plain layout: nothing to hand over");
     cr_expect_eq(to_bn, to_relu - 1, "forward reorders: %d before a batch norm, %d before a ReLU",
                  to_bn, to_relu);
+}
+
+/* The reorders of the forward of a 1x1 convolution whose input comes from a
+ * convolution, a batch norm and then `between`. */
+static int chain_reorders(layer_type between)
+{
+    network net;
+    net_init(&net, "test", 6, 1, (tensor_shape){16, 6, 6});
+    int x = net_conv(&net, "conv1", GRAPH_INPUT, 16, 1, 1, 0, 1, false);
+    x = net_bn(&net, "bn1", x);
+    x = between == LAYER_RELU ? net_relu(&net, "relu", x) : net_dropout(&net, "drop", x, 0.5f);
+    int conv2 = net_conv(&net, "conv2", x, 16, 1, 1, 0, 1, false);
+    net_bn(&net, "bn2", conv2);
+    cr_assert_eq(net.status, NET_OK, "%s", net.err);
+    backend_config cfg = {.batch = 2, .threads = 2, .seed = 5};
+    char err[640], kernel[64];
+    backend *b = cpu_backend_ops.create(&net, &cfg, err, sizeof err);
+    cr_assert_not_null(b, "%s", err);
+    cr_assert_eq(cpu_backend_ops.forward(b, conv2), 0, "%s", cpu_backend_ops.error(b));
+    layout_work work;
+    cpu_backend_ops.take_layout_work(b, &work, kernel, sizeof kernel);
+    cpu_backend_ops.destroy(b);
+    net_free(&net);
+    return work.count;
+}
+
+/* conv -> BN -> ReLU -> conv: the second convolution reads its input as the
+ * chain left it, blocked, one reorder fewer than after dropout (NCHW). */
+Test(layers, a_conv_reads_a_blocked_chain_without_a_reorder, .timeout = 60)
+{
+    int after_relu = chain_reorders(LAYER_RELU), after_dropout = chain_reorders(LAYER_DROPOUT);
+    cr_expect_gt(after_dropout, 0, "oneDNN kept the plain layout: nothing to keep blocked");
+    cr_expect_eq(after_relu, after_dropout - 1,
+                 "forward reorders: %d after a ReLU, %d after dropout", after_relu, after_dropout);
+}
+
+/* ---- the blocking plan (models/cpu/cpu_blocking.c) on the zoo --------------- */
+
+static bool keeps_layout(layer_type t)
+{
+    return t == LAYER_BN || t == LAYER_RELU || t == LAYER_RELU6 || t == LAYER_ADD ||
+           t == LAYER_MAXPOOL || t == LAYER_AVGPOOL;
+}
+
+/* Every blocked tensor can be written so by its producer and read so by each
+ * of its consumers; returns how many violate that. */
+static int plan_violations(const network *net, const int *src, const int *dst,
+                           const int *block)
+{
+    int bad = 0;
+    for (int i = 0; i < net->n_layers; i++) {
+        const layer *l = &net->layers[i];
+        int B = block[i];
+        if (!B)
+            continue;
+        bool ok = i != net->n_layers - 1 && l->out_shape.c % B == 0;
+        if (l->type == LAYER_CONV)
+            ok = ok && dst[i] == B;
+        else if (keeps_layout(l->type))
+            for (int k = 0; k < l->n_inputs; k++)
+                ok = ok && l->inputs[k] != GRAPH_INPUT && block[l->inputs[k]] == B;
+        else
+            ok = false;
+        for (int c = i + 1; c < net->n_layers; c++) {
+            const layer *u = &net->layers[c];
+            for (int k = 0; k < u->n_inputs; k++) {
+                if (u->inputs[k] != i)
+                    continue;
+                if (u->type == LAYER_CONV)
+                    ok = ok && src[c] == B;
+                else if (u->type == LAYER_FC || u->type == LAYER_DROPOUT)
+                    ok = ok && l->out_shape.h == 1 && l->out_shape.w == 1;
+                else if (u->type != LAYER_BN)
+                    ok = ok && keeps_layout(u->type) && block[c] == B;
+            }
+        }
+        if (!ok) {
+            cr_log_error("%s: layer %s cannot be blocked by %d", net->model, l->name, B);
+            bad++;
+        }
+    }
+    return bad;
+}
+
+typedef struct {
+    network net;
+    int *src, *dst, *block;
+    int blocked;
+} zoo_plan;
+
+/* the plan of `model` at 224 where every convolution chose `in_block` for its
+ * input and `out_block` for its output (0 where the channels do not divide) */
+static zoo_plan plan_zoo(const char *model, int in_block, int out_block)
+{
+    zoo_plan z;
+    cr_assert_eq(zoo_build(&z.net, model, 224, 1000), NET_OK, "%s", z.net.err);
+    int n = z.net.n_layers;
+    z.src = calloc(3 * (size_t)n, sizeof(int));
+    cr_assert_not_null(z.src);
+    z.dst = z.src + n;
+    z.block = z.src + 2 * n;
+    for (int i = 0; i < n; i++) {
+        const layer *l = &z.net.layers[i];
+        if (l->type != LAYER_CONV)
+            continue;
+        z.src[i] = l->in_shape.c % in_block ? 0 : in_block;
+        z.dst[i] = l->out_shape.c % out_block ? 0 : out_block;
+    }
+    z.blocked = cpu_decide_blocks(&z.net, z.src, z.dst, z.block);
+    cr_expect_eq(plan_violations(&z.net, z.src, z.dst, z.block), 0, "%s", model);
+    return z;
+}
+
+static void free_plan(zoo_plan *z)
+{
+    free(z->src);
+    net_free(&z->net);
+}
+
+/* With every convolution on nChw16c, ResNet and MobileNetV2 stay blocked from
+ * the stem to the global pool; VGG-16 up to its last convolution, whose
+ * output the classifier flattens. */
+Test(layers, the_zoo_stays_blocked_between_its_convolutions)
+{
+    const char *models[] = {"resnet18", "resnet50", "mobilenet_v2", "vgg16"};
+    for (size_t k = 0; k < 4; k++) {
+        zoo_plan z = plan_zoo(models[k], 16, 16);
+        /* NCHW: the classifier, and the tensors whose channels make no whole
+         * block (MobileNetV2's 24: two convolutions, their batch norms, an add) */
+        int plain = 0;
+        for (int i = 0; i < z.net.n_layers; i++) {
+            const layer *l = &z.net.layers[i];
+            plain += l->type == LAYER_FC || l->type == LAYER_DROPOUT ||
+                     l->out_shape.c % 16 != 0 || (l->out_shape.h == 1 && l->type == LAYER_RELU);
+        }
+        int want = z.net.n_layers - plain;
+        if (k == 3)
+            want -= 3; /* VGG-16's last convolution, its ReLU and its pool */
+        cr_expect_eq(z.blocked, want, "%s: %d of %d layers blocked, want %d", models[k],
+                     z.blocked, z.net.n_layers, want);
+        free_plan(&z);
+    }
+}
+
+/* Where the convolutions read another block than they write, none reads a
+ * blocked input, and each one's output that a batch norm alone reads (the
+ * batch norm takes any block) stays blocked. */
+Test(layers, mismatched_blocks_leave_every_conv_input_plain)
+{
+    const char *models[] = {"resnet18", "resnet50", "mobilenet_v2", "vgg16"};
+    for (size_t k = 0; k < 4; k++) {
+        zoo_plan z = plan_zoo(models[k], 16, 8);
+        for (int i = 0; i < z.net.n_layers; i++) {
+            const layer *l = &z.net.layers[i];
+            if (l->type != LAYER_CONV)
+                continue;
+            int consumer;
+            bool to_bn = net_consumers(&z.net, i, &consumer, 1) == 1 &&
+                         z.net.layers[consumer].type == LAYER_BN;
+            cr_expect(l->inputs[0] == GRAPH_INPUT || z.block[l->inputs[0]] == 0,
+                      "%s: layer %s reads a blocked input", models[k], l->name);
+            if (to_bn)
+                cr_expect_eq(z.block[i], 8, "%s: layer %s", models[k], l->name);
+        }
+        free_plan(&z);
+    }
 }
 
 /* worst |got - want| / (1 + |want|) over n values */
@@ -289,6 +507,6 @@ Test(layers, every_case_is_run)
 {
     int n;
     layer_cases(&n);
-    cr_expect_eq(n, 29, "add a LAYER_TEST for each new case");
+    cr_expect_eq(n, 36, "add a LAYER_TEST for each new case");
 }
 #endif /* HAVE_DNNL */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_blocking.h"
 #include "cpu_internal.h"
 
 const memplan_rules cpu_memplan_rules = {.add_in_place = false};
@@ -143,8 +144,8 @@ static int allocate_layer(backend *b, int i, size_t *total)
     return 0;
 }
 
-/* The partial sums of the batch norms whose input a convolution left blocked
- * (cpu_dnnl.c), sized for the widest of them. */
+/* The partial sums of the batch norms over a blocked input
+ * (cpu_blocking.c), sized for the widest of them. */
 static int allocate_blocked_norms(backend *b, size_t *total)
 {
     int widest = 0;
@@ -161,6 +162,30 @@ static int allocate_blocked_norms(backend *b, size_t *total)
         !(b->bn_coef = alloc_zeroed(3 * (size_t)widest * sizeof(float), total)))
         return cpu_fail(b, "out of memory for the batch norms' partial sums (%.2f GiB so far)",
                         *total / 1073741824.0);
+    return 0;
+}
+
+static bool uses_dnnl(const network *net, int i)
+{
+    return net->layers[i].type == LAYER_CONV || net->layers[i].type == LAYER_FC;
+}
+
+/* every layer's block (cpu_blocking.c), from the layouts the convolutions chose */
+static int decide_blocks(backend *b)
+{
+    int n = b->net->n_layers;
+    int *chosen = calloc(3 * (size_t)n, sizeof *chosen);
+    if (!chosen)
+        return cpu_fail(b, "out of memory planning the layouts");
+    int *src = chosen, *dst = chosen + n, *block = chosen + 2 * n;
+    for (int i = 0; i < n; i++) {
+        src[i] = b->layers[i].dnnl.chosen_src_block;
+        dst[i] = b->layers[i].dnnl.chosen_dst_block;
+    }
+    cpu_decide_blocks(b->net, src, dst, block);
+    for (int i = 0; i < n; i++)
+        b->layers[i].block = block[i];
+    free(chosen);
     return 0;
 }
 
@@ -217,11 +242,14 @@ static backend *create(const network *net, const backend_config *cfg, char *err,
         rc = cpu_fail(b, "oneDNN: cannot create a stream");
     for (int i = 0; rc == 0 && i < net->n_layers; i++)
         rc = allocate_layer(b, i, &total);
-    for (int i = 0; rc == 0 && i < net->n_layers; i++) {
-        layer_type t = net->layers[i].type;
-        if (t == LAYER_CONV || t == LAYER_FC)
-            rc = cpu_dnnl_setup(b, i);
-    }
+    for (int i = 0; rc == 0 && i < net->n_layers; i++)
+        if (uses_dnnl(net, i))
+            rc = cpu_dnnl_plan(b, i);
+    if (rc == 0)
+        rc = decide_blocks(b);
+    for (int i = 0; rc == 0 && i < net->n_layers; i++)
+        if (uses_dnnl(net, i))
+            rc = cpu_dnnl_bind(b, i);
     for (int k = 0; rc == 0 && k < 3; k++)
         if (b->blk_bytes[k] && !(b->blk[k] = alloc_zeroed(b->blk_bytes[k], &total)))
             rc = cpu_fail(b, "out of memory for oneDNN's blocked tensors (%.2f GiB so far)",

@@ -1,13 +1,15 @@
 /* Convolution and fully connected layers on oneDNN 2.x's C API: forward
  * (training), backward-data and backward-weights primitives made once per
- * layer. The backend's tensors are plain NCHW / OIHW (GOIHW for groups);
- * convolutions let oneDNN choose its layouts (format "any", in practice
- * nChw16c and OIhw16i16o) because its direct JIT kernels run several times
- * faster there than its GEMM path runs on NCHW, and reorder in and out around
- * each call, as PyTorch does with plain tensors; only a convolution's output
- * that a batch norm alone reads stays blocked (keep_blocked_output). Blocked
- * activations live in three scratch buffers shared by all layers; blocked
- * weights are kept per layer between forward and backward-data.
+ * layer. The backend's weights are plain OIHW (GOIHW for groups), its
+ * activations NCHW or blocked (below); convolutions let oneDNN choose its
+ * layouts (format "any", in practice nChw16c and OIhw16i16o) because its
+ * direct JIT kernels run several times faster there than its GEMM path runs
+ * on NCHW. Where cpu_blocking.c keeps a convolution's input or output in the
+ * layout its forward chose (nChw8c or nChw16c), the primitive works on the
+ * tensor itself; elsewhere a reorder in and out around each call, as PyTorch
+ * does with plain tensors. Blocked copies of activations live in three
+ * scratch buffers shared by all layers; blocked weights are kept per layer
+ * between forward and backward-data.
  * oneDNN 3.x replaced this op-descriptor API: this file is the one to port. */
 #include <stdio.h>
 #include <string.h>
@@ -45,6 +47,10 @@ void cpu_dnnl_destroy(dnnl_layer *d)
                              &d->diff_src_blk, &d->diff_weights_blk, &d->weights_blk_d};
     for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
         destroy_memory(mems[i]);
+    for (int p = 0; p < PASS_UPDATE; p++)
+        if (d->pd[p])
+            dnnl_primitive_desc_destroy(d->pd[p]);
+    memset(d->pd, 0, sizeof d->pd);
 }
 
 typedef struct {
@@ -316,54 +322,74 @@ static int setup_layouts(backend *b, int i, const layer_mds *md, dnnl_primitive_
     return 0;
 }
 
-/* A convolution whose output only a batch norm reads keeps that output and
- * its gradient in the layout its forward chose, where that is nChw8c or
- * nChw16c with nothing padded: the batch norm reads and writes the blocked
- * layout itself (cpu_norm.c), and the step loses two reorders of the tensor
- * (forward's dst out, backward's diff_dst in). Otherwise the plain NCHW. */
-static int keep_blocked_output(backend *b, int i, layer_mds *md,
-                               const_dnnl_primitive_desc_t fwd)
+/* The block (8 or 16) of a layout a primitive chose for a tensor of `dims`,
+ * where it is oneDNN's nChw8c or nChw16c with nothing padded; else 0. */
+static int chosen_block(backend *b, const dnnl_memory_desc_t *chosen, const dnnl_dims_t dims,
+                        int *block)
 {
-    const layer *l = &b->net->layers[i];
-    int consumer;
-    if (net_consumers(b->net, i, &consumer, 1) != 1 ||
-        b->net->layers[consumer].type != LAYER_BN)
-        return 0;
-    const dnnl_memory_desc_t *chosen = query_md(fwd, dnnl_query_dst_md);
-    dnnl_dims_t dims = {b->cfg.batch, l->out_shape.c, l->out_shape.h, l->out_shape.w};
     const int blocks[] = {8, 16};
     const dnnl_format_tag_t tags[] = {dnnl_nChw8c, dnnl_nChw16c};
+    *block = 0;
     for (int k = 0; k < 2; k++) {
-        if (l->out_shape.c % blocks[k])
+        if (dims[1] % blocks[k])
             continue;
         dnnl_memory_desc_t blocked;
         DNNL_CHECK(b, dnnl_memory_desc_init_by_tag(&blocked, 4, dims, dnnl_f32, tags[k]));
-        if (dnnl_memory_desc_equal(&blocked, chosen) &&
-            dnnl_memory_desc_get_size(&blocked) == dnnl_memory_desc_get_size(&md->dst)) {
-            md->dst = blocked;
-            b->layers[i].block = blocks[k];
-            break;
-        }
+        if (dnnl_memory_desc_equal(&blocked, chosen))
+            *block = blocks[k];
     }
     return 0;
 }
 
-int cpu_dnnl_setup(backend *b, int i)
+/* md's plain 4-d descriptor replaced by its nChw{block}c one (block 0: kept) */
+static int block_md(backend *b, dnnl_memory_desc_t *md, int block)
+{
+    if (!block)
+        return 0;
+    dnnl_dims_t dims;
+    memcpy(dims, md->dims, sizeof dims);
+    DNNL_CHECK(b, dnnl_memory_desc_init_by_tag(md, 4, dims, dnnl_f32,
+                                               block == 8 ? dnnl_nChw8c : dnnl_nChw16c));
+    return 0;
+}
+
+int cpu_dnnl_plan(backend *b, int i)
 {
     const layer *l = &b->net->layers[i];
+    dnnl_layer *d = &b->layers[i].dnnl;
     layer_mds md;
     if (describe(b, i, &md))
         return -1;
-    dnnl_primitive_desc_t pds[PASS_UPDATE] = {NULL, NULL, NULL};
-    int rc = l->type == LAYER_CONV ? setup_conv(b, i, &md, pds)
-                                   : setup_inner_product(b, i, &md, pds);
+    if (l->type == LAYER_FC)
+        return setup_inner_product(b, i, &md, d->pd);
+    if (setup_conv(b, i, &md, d->pd))
+        return -1;
+    return chosen_block(b, query_md(d->pd[PASS_FWD], dnnl_query_src_md), md.src.dims,
+                        &d->chosen_src_block) ||
+           chosen_block(b, query_md(d->pd[PASS_FWD], dnnl_query_dst_md), md.dst.dims,
+                        &d->chosen_dst_block);
+}
+
+/* A convolution's input or output that cpu_blocking.c left blocked is that
+ * layout on the backend's side too: no reorder where the primitive chose it
+ * (the fully connected layers read blocked inputs only over 1 x 1 planes,
+ * the same bytes as NCHW). */
+int cpu_dnnl_bind(backend *b, int i)
+{
+    const layer *l = &b->net->layers[i];
+    dnnl_layer *d = &b->layers[i].dnnl;
+    layer_mds md;
+    int in = l->inputs[0];
+    int rc = describe(b, i, &md);
     if (rc == 0 && l->type == LAYER_CONV)
-        rc = keep_blocked_output(b, i, &md, pds[PASS_FWD]);
+        rc = block_md(b, &md.src, in == GRAPH_INPUT ? 0 : b->layers[in].block) ||
+             block_md(b, &md.dst, b->layers[i].block);
     if (rc == 0)
-        rc = setup_layouts(b, i, &md, pds);
+        rc = setup_layouts(b, i, &md, d->pd);
     for (int p = 0; p < PASS_UPDATE; p++)
-        if (pds[p])
-            dnnl_primitive_desc_destroy(pds[p]);
+        if (d->pd[p])
+            dnnl_primitive_desc_destroy(d->pd[p]);
+    memset(d->pd, 0, sizeof d->pd);
     return rc;
 }
 

@@ -1,7 +1,8 @@
 /* The CPU backend's state, shared by its files. oneDNN does the convolutions
  * and fully connected layers (cpu_dnnl.c); the memory-bound layers are plain
- * OpenMP loops over NCHW (batch norm also over a convolution's blocked
- * output: cpu_layer.block). Every oneDNN call goes through DNNL_CHECK. */
+ * OpenMP loops over NCHW or over oneDNN's channel-blocked layout where the
+ * convolutions around them take it (cpu_layer.block, cpu_blocking.c). Every
+ * oneDNN call goes through DNNL_CHECK. */
 #ifndef ROOFLINE_CPU_INTERNAL_H
 #define ROOFLINE_CPU_INTERNAL_H
 
@@ -32,13 +33,18 @@ typedef struct {
     dnnl_primitive_t src_in, weights_in, dst_out;                 /* reorders */
     dnnl_primitive_t src_in_w, diff_dst_in, diff_weights_out;
     dnnl_primitive_t diff_dst_in_d, diff_src_out, diff_src_add, weights_in_d;
+    /* between cpu_dnnl_plan and cpu_dnnl_bind: the primitives' descriptors,
+     * and the blocks (8, 16; 0: another layout) of the input and output
+     * layouts a convolution's forward chose */
+    dnnl_primitive_desc_t pd[PASS_UPDATE];
+    int chosen_src_block, chosen_dst_block;
 } dnnl_layer;
 
 typedef struct {
     float *out, *grad;              /* N x C x H x W */
     /* channels per block of out and grad: 0, NCHW; 8 or 16, oneDNN's nChw8c
-     * or nChw16c (C a multiple of it, nothing padded), where a convolution
-     * hands its output to the batch norm that alone reads it (cpu_dnnl.c) */
+     * or nChw16c (C a multiple of it, nothing padded), where the layer can
+     * write that layout and its consumers read it (cpu_blocking.c) */
     int block;
     float *w, *dw, *vw;             /* weights, their gradient and momentum */
     float *bias, *dbias, *vbias;
@@ -101,7 +107,10 @@ void cpu_layout_copy(float *dst, const float *src, int images, int channels, int
 /* backend_ops.grad_storage (cpu_grad_storage.c) */
 int cpu_grad_storage(backend *b, int layer, buffer_kind kind, grad_memory *out);
 
-int cpu_dnnl_setup(backend *b, int layer);
+/* a convolution's or fully connected layer's primitives, then, once every
+ * layer's block is known, its memory objects and reorders */
+int cpu_dnnl_plan(backend *b, int layer);
+int cpu_dnnl_bind(backend *b, int layer);
 void cpu_dnnl_destroy(dnnl_layer *d);
 int cpu_dnnl_forward(backend *b, int layer);
 int cpu_dnnl_backward_data(backend *b, int layer, bool accumulate);

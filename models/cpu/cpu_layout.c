@@ -1,6 +1,6 @@
 /* Copies between the host layout (NCHW) and the channel-blocked layout
- * (oneDNN's nChw8c / nChw16c) that a convolution hands to the batch norm
- * after it (cpu_dnnl.c keep_blocked_output), for read and write. */
+ * (oneDNN's nChw8c / nChw16c) that activations keep between convolutions
+ * (cpu_blocking.c), for read and write. */
 #include "cpu_internal.h"
 
 void cpu_layout_copy(float *dst, const float *src, int images, int channels, int64_t plane,

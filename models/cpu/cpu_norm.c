@@ -1,10 +1,11 @@
 /* Batch norm in training mode over NCHW, one channel per OpenMP iteration, so
  * that every sum has one fixed order whatever the thread count; or, where the
  * convolution before hands over its output in oneDNN's nChw8c / nChw16c
- * (cpu_layer.block), over that layout, one image's slice of 8 channels per
- * iteration (cpu_norm_slices.c), the partial sums added in image order (fixed
- * too). The output and its gradient are NCHW either way, the input's gradient
- * in the input's layout. Sums are kept in double. Running statistics follow
+ * (cpu_layer.block, cpu_blocking.c), over that layout, one image's slice of 8
+ * channels per iteration (cpu_norm_slices.c), the partial sums added in image
+ * order (fixed too). The output and its gradient are then in that layout too,
+ * or NCHW where a consumer needs it; the input's gradient is in the input's
+ * layout. Sums are kept in double. Running statistics follow
  * PyTorch: momentum 0.1, the unbiased variance. Backward is split as the step
  * driver calls it: backward_weights makes d-gamma and d-beta, backward_data
  * uses them for dx. */
@@ -178,16 +179,20 @@ static double image_sum(const double *partials, int images, int channels, int c)
     return total;
 }
 
-/* Where slice s (channels 8s..8s+7) of image k starts: in the blocked tensor
- * (its positions B floats apart) and in the NCHW one. */
+/* Where slice s (channels 8s..8s+7) of image k starts in the blocked tensor
+ * (its positions B floats apart). */
 static int64_t blocked_at(int k, int s, int channels, int64_t plane, int B)
 {
     int c = 8 * s;
     return ((int64_t)k * channels + c / B * B) * plane + c % B;
 }
 
-static int64_t plain_at(int k, int s, int channels, int64_t plane)
+/* the same slice of the output (and its gradient): blocked as the input, or
+ * NCHW */
+static int64_t out_at(const cpu_layer *cl, int k, int s, int channels, int64_t plane)
 {
+    if (cl->block)
+        return blocked_at(k, s, channels, plane, cl->block);
     return ((int64_t)k * channels + 8 * s) * plane;
 }
 
@@ -227,8 +232,8 @@ static int forward_blocked(backend *b, int i, int B)
             for (int k = 0; k < n; k++)
                 for (int s = g0; s < g1; s++)
                     bn_slice_normalize(x + blocked_at(k, s, channels, plane, B), plane, B,
-                                       cl->out + plain_at(k, s, channels, plane), scale + 8 * s,
-                                       shift + 8 * s);
+                                       cl->out + out_at(cl, k, s, channels, plane), cl->block,
+                                       scale + 8 * s, shift + 8 * s);
         }
     }
     return 0;
@@ -246,7 +251,7 @@ static int backward_weights_blocked(backend *b, int i, int B)
     for (int k = 0; k < n; k++)
         for (int s = 0; s < slices; s++) {
             int64_t at = (int64_t)k * channels + 8 * s;
-            bn_slice_grad_sums(cl->grad + plain_at(k, s, channels, plane),
+            bn_slice_grad_sums(cl->grad + out_at(cl, k, s, channels, plane), cl->block,
                                x + blocked_at(k, s, channels, plane, B), plane, B,
                                cl->mean + 8 * s, dbetas + at, dxcs + at);
         }
@@ -272,7 +277,8 @@ static int backward_data_blocked(backend *b, int i, bool accumulate, int B)
     for (int k = 0; k < n; k++)
         for (int s = 0; s < slices; s++) {
             int64_t at = blocked_at(k, s, channels, plane, B);
-            bn_slice_data(cl->grad + plain_at(k, s, channels, plane), x + at, dx + at, plane, B,
+            bn_slice_data(cl->grad + out_at(cl, k, s, channels, plane), cl->block, x + at, dx + at,
+                          plane, B,
                           k_dy + 8 * s, k_xhat + 8 * s, k_const + 8 * s, accumulate);
         }
     return 0;

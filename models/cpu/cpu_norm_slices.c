@@ -1,12 +1,19 @@
 /* Batch norm's loops over a blocked input (cpu_norm.c): one image's slice of
  * 8 channels of an nChw8c or nChw16c tensor, whose position p holds the 8
  * channels at xs[p * stride .. + 8). The output and the output's gradient are
- * NCHW: the 8 planes of the slice at y + c * plane. Where they meet, 8 x 8
- * tiles are transposed in AVX registers; gcc makes scalar moves of such
- * strided loops, which ran at a third of the plain loops' bandwidth. The
- * positions after the last multiple of 8, and machines without AVX, take the
- * scalar loops. Sums are in double, in a fixed order. */
+ * in the same layout, or NCHW: the 8 planes of the slice at y + c * plane.
+ * Where the two layouts meet, 8 x 8 tiles are transposed in AVX registers;
+ * gcc makes scalar moves of such strided loops, which ran at a third of the
+ * plain loops' bandwidth. The positions after the last multiple of 8, and
+ * machines without AVX, take the scalar loops. Sums are in double, in a fixed
+ * order. */
 #include "cpu_norm_slices.h"
+
+/* where channel c of position p is on the output's side of the slice */
+static inline int64_t out_at(int64_t p, int c, int64_t plane, int stride, bool blocked)
+{
+    return blocked ? p * stride + c : c * plane + p;
+}
 
 #ifdef __AVX__
 #include <immintrin.h>
@@ -41,11 +48,17 @@ static inline __m256d high_half(__m256 v)
     return _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
 }
 
-/* the 8 positions p.. of the slice's 8 NCHW planes, as 8 channel vectors */
-static inline void load_positions(const float *plain, int64_t plane, int64_t p, __m256 r[8])
+/* the positions p..p+7 of the slice's output side, as 8 channel vectors */
+static inline void load_positions(const float *y, int64_t plane, int stride, bool blocked,
+                                  int64_t p, __m256 r[8])
 {
+    if (blocked) {
+        for (int t = 0; t < 8; t++)
+            r[t] = _mm256_loadu_ps(y + (p + t) * stride);
+        return;
+    }
     for (int c = 0; c < 8; c++)
-        r[c] = _mm256_loadu_ps(plain + c * plane + p);
+        r[c] = _mm256_loadu_ps(y + c * plane + p);
     transpose8(r);
 }
 #endif
@@ -82,11 +95,17 @@ void bn_slice_sums(const float *xs, int64_t plane, int stride, double sum[8], do
         }
 }
 
-void bn_slice_normalize(const float *xs, int64_t plane, int stride, float *y,
+void bn_slice_normalize(const float *xs, int64_t plane, int stride, float *y, bool y_blocked,
                         const float scale[8], const float shift[8])
 {
     int64_t p = 0;
 #ifdef __AVX__
+    if (y_blocked) {
+        __m256 sc = _mm256_loadu_ps(scale), sh = _mm256_loadu_ps(shift);
+        for (; p < plane; p++)
+            _mm256_storeu_ps(y + p * stride,
+                             _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(xs + p * stride), sc), sh));
+    }
     for (; p + 8 <= plane; p += 8) {
         __m256 r[8];
         for (int t = 0; t < 8; t++)
@@ -100,11 +119,11 @@ void bn_slice_normalize(const float *xs, int64_t plane, int stride, float *y,
 #endif
     for (; p < plane; p++)
         for (int c = 0; c < 8; c++)
-            y[c * plane + p] = xs[p * stride + c] * scale[c] + shift[c];
+            y[out_at(p, c, plane, stride, y_blocked)] = xs[p * stride + c] * scale[c] + shift[c];
 }
 
-void bn_slice_grad_sums(const float *dy, const float *xs, int64_t plane, int stride,
-                        const float mean[8], double dbeta[8], double dxc[8])
+void bn_slice_grad_sums(const float *dy, bool dy_blocked, const float *xs, int64_t plane,
+                        int stride, const float mean[8], double dbeta[8], double dxc[8])
 {
     int64_t p = 0;
     for (int c = 0; c < 8; c++)
@@ -116,7 +135,7 @@ void bn_slice_grad_sums(const float *dy, const float *xs, int64_t plane, int str
     __m256d m[2] = {low_half(mv), high_half(mv)};
     for (; p + 8 <= plane; p += 8) {
         __m256 r[8];
-        load_positions(dy, plane, p, r);
+        load_positions(dy, plane, stride, dy_blocked, p, r);
         for (int t = 0; t < 8; t++) {
             __m256 x = _mm256_loadu_ps(xs + (p + t) * stride);
             __m256d g[2] = {low_half(r[t]), high_half(r[t])}, xd[2] = {low_half(x), high_half(x)};
@@ -133,14 +152,14 @@ void bn_slice_grad_sums(const float *dy, const float *xs, int64_t plane, int str
 #endif
     for (; p < plane; p++)
         for (int c = 0; c < 8; c++) {
-            double g = dy[c * plane + p];
+            double g = dy[out_at(p, c, plane, stride, dy_blocked)];
             dbeta[c] += g;
             dxc[c] += g * (xs[p * stride + c] - (double)mean[c]);
         }
 }
 
-void bn_slice_data(const float *dy, const float *xs, float *dxs, int64_t plane, int stride,
-                   const float k_dy[8], const float k_xhat[8], const float k_const[8],
+void bn_slice_data(const float *dy, bool dy_blocked, const float *xs, float *dxs, int64_t plane,
+                   int stride, const float k_dy[8], const float k_xhat[8], const float k_const[8],
                    bool accumulate)
 {
     int64_t p = 0;
@@ -148,7 +167,7 @@ void bn_slice_data(const float *dy, const float *xs, float *dxs, int64_t plane, 
     __m256 kd = _mm256_loadu_ps(k_dy), kx = _mm256_loadu_ps(k_xhat), kc = _mm256_loadu_ps(k_const);
     for (; p + 8 <= plane; p += 8) {
         __m256 r[8];
-        load_positions(dy, plane, p, r);
+        load_positions(dy, plane, stride, dy_blocked, p, r);
         for (int t = 0; t < 8; t++) {
             float *at = dxs + (p + t) * stride;
             __m256 x = _mm256_loadu_ps(xs + (p + t) * stride);
@@ -160,7 +179,8 @@ void bn_slice_data(const float *dy, const float *xs, float *dxs, int64_t plane, 
 #endif
     for (; p < plane; p++)
         for (int c = 0; c < 8; c++) {
-            float g = k_dy[c] * dy[c * plane + p] - (k_xhat[c] * xs[p * stride + c] + k_const[c]);
+            float g = k_dy[c] * dy[out_at(p, c, plane, stride, dy_blocked)] -
+                      (k_xhat[c] * xs[p * stride + c] + k_const[c]);
             float *at = dxs + p * stride + c;
             *at = accumulate ? *at + g : g;
         }
