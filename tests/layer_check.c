@@ -71,15 +71,34 @@ static void write_values(session *s, int layer, buffer_kind kind, const float *f
     op_ok(s, s->env->ops->write(s->b, layer, kind, f), "write");
 }
 
-static void write_random(session *s, int layer, buffer_kind kind, uint64_t stream, float lo,
-                         float hi)
+/* Inputs of ReLU and ReLU6 kept 1/32 away from where the activation bends
+ * (0, and 6): central differences are meaningless there, and bf16 rounds
+ * anything within 1/64 of 6 to 6 itself (its step is 1/32 in [4, 8)). */
+static float off_the_bends(layer_type tested, float v)
+{
+    const float band = 1.0f / 32.0f, bends[2] = {0.0f, 6.0f};
+    int n = tested == LAYER_RELU6 ? 2 : tested == LAYER_RELU ? 1 : 0;
+    for (int k = 0; k < n; k++)
+        if (fabsf(v - bends[k]) < band)
+            v = bends[k] + (v < bends[k] ? -band : band);
+    return v;
+}
+
+static void write_random_for(session *s, int layer, buffer_kind kind, uint64_t stream, float lo,
+                             float hi, layer_type reader)
 {
     int64_t n = backend_buffer_elems(s->net, layer, BATCH, kind);
     float *f = checked(malloc((size_t)n * sizeof *f));
     for (int64_t j = 0; j < n; j++)
-        f[j] = lo + (hi - lo) * (float)rng_uniform(99, stream, (uint64_t)j);
+        f[j] = off_the_bends(reader, lo + (hi - lo) * (float)rng_uniform(99, stream, (uint64_t)j));
     write_values(s, layer, kind, f);
     free(f);
+}
+
+static void write_random(session *s, int layer, buffer_kind kind, uint64_t stream, float lo,
+                         float hi)
+{
+    write_random_for(s, layer, kind, stream, lo, hi, LAYER_TYPE_COUNT);
 }
 
 /* k/4 for k in -8..7, distinct within any 3x3 or 2x2 window: h*7 + w*3
@@ -286,7 +305,7 @@ int layer_check_case(const layer_check_env *env, const layer_case *c)
         if (c->distinct_windows)
             write_distinct_windows(&s, l->inputs[k]);
         else
-            write_random(&s, l->inputs[k], BUF_OUTPUT, 10 + k, c->lo, c->hi);
+            write_random_for(&s, l->inputs[k], BUF_OUTPUT, 10 + k, c->lo, c->hi, l->type);
     }
     fd_problem p = {.l = l};
     if (!s.failed)
