@@ -54,10 +54,11 @@ static void print_help(void)
            "0.003125, vgg16 at batch 4: 0.00015625, any model at batch 256: its base.\n"
            "Precisions: fp32 (no tensor cores; the cpu backend's only one), tf32, fp16\n"
            "(fp32 master weights, dynamic loss scale), bf16 (tensor cores, NHWC).\n"
+           "--no-fusion runs every layer as its own kernels or loops (to measure what\n"
+           "fusion gains; on cpu: the ReLU/ReLU6 after a batch norm).\n"
            "cuda only: --graph captures the step once as a CUDA graph and replays it;\n"
            "--workspace-mb caps the workspace an algorithm of cuDNN's may need (default\n"
-           "1024; each pass's lives in the step's memory while it runs); --no-fusion runs every\n"
-           "layer as its own kernels (to measure what fusion gains); --depthwise runs\n"
+           "1024; each pass's lives in the step's memory while it runs); --depthwise runs\n"
            "depthwise convolutions on cuDNN, on the suite's own kernels, or (auto, the\n"
            "default) per pass on whichever was faster at plan time once its result\n"
            "matched cuDNN's (the choice is printed after the summary); --conv-bias adds a\n"
@@ -417,11 +418,10 @@ static const backend_ops *choose_backend(options *o, const ddp_world *w)
         cli_usage_error(prog, "--precision: %s needs a GPU (the cpu backend runs fp32)",
                         precision_name(r->prec));
     if (cpu &&
-        (r->graph || r->no_fusion || r->workspace_limit || o->depthwise_given ||
-         o->conv_bias_given || r->algo_cache))
+        (r->graph || r->workspace_limit || o->depthwise_given || o->conv_bias_given ||
+         r->algo_cache))
         cli_usage_error(prog, "%s: only for the cuda backend",
                         r->graph             ? "--graph"
-                        : r->no_fusion       ? "--no-fusion"
                         : o->depthwise_given ? "--depthwise"
                         : o->conv_bias_given ? "--conv-bias"
                         : r->algo_cache      ? "--algo-cache"

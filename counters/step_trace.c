@@ -191,6 +191,13 @@ static void write_row(FILE *f, const step_driver *d, const trace_row *r, int seq
     const network *net = d->net;
     op_cost oc = trace_op_cost(d, r->layer, r->phase, batch, prec);
     int64_t flops = oc.gemm_flops + oc.other_flops, bytes = oc.bytes, written = oc.written;
+    /* the backend's own account of what its fused kernels move, where it has one */
+    int64_t op_read, op_written;
+    if (r->layer >= 0 && d->ops->op_bytes &&
+        d->ops->op_bytes(d->b, r->layer, r->phase, &op_read, &op_written) == 0) {
+        bytes = op_read + op_written;
+        written = op_written;
+    }
     const char *layer_name, *type;
     if (r->layer == STEP_LOSS) {
         layer_name = type = "loss";

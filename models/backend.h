@@ -59,8 +59,9 @@ typedef struct {
     int device;                 /* GPU index (cuda) */
     int64_t workspace_limit;    /* bytes of workspace a convolution algorithm may need (cuda;
                                    0: default) */
-    /* cuda: every layer its own kernels and buffers, laid out as the CPU
-     * backend lays them (to measure what fusion gains, and to test layers alone) */
+    /* every layer its own kernels or loops (to measure what fusion gains, and
+     * to test layers alone); cuda: and its own buffers, laid out as the CPU
+     * backend lays them */
     bool no_fusion;
     float initial_loss_scale;   /* fp16 (cuda; 0: 65536, as PyTorch's GradScaler) */
     depthwise_choice depthwise; /* cuda: who runs depthwise convolutions */

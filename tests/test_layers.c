@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../models/cpu/cpu_backend.h"
 #include "../models/cpu/cpu_blocking.h"
@@ -260,6 +261,92 @@ Test(layers, a_conv_reads_a_blocked_chain_without_a_reorder, .timeout = 60)
     cr_expect_gt(after_dropout, 0, "oneDNN kept the plain layout: nothing to keep blocked");
     cr_expect_eq(after_relu, after_dropout - 1,
                  "forward reorders: %d after a ReLU, %d after dropout", after_relu, after_dropout);
+}
+
+/* What conv -> BN -> `act` (-> a 1x1 conv where `tail`) computes through
+ * the backend from fixed inputs: the activation's output, then the batch
+ * norm's parameter gradients and the convolution's output gradient from a
+ * fixed gradient of the activation's output; `fused` says whether the batch
+ * norm did the activation's work. */
+typedef struct {
+    float y[2 * 32 * 81], dgamma[32], dbeta[32], dx[2 * 32 * 81];
+    bool fused;
+} bn_act_run;
+
+static void run_bn_act(int channels, layer_type act, bool tail, bool no_fusion, bn_act_run *r)
+{
+    enum { N = 2, H = 9 };
+    network net;
+    net_init(&net, "test", H, 1, (tensor_shape){channels, H, H});
+    int conv = net_conv(&net, "conv", GRAPH_INPUT, channels, 1, 1, 0, 1, false);
+    int bn = net_bn(&net, "bn", conv);
+    int a = act == LAYER_RELU ? net_relu(&net, "act", bn) : net_relu6(&net, "act", bn);
+    if (tail)
+        net_conv(&net, "tail", a, channels, 1, 1, 0, 1, false);
+    cr_assert_eq(net.status, NET_OK, "%s", net.err);
+    backend_config cfg = {.batch = N, .threads = 2, .seed = 5, .no_fusion = no_fusion};
+    char err[640];
+    const backend_ops *ops = &cpu_backend_ops;
+    backend *b = ops->create(&net, &cfg, err, sizeof err);
+    cr_assert_not_null(b, "%s", err);
+    int64_t e = (int64_t)N * channels * H * H;
+    static float z[2 * 32 * 81], dy[2 * 32 * 81], gamma[32], beta[32];
+    for (int64_t j = 0; j < e; j++) {
+        z[j] = (float)(4.0 * sin(0.37 * j));
+        dy[j] = (float)cos(0.11 * j);
+    }
+    for (int c = 0; c < channels; c++) {
+        gamma[c] = 1.5f + 0.1f * c;
+        beta[c] = 0.3f * c - 1.0f;
+    }
+    cr_assert_eq(ops->write(b, conv, BUF_OUTPUT, z), 0);
+    cr_assert_eq(ops->write(b, bn, BUF_WEIGHT, gamma), 0);
+    cr_assert_eq(ops->write(b, bn, BUF_BIAS, beta), 0);
+    cr_assert_eq(ops->forward(b, bn), 0, "%s", ops->error(b));
+    cr_assert_eq(ops->forward(b, a), 0, "%s", ops->error(b));
+    cr_assert_eq(ops->read(b, a, BUF_OUTPUT, r->y), 0);
+    cr_assert_eq(ops->write(b, a, BUF_OUTPUT_GRAD, dy), 0);
+    bool fresh[LAYER_MAX_INPUTS] = {false, false};
+    cr_assert_eq(ops->backward_data(b, a, fresh), 0, "%s", ops->error(b));
+    cr_assert_eq(ops->backward_weights(b, bn), 0, "%s", ops->error(b));
+    cr_assert_eq(ops->backward_data(b, bn, fresh), 0, "%s", ops->error(b));
+    cr_assert_eq(ops->read(b, bn, BUF_WEIGHT_GRAD, r->dgamma), 0);
+    cr_assert_eq(ops->read(b, bn, BUF_BIAS_GRAD, r->dbeta), 0);
+    cr_assert_eq(ops->read(b, conv, BUF_OUTPUT_GRAD, r->dx), 0);
+    r->fused = b->layers[bn].act_layer == a;
+    ops->destroy(b);
+    net_free(&net);
+}
+
+/* The batch norm applying the activation after it gives what the two layers
+ * give alone, bit for bit, on the NCHW loops (3 channels) and on the blocked
+ * ones (32 channels between convolutions), for ReLU and ReLU6 (the inputs
+ * cross 0 and 6). */
+Test(layers, a_batch_norm_fused_with_its_activation_matches_the_two_alone, .timeout = 60)
+{
+    const layer_type acts[] = {LAYER_RELU, LAYER_RELU6};
+    for (int k = 0; k < 2; k++)
+        for (int blocked = 0; blocked < 2; blocked++) {
+            int channels = blocked ? 32 : 3;
+            static bn_act_run fused, alone;
+            run_bn_act(channels, acts[k], blocked, false, &fused);
+            run_bn_act(channels, acts[k], blocked, true, &alone);
+            const char *what = acts[k] == LAYER_RELU ? "relu" : "relu6";
+            cr_expect(fused.fused && !alone.fused, "%s: fused %d, alone %d", what, fused.fused,
+                      alone.fused);
+            int64_t e = 2 * (int64_t)channels * 81;
+            int clipped = 0;
+            for (int64_t j = 0; j < e; j++)
+                clipped += fused.y[j] == 0.0f || fused.y[j] == 6.0f;
+            cr_expect_gt(clipped, 0, "%s: nothing clipped", what);
+            cr_expect(memcmp(fused.y, alone.y, (size_t)e * sizeof(float)) == 0,
+                      "%s, %d channels: output", what, channels);
+            cr_expect(memcmp(fused.dx, alone.dx, (size_t)e * sizeof(float)) == 0,
+                      "%s, %d channels: input gradient", what, channels);
+            cr_expect(memcmp(fused.dgamma, alone.dgamma, (size_t)channels * sizeof(float)) == 0 &&
+                          memcmp(fused.dbeta, alone.dbeta, (size_t)channels * sizeof(float)) == 0,
+                      "%s, %d channels: parameter gradients", what, channels);
+        }
 }
 
 /* ---- the blocking plan (models/cpu/cpu_blocking.c) on the zoo --------------- */

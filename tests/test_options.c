@@ -265,7 +265,6 @@ static const bad_case train_cases[] = {
     {M "--backend cpu --counters cupti", "--counters: cupti needs the cuda backend"},
     {M "--backend cpu --precision bf16", "--precision: bf16 needs a GPU"},
     {M "--backend cpu --graph", "--graph: only for the cuda backend"},
-    {M "--backend cpu --no-fusion", "--no-fusion: only for the cuda backend"},
     {M "--backend cpu --workspace-mb 64", "--workspace-mb: only for the cuda backend"},
     {M "--backend cpu --depthwise own", "--depthwise: only for the cuda backend"},
     {M "--backend cpu --algo-cache a.csv", "--algo-cache: only for the cuda backend"},

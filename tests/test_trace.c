@@ -97,8 +97,9 @@ static kernels_totals read_kernels(const char *dir)
 Test(trace, rows_add_up_to_the_analytic_step, .timeout = 120)
 {
     char out[4096];
+    /* every layer its own operation: one row per layer and pass */
     char *dir = train_traced("--model mobilenet_v2-cifar --batch 2 --warmup 1 --iters 2 "
-                             "--threads 1 --counters analytic --env test",
+                             "--threads 1 --counters analytic --env test --no-fusion",
                              0, out, sizeof out);
     cr_expect(strstr(out, "of the median untraced step"), "%s", out);
     kernels_totals t = read_kernels(dir);
@@ -127,6 +128,44 @@ Test(trace, rows_add_up_to_the_analytic_step, .timeout = 120)
     cr_expect(t.layout_ns < t.ns);
     if (t.layout_rows > 0)
         cr_expect(strstr(out, "in the layout conversions of") != NULL, "%s", out);
+    net_free(&net);
+    remove_temp_dir(dir);
+}
+
+/* With the ReLU/ReLU6 after a batch norm done by the batch norm's loops, the
+ * activations have no rows of their own; the batch norm's row carries their
+ * FLOPs, and the bytes of the step are the analytic ones less the
+ * activations' passes over their tensors, which no longer happen. */
+Test(trace, fused_activations_are_booked_on_their_batch_norm, .timeout = 120)
+{
+    char out[4096];
+    char *dir = train_traced("--model mobilenet_v2-cifar --batch 2 --warmup 1 --iters 2 "
+                             "--threads 1 --counters analytic --env test",
+                             0, out, sizeof out);
+    kernels_totals t = read_kernels(dir);
+    network net = build_or_fail("mobilenet_v2-cifar", 32, 10);
+    int fused = 0, layers_fwd = 0, layers_bwd = 0;
+    int64_t saved = 0;
+    for (int i = 0; i < net.n_layers; i++) {
+        const layer *l = &net.layers[i];
+        layers_fwd++;
+        layers_bwd += l->computes_input_grad;
+        int consumer;
+        if (l->type == LAYER_RELU6 && net.layers[l->inputs[0]].type == LAYER_BN &&
+            net_consumers(&net, l->inputs[0], &consumer, 1) == 1) {
+            layer_cost c = cost_layer(&net, i, 2, PREC_FP32);
+            saved += c.bytes[PASS_FWD] + c.bytes[PASS_BWD_DATA];
+            fused++;
+        }
+    }
+    cr_expect_gt(fused, 30, "mobilenet_v2 has a ReLU6 after most batch norms");
+    cr_expect_eq(t.by_phase[PASS_FWD], layers_fwd - fused, "forward rows");
+    cr_expect_eq(t.by_phase[PASS_BWD_DATA], layers_bwd - fused, "backward-data rows");
+    step_cost cost = cost_step(&net, 2, PREC_FP32, NULL);
+    cr_expect_eq(t.flops, cost.step_flops, "FLOPs of the rows %lld, of the step %lld", t.flops,
+                 (long long)cost.step_flops);
+    cr_expect_eq(t.bytes, cost.step_bytes - saved, "bytes of the rows %lld, analytic %lld, "
+                 "the activations' %lld", t.bytes, (long long)cost.step_bytes, (long long)saved);
     net_free(&net);
     remove_temp_dir(dir);
 }

@@ -14,13 +14,14 @@
 #include "helpers.h"
 
 /* Losses of `steps` training steps of model at res 32, batch 4, 10 classes. */
-static void train_losses(const char *model, float lr, int steps, int threads, float *losses)
+static void train_losses_fused(const char *model, float lr, int steps, int threads,
+                               bool no_fusion, float *losses)
 {
     enum { BATCH = 4, RES = 32, CLASSES = 10 };
     network net = build_or_fail(model, RES, CLASSES);
     const backend_ops *ops = &cpu_backend_ops;
     char err[512];
-    backend_config cfg = {.batch = BATCH, .threads = threads, .seed = 11};
+    backend_config cfg = {.batch = BATCH, .threads = threads, .seed = 11, .no_fusion = no_fusion};
     backend *b = ops->create(&net, &cfg, err, sizeof err);
     cr_assert_not_null(b, "%s", err);
     float images[BATCH * 3 * RES * RES];
@@ -35,6 +36,11 @@ static void train_losses(const char *model, float lr, int steps, int threads, fl
     step_free(&d);
     ops->destroy(b);
     net_free(&net);
+}
+
+static void train_losses(const char *model, float lr, int steps, int threads, float *losses)
+{
+    train_losses_fused(model, lr, steps, threads, false, losses);
 }
 
 /* 30 steps on one batch of 4: the mean loss of the last five steps must end
@@ -70,6 +76,30 @@ Test(training, same_seed_one_thread_is_bit_identical, .timeout = 120)
     train_losses("mobilenet_v2-cifar", 0.05f, 6, 1, second);
     cr_expect(memcmp(first, second, sizeof first) == 0, "losses differ: %.9g vs %.9g", first[5],
               second[5]);
+}
+
+/* The batch norms that apply the ReLU or ReLU6 after them compute what the
+ * two layers compute alone, bit for bit: forward clips the same values, and
+ * backward's mask from x * scale + shift agrees with the activation's test on
+ * its output. */
+static void expect_fusion_changes_nothing(const char *model)
+{
+    float fused[4], alone[4];
+    train_losses_fused(model, 0.05f, 4, 2, false, fused);
+    train_losses_fused(model, 0.05f, 4, 2, true, alone);
+    for (int s = 0; s < 4; s++)
+        cr_expect(fused[s] == alone[s], "%s step %d: %.9g fused, %.9g alone", model, s, fused[s],
+                  alone[s]);
+}
+
+Test(training, fused_batch_norm_and_relu6_match_the_layers_alone, .timeout = 120)
+{
+    expect_fusion_changes_nothing("mobilenet_v2-cifar");
+}
+
+Test(training, fused_batch_norm_and_relu_match_the_layers_alone, .timeout = 120)
+{
+    expect_fusion_changes_nothing("resnet18-cifar");
 }
 
 /* A CIFAR-10 binary batch of `records` images: label r % 10, pixels r + j. */

@@ -88,7 +88,8 @@ static void destroy(backend *b)
             cpu_dnnl_destroy(&cl->dnnl);
             void *bufs[] = {cl->w,        cl->dw,      cl->vw,     cl->bias,
                             cl->dbias,    cl->vbias,   cl->mean,   cl->rstd,
-                            cl->run_mean, cl->run_var, cl->argmax, cl->keep};
+                            cl->scale,    cl->shift,   cl->run_mean, cl->run_var,
+                            cl->argmax,   cl->keep};
             for (size_t k = 0; k < sizeof bufs / sizeof bufs[0]; k++)
                 free(bufs[k]);
         }
@@ -123,6 +124,7 @@ static int allocate_layer(backend *b, int i, size_t *total)
     size_t bias = (size_t)backend_buffer_elems(net, i, n, BUF_BIAS) * sizeof(float);
     size_t ch = (size_t)l->in_shape.c * sizeof(float);
     bool ok = true;
+    cl->act_layer = cl->fused_into = -1;
     cl->out = ob >= 0 ? b->buffers[ob] : NULL;
     cl->grad = gb >= 0 ? b->buffers[gb] : NULL;
     if (ok && wts)
@@ -133,6 +135,7 @@ static int allocate_layer(backend *b, int i, size_t *total)
              (cl->vbias = alloc_zeroed(bias, total));
     if (ok && l->type == LAYER_BN)
         ok = (cl->mean = alloc_zeroed(ch, total)) && (cl->rstd = alloc_zeroed(ch, total)) &&
+             (cl->scale = alloc_zeroed(ch, total)) && (cl->shift = alloc_zeroed(ch, total)) &&
              (cl->run_mean = alloc_zeroed(ch, total)) && (cl->run_var = alloc_zeroed(ch, total));
     if (ok && l->type == LAYER_MAXPOOL)
         ok = (cl->argmax = alloc_zeroed(out / sizeof(float) * sizeof(int32_t), total));
@@ -187,6 +190,26 @@ static int decide_blocks(backend *b)
         b->layers[i].block = block[i];
     free(chosen);
     return 0;
+}
+
+/* A ReLU or ReLU6 running in place over a batch norm's output, its only
+ * consumer, is done by the batch norm's own loops (cpu_norm.c): forward
+ * writes the activated output, backward masks the activation's gradient as
+ * it reads it. That is two passes over the tensor fewer in forward, three in
+ * backward, and the same numbers bit for bit. Not with --no-fusion. */
+static void plan_fusion(backend *b)
+{
+    const network *net = b->net;
+    for (int a = 0; !b->cfg.no_fusion && a < net->n_layers; a++) {
+        const layer *l = &net->layers[a];
+        int bn = l->inputs[0], consumer;
+        if ((l->type != LAYER_RELU && l->type != LAYER_RELU6) || bn == GRAPH_INPUT ||
+            net->layers[bn].type != LAYER_BN || net_consumers(net, bn, &consumer, 1) != 1 ||
+            b->plan.out_buffer[a] != b->plan.out_buffer[bn])
+            continue;
+        b->layers[bn].act_layer = a;
+        b->layers[a].fused_into = bn;
+    }
 }
 
 static backend *create(const network *net, const backend_config *cfg, char *err, size_t err_len)
@@ -256,6 +279,8 @@ static backend *create(const network *net, const backend_config *cfg, char *err,
                           total / 1073741824.0);
     if (rc == 0)
         rc = allocate_blocked_norms(b, &total);
+    if (rc == 0)
+        plan_fusion(b);
     b->diff_dst_blk_layer = -1;
     if (rc) {
         snprintf(err, err_len, "%s", b->err);
@@ -381,6 +406,26 @@ static int sync(backend *b)
     return 0;
 }
 
+static int fused_into(const backend *b, int i, pass phase)
+{
+    if (i < 0 || i >= b->net->n_layers || phase == PASS_BWD_WEIGHTS || phase == PASS_UPDATE)
+        return -1;
+    return b->layers[i].fused_into;
+}
+
+/* A batch norm with its activation moves what the batch norm alone moves:
+ * the activation's passes over the tensor are gone. Otherwise the cost
+ * model's bytes of the layer stand. */
+static int op_bytes(const backend *b, int i, pass phase, int64_t *read, int64_t *written)
+{
+    if (i < 0 || i >= b->net->n_layers || b->layers[i].act_layer < 0)
+        return -1;
+    layer_cost c = cost_layer(b->net, i, b->cfg.batch, PREC_FP32);
+    *written = c.written[phase];
+    *read = c.bytes[phase] - c.written[phase];
+    return 0;
+}
+
 static void kernel_name(const backend *b, int i, pass phase, char *buf, size_t len)
 {
     if (i == STEP_LOSS) {
@@ -419,6 +464,8 @@ const backend_ops cpu_backend_ops = {
     .update = cpu_update,
     .sync = sync,
     .kernel_name = kernel_name,
+    .fused_into = fused_into,
+    .op_bytes = op_bytes,
     .take_layout_work = cpu_dnnl_take_reorders,
     .grad_storage = cpu_grad_storage,
 };

@@ -49,6 +49,12 @@ typedef struct {
     float *w, *dw, *vw;             /* weights, their gradient and momentum */
     float *bias, *dbias, *vbias;
     float *mean, *rstd;             /* batch norm: this batch's statistics */
+    float *scale, *shift;           /* and the per channel factors forward normalized by */
+    /* a batch norm whose output a ReLU or ReLU6 in place alone reads applies
+     * it itself, and starts its backward from that activation's gradient
+     * (cpu_norm.c): act_layer is the activation, fused_into (on the
+     * activation) the batch norm; -1 where nothing is fused */
+    int act_layer, fused_into;
     float *run_mean, *run_var;
     int32_t *argmax;                /* max pool: index in the input plane */
     uint8_t *keep;                  /* dropout mask */
@@ -73,8 +79,8 @@ struct backend {
     size_t blk_bytes[3];
     int diff_dst_blk_layer;         /* whose blocked diff_dst blk[1] holds, or -1 */
     /* batch norms over blocked inputs (cpu_norm.c): per image and channel
-     * partial sums, two arrays of batch x C doubles; per channel coefficients,
-     * 3 x C floats (forward: scale, shift; backward: k_dy, k_xhat, k_const) */
+     * partial sums, two arrays of batch x C doubles; per channel coefficients
+     * of backward, 3 x C floats (k_dy, k_xhat, k_const) */
     double *bn_partials;
     float *bn_coef;
     layout_work reorders;           /* since the trace last took them (cpu_dnnl.c) */

@@ -49,20 +49,21 @@ static void add_sums(const float *x, int64_t n, double *sum, double *sq)
     *sq += combine(q);
 }
 
-/* Adds sum(dy) and sum(dy * (x - mean)) over [0..n) to *dbeta and *dxc. */
-static void add_grad_sums(const float *dy, const float *x, double mean, int64_t n,
-                          double *dbeta, double *dxc)
+/* Adds sum(dy) and sum(dy * (x - mean)) over [0..n) to *dbeta and *dxc, dy
+ * masked where the fused activation stops it at x * scale + shift. */
+static void add_grad_sums(const float *dy, const float *x, double mean, int64_t n, bn_act act,
+                          float scale, float shift, double *dbeta, double *dxc)
 {
     double s[LANES] = {0}, p[LANES] = {0};
     int64_t j = 0;
     for (; j + LANES <= n; j += LANES)
         for (int l = 0; l < LANES; l++) {
-            double g = dy[j + l];
+            double g = bn_passes(act, x[j + l] * scale + shift) ? dy[j + l] : 0.0f;
             s[l] += g;
             p[l] += g * (x[j + l] - mean);
         }
     for (int l = 0; j < n; j++, l++) {
-        double g = dy[j];
+        double g = bn_passes(act, x[j] * scale + shift) ? dy[j] : 0.0f;
         s[l] += g;
         p[l] += g * (x[j] - mean);
     }
@@ -70,16 +71,33 @@ static void add_grad_sums(const float *dy, const float *x, double mean, int64_t 
     *dxc += combine(p);
 }
 
+/* The activation a batch norm applies itself (cpu_backend.c plans it), and
+ * the gradient it starts from: the activation's where it does its work. */
+static bn_act fused_act(const backend *b, int i)
+{
+    int a = b->layers[i].act_layer;
+    if (a < 0)
+        return BN_ACT_NONE;
+    return b->net->layers[a].type == LAYER_RELU6 ? BN_ACT_RELU6 : BN_ACT_RELU;
+}
+
+static const float *output_grad(const backend *b, int i)
+{
+    int a = b->layers[i].act_layer;
+    return a < 0 ? b->layers[i].grad : b->layers[a].grad;
+}
+
 /* A channel's mean and rstd from its sums over m values, the running
- * statistics, and the scale and shift that normalize it. */
-static void channel_statistics(cpu_layer *cl, int c, double sum, double sq, int64_t m,
-                               float *scale, float *shift)
+ * statistics, and the scale and shift that normalize it (kept: a fused
+ * activation's backward recomputes x * scale + shift). */
+static void channel_statistics(cpu_layer *cl, int c, double sum, double sq, int64_t m)
 {
     /* one pass: in double, E[x^2] - mean^2 loses nothing that matters here */
     double mean = sum / m;
     double var = fmax(sq / m - mean * mean, 0.0), rstd = 1.0 / sqrt(var + bn_eps);
-    *scale = (float)(cl->w[c] * rstd);
-    *shift = (float)(cl->bias[c] - mean * *scale);
+    float scale = (float)(cl->w[c] * rstd);
+    cl->scale[c] = scale;
+    cl->shift[c] = (float)(cl->bias[c] - mean * scale);
     cl->mean[c] = (float)mean;
     cl->rstd[c] = (float)rstd;
     double unbiased = m > 1 ? var * m / (m - 1) : var;
@@ -94,18 +112,19 @@ static int forward_plain(backend *b, int i)
     const float *x = cpu_input(b, i, 0);
     int n = b->cfg.batch, channels = l->in_shape.c;
     int64_t plane = (int64_t)l->in_shape.h * l->in_shape.w, m = n * plane;
+    bn_act act = fused_act(b, i);
 #pragma omp parallel for schedule(static)
     for (int c = 0; c < channels; c++) {
         double sum = 0.0, sq = 0.0;
         for (int k = 0; k < n; k++)
             add_sums(x + ((int64_t)k * channels + c) * plane, plane, &sum, &sq);
-        float scale, shift;
-        channel_statistics(cl, c, sum, sq, m, &scale, &shift);
+        channel_statistics(cl, c, sum, sq, m);
+        float scale = cl->scale[c], shift = cl->shift[c];
         for (int k = 0; k < n; k++) {
             const float *xp = x + ((int64_t)k * channels + c) * plane;
             float *yp = cl->out + ((int64_t)k * channels + c) * plane;
             for (int64_t j = 0; j < plane; j++)
-                yp[j] = xp[j] * scale + shift;
+                yp[j] = bn_activate(act, xp[j] * scale + shift);
         }
     }
     return 0;
@@ -118,12 +137,15 @@ static int backward_weights_plain(backend *b, int i)
     const float *x = cpu_input(b, i, 0);
     int n = b->cfg.batch, channels = l->in_shape.c;
     int64_t plane = (int64_t)l->in_shape.h * l->in_shape.w;
+    bn_act act = fused_act(b, i);
+    const float *dy = output_grad(b, i);
 #pragma omp parallel for schedule(static)
     for (int c = 0; c < channels; c++) {
         double dbeta = 0.0, dxc = 0.0, mean = cl->mean[c], rstd = cl->rstd[c];
         for (int k = 0; k < n; k++) {
             int64_t off = ((int64_t)k * channels + c) * plane;
-            add_grad_sums(cl->grad + off, x + off, mean, plane, &dbeta, &dxc);
+            add_grad_sums(dy + off, x + off, mean, plane, act, cl->scale[c], cl->shift[c],
+                          &dbeta, &dxc);
         }
         cl->dbias[c] = (float)dbeta;
         cl->dw[c] = (float)(dxc * rstd);
@@ -153,14 +175,17 @@ static int backward_data_plain(backend *b, int i, bool accumulate)
     int n = b->cfg.batch, channels = l->in_shape.c;
     int64_t plane = (int64_t)l->in_shape.h * l->in_shape.w;
     double m = (double)n * plane;
+    bn_act act = fused_act(b, i);
+    const float *dy = output_grad(b, i);
 #pragma omp parallel for schedule(static)
     for (int c = 0; c < channels; c++) {
-        float k_dy, k_xhat, k_const;
+        float k_dy, k_xhat, k_const, scale = cl->scale[c], shift = cl->shift[c];
         data_coefficients(cl, c, m, &k_dy, &k_xhat, &k_const);
         for (int k = 0; k < n; k++) {
             int64_t off = ((int64_t)k * channels + c) * plane;
             for (int64_t j = 0; j < plane; j++) {
-                float g = k_dy * cl->grad[off + j] - (k_xhat * x[off + j] + k_const);
+                float g = k_dy * (bn_passes(act, x[off + j] * scale + shift) ? dy[off + j] : 0.0f) -
+                          (k_xhat * x[off + j] + k_const);
                 dx[off + j] = accumulate ? dx[off + j] + g : g;
             }
         }
@@ -210,7 +235,8 @@ static int forward_blocked(backend *b, int i, int B)
     int n = b->cfg.batch, channels = l->in_shape.c, slices = channels / 8;
     int64_t plane = (int64_t)l->in_shape.h * l->in_shape.w, m = n * plane;
     double *sums = b->bn_partials, *sqs = b->bn_partials + (int64_t)n * channels;
-    float *scale = b->bn_coef, *shift = scale + channels;
+    float *scale = cl->scale, *shift = cl->shift;
+    bn_act act = fused_act(b, i);
     int64_t slice_bytes = 8 * sizeof(float) * m;
     int group = slice_bytes >= GROUP_BYTES ? 1 : (int)(GROUP_BYTES / slice_bytes);
     for (int g0 = 0; g0 < slices; g0 += group) {
@@ -227,13 +253,13 @@ static int forward_blocked(backend *b, int i, int B)
 #pragma omp for schedule(static)
             for (int c = 8 * g0; c < 8 * g1; c++)
                 channel_statistics(cl, c, image_sum(sums, n, channels, c),
-                                   image_sum(sqs, n, channels, c), m, &scale[c], &shift[c]);
+                                   image_sum(sqs, n, channels, c), m);
 #pragma omp for collapse(2) schedule(static)
             for (int k = 0; k < n; k++)
                 for (int s = g0; s < g1; s++)
                     bn_slice_normalize(x + blocked_at(k, s, channels, plane, B), plane, B,
                                        cl->out + out_at(cl, k, s, channels, plane), cl->block,
-                                       scale + 8 * s, shift + 8 * s);
+                                       scale + 8 * s, shift + 8 * s, act);
         }
     }
     return 0;
@@ -247,13 +273,16 @@ static int backward_weights_blocked(backend *b, int i, int B)
     int n = b->cfg.batch, channels = l->in_shape.c, slices = channels / 8;
     int64_t plane = (int64_t)l->in_shape.h * l->in_shape.w;
     double *dbetas = b->bn_partials, *dxcs = b->bn_partials + (int64_t)n * channels;
+    bn_act act = fused_act(b, i);
+    const float *dy = output_grad(b, i);
 #pragma omp parallel for collapse(2) schedule(static)
     for (int k = 0; k < n; k++)
         for (int s = 0; s < slices; s++) {
             int64_t at = (int64_t)k * channels + 8 * s;
-            bn_slice_grad_sums(cl->grad + out_at(cl, k, s, channels, plane), cl->block,
+            bn_slice_act sa = {act, cl->scale + 8 * s, cl->shift + 8 * s};
+            bn_slice_grad_sums(dy + out_at(cl, k, s, channels, plane), cl->block,
                                x + blocked_at(k, s, channels, plane, B), plane, B,
-                               cl->mean + 8 * s, dbetas + at, dxcs + at);
+                               cl->mean + 8 * s, sa, dbetas + at, dxcs + at);
         }
     for (int c = 0; c < channels; c++) {
         cl->dbias[c] = (float)image_sum(dbetas, n, channels, c);
@@ -273,13 +302,16 @@ static int backward_data_blocked(backend *b, int i, bool accumulate, int B)
     float *k_dy = b->bn_coef, *k_xhat = k_dy + channels, *k_const = k_xhat + channels;
     for (int c = 0; c < channels; c++)
         data_coefficients(cl, c, (double)n * plane, &k_dy[c], &k_xhat[c], &k_const[c]);
+    bn_act act = fused_act(b, i);
+    const float *dy = output_grad(b, i);
 #pragma omp parallel for collapse(2) schedule(static)
     for (int k = 0; k < n; k++)
         for (int s = 0; s < slices; s++) {
             int64_t at = blocked_at(k, s, channels, plane, B);
-            bn_slice_data(cl->grad + out_at(cl, k, s, channels, plane), cl->block, x + at, dx + at,
-                          plane, B,
-                          k_dy + 8 * s, k_xhat + 8 * s, k_const + 8 * s, accumulate);
+            bn_slice_act sa = {act, cl->scale + 8 * s, cl->shift + 8 * s};
+            bn_slice_data(dy + out_at(cl, k, s, channels, plane), cl->block, x + at, dx + at,
+                          plane, B, k_dy + 8 * s, k_xhat + 8 * s, k_const + 8 * s, sa,
+                          accumulate);
         }
     return 0;
 }

@@ -95,8 +95,45 @@ void bn_slice_sums(const float *xs, int64_t plane, int stride, double sum[8], do
         }
 }
 
+#ifdef __AVX__
+static inline __m256 activate8(__m256 v, bn_act act)
+{
+    if (act == BN_ACT_NONE)
+        return v;
+    /* max(v, 0) is 0 for a NaN v, as the scalar test is */
+    v = _mm256_max_ps(v, _mm256_setzero_ps());
+    return act == BN_ACT_RELU6 ? _mm256_min_ps(v, _mm256_set1_ps(6.0f)) : v;
+}
+
+/* dy where the activation passes it at x * scale + shift, else 0 */
+static inline __m256 mask8(__m256 dy, __m256 x, const bn_slice_act *act, __m256 scale,
+                           __m256 shift)
+{
+    if (act->kind == BN_ACT_NONE)
+        return dy;
+    __m256 y = _mm256_add_ps(_mm256_mul_ps(x, scale), shift);
+    __m256 m = _mm256_cmp_ps(y, _mm256_setzero_ps(), _CMP_GT_OQ);
+    if (act->kind == BN_ACT_RELU6)
+        m = _mm256_and_ps(m, _mm256_cmp_ps(y, _mm256_set1_ps(6.0f), _CMP_LT_OQ));
+    return _mm256_and_ps(m, dy);
+}
+
+static inline __m256 load8_or_zero(const float *v)
+{
+    return v ? _mm256_loadu_ps(v) : _mm256_setzero_ps();
+}
+#endif
+
+/* the scalar side of mask8 */
+static inline float mask1(float dy, float x, const bn_slice_act *act, int c)
+{
+    if (act->kind == BN_ACT_NONE)
+        return dy;
+    return bn_passes(act->kind, x * act->scale[c] + act->shift[c]) ? dy : 0.0f;
+}
+
 void bn_slice_normalize(const float *xs, int64_t plane, int stride, float *y, bool y_blocked,
-                        const float scale[8], const float shift[8])
+                        const float scale[8], const float shift[8], bn_act act)
 {
     int64_t p = 0;
 #ifdef __AVX__
@@ -104,7 +141,10 @@ void bn_slice_normalize(const float *xs, int64_t plane, int stride, float *y, bo
         __m256 sc = _mm256_loadu_ps(scale), sh = _mm256_loadu_ps(shift);
         for (; p < plane; p++)
             _mm256_storeu_ps(y + p * stride,
-                             _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(xs + p * stride), sc), sh));
+                             activate8(_mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(xs + p * stride),
+                                                                   sc),
+                                                     sh),
+                                       act));
     }
     for (; p + 8 <= plane; p += 8) {
         __m256 r[8];
@@ -113,17 +153,20 @@ void bn_slice_normalize(const float *xs, int64_t plane, int stride, float *y, bo
         transpose8(r);
         for (int c = 0; c < 8; c++)
             _mm256_storeu_ps(y + c * plane + p,
-                             _mm256_add_ps(_mm256_mul_ps(r[c], _mm256_set1_ps(scale[c])),
-                                           _mm256_set1_ps(shift[c])));
+                             activate8(_mm256_add_ps(_mm256_mul_ps(r[c], _mm256_set1_ps(scale[c])),
+                                                     _mm256_set1_ps(shift[c])),
+                                       act));
     }
 #endif
     for (; p < plane; p++)
         for (int c = 0; c < 8; c++)
-            y[out_at(p, c, plane, stride, y_blocked)] = xs[p * stride + c] * scale[c] + shift[c];
+            y[out_at(p, c, plane, stride, y_blocked)] =
+                bn_activate(act, xs[p * stride + c] * scale[c] + shift[c]);
 }
 
 void bn_slice_grad_sums(const float *dy, bool dy_blocked, const float *xs, int64_t plane,
-                        int stride, const float mean[8], double dbeta[8], double dxc[8])
+                        int stride, const float mean[8], bn_slice_act act, double dbeta[8],
+                        double dxc[8])
 {
     int64_t p = 0;
     for (int c = 0; c < 8; c++)
@@ -131,14 +174,14 @@ void bn_slice_grad_sums(const float *dy, bool dy_blocked, const float *xs, int64
 #ifdef __AVX__
     __m256d s[2] = {_mm256_setzero_pd(), _mm256_setzero_pd()};
     __m256d d[2] = {_mm256_setzero_pd(), _mm256_setzero_pd()};
-    __m256 mv = _mm256_loadu_ps(mean);
+    __m256 mv = _mm256_loadu_ps(mean), sc = load8_or_zero(act.scale), sh = load8_or_zero(act.shift);
     __m256d m[2] = {low_half(mv), high_half(mv)};
     for (; p + 8 <= plane; p += 8) {
         __m256 r[8];
         load_positions(dy, plane, stride, dy_blocked, p, r);
         for (int t = 0; t < 8; t++) {
-            __m256 x = _mm256_loadu_ps(xs + (p + t) * stride);
-            __m256d g[2] = {low_half(r[t]), high_half(r[t])}, xd[2] = {low_half(x), high_half(x)};
+            __m256 x = _mm256_loadu_ps(xs + (p + t) * stride), gv = mask8(r[t], x, &act, sc, sh);
+            __m256d g[2] = {low_half(gv), high_half(gv)}, xd[2] = {low_half(x), high_half(x)};
             for (int h = 0; h < 2; h++) {
                 s[h] = _mm256_add_pd(s[h], g[h]);
                 d[h] = _mm256_add_pd(d[h], _mm256_mul_pd(g[h], _mm256_sub_pd(xd[h], m[h])));
@@ -152,26 +195,28 @@ void bn_slice_grad_sums(const float *dy, bool dy_blocked, const float *xs, int64
 #endif
     for (; p < plane; p++)
         for (int c = 0; c < 8; c++) {
-            double g = dy[out_at(p, c, plane, stride, dy_blocked)];
+            float x = xs[p * stride + c];
+            double g = mask1(dy[out_at(p, c, plane, stride, dy_blocked)], x, &act, c);
             dbeta[c] += g;
-            dxc[c] += g * (xs[p * stride + c] - (double)mean[c]);
+            dxc[c] += g * (x - (double)mean[c]);
         }
 }
 
 void bn_slice_data(const float *dy, bool dy_blocked, const float *xs, float *dxs, int64_t plane,
                    int stride, const float k_dy[8], const float k_xhat[8], const float k_const[8],
-                   bool accumulate)
+                   bn_slice_act act, bool accumulate)
 {
     int64_t p = 0;
 #ifdef __AVX__
     __m256 kd = _mm256_loadu_ps(k_dy), kx = _mm256_loadu_ps(k_xhat), kc = _mm256_loadu_ps(k_const);
+    __m256 sc = load8_or_zero(act.scale), sh = load8_or_zero(act.shift);
     for (; p + 8 <= plane; p += 8) {
         __m256 r[8];
         load_positions(dy, plane, stride, dy_blocked, p, r);
         for (int t = 0; t < 8; t++) {
             float *at = dxs + (p + t) * stride;
             __m256 x = _mm256_loadu_ps(xs + (p + t) * stride);
-            __m256 g = _mm256_sub_ps(_mm256_mul_ps(kd, r[t]),
+            __m256 g = _mm256_sub_ps(_mm256_mul_ps(kd, mask8(r[t], x, &act, sc, sh)),
                                      _mm256_add_ps(_mm256_mul_ps(kx, x), kc));
             _mm256_storeu_ps(at, accumulate ? _mm256_add_ps(_mm256_loadu_ps(at), g) : g);
         }
@@ -179,8 +224,9 @@ void bn_slice_data(const float *dy, bool dy_blocked, const float *xs, float *dxs
 #endif
     for (; p < plane; p++)
         for (int c = 0; c < 8; c++) {
-            float g = k_dy[c] * dy[out_at(p, c, plane, stride, dy_blocked)] -
-                      (k_xhat[c] * xs[p * stride + c] + k_const[c]);
+            float x = xs[p * stride + c];
+            float g = k_dy[c] * mask1(dy[out_at(p, c, plane, stride, dy_blocked)], x, &act, c) -
+                      (k_xhat[c] * x + k_const[c]);
             float *at = dxs + p * stride + c;
             *at = accumulate ? *at + g : g;
         }

@@ -11,6 +11,8 @@ int cpu_pointwise_forward(backend *b, int i)
     const float *x = cpu_input(b, i, 0);
     float *y = cl->out;
     int64_t n = backend_buffer_elems(b->net, i, b->cfg.batch, BUF_OUTPUT);
+    if (cl->fused_into >= 0) /* the batch norm before has applied it (cpu_norm.c) */
+        return 0;
     switch (l->type) {
     case LAYER_RELU:
 #pragma omp parallel for schedule(static)
@@ -68,6 +70,8 @@ int cpu_pointwise_backward(backend *b, int i, const bool accumulate[LAYER_MAX_IN
         }
         return 0;
     }
+    if (cl->fused_into >= 0) /* the batch norm reads dy and masks it itself */
+        return 0;
     float *dx = b->layers[l->inputs[0]].grad;
     bool acc = accumulate[0];
     switch (l->type) {
