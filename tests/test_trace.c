@@ -18,6 +18,7 @@ typedef struct {
     int misplaced_layout_rows;  /* not right after a conv or fc row of its layer and phase */
     long long layout_flops, layout_bytes, layout_ns, ns;
     int nonpositive_durations;
+    int bn_relu6_rows;          /* kernel omp:bn_relu6_<pass>: a batch norm applying a ReLU6 */
     char source[32];
 } kernels_totals;
 
@@ -87,6 +88,7 @@ static kernels_totals read_kernels(const char *dir)
         snprintf(prev_kernel, sizeof prev_kernel, "%s", field[7]);
         if (!strcmp(field[10], "loss"))
             t.loss_rows++;
+        t.bn_relu6_rows += !strncmp(field[7], "omp:bn_relu6_", 13);
         for (int p = 0; p < PASS_COUNT; p++)
             t.by_phase[p] += !strcmp(field[10], pass_name(p));
     }
@@ -159,6 +161,7 @@ Test(trace, fused_activations_are_booked_on_their_batch_norm, .timeout = 120)
         }
     }
     cr_expect_gt(fused, 30, "mobilenet_v2 has a ReLU6 after most batch norms");
+    cr_expect_eq(t.bn_relu6_rows, 3 * fused, "rows named omp:bn_relu6_<pass>");
     cr_expect_eq(t.by_phase[PASS_FWD], layers_fwd - fused, "forward rows");
     cr_expect_eq(t.by_phase[PASS_BWD_DATA], layers_bwd - fused, "backward-data rows");
     step_cost cost = cost_step(&net, 2, PREC_FP32, NULL);

@@ -445,6 +445,12 @@ static void kernel_name(const backend *b, int i, pass phase, char *buf, size_t l
                 *c = ';';
         return;
     }
+    int act = b->layers[i].act_layer;
+    if (act >= 0 && phase != PASS_UPDATE) { /* the activation it applies, named */
+        snprintf(buf, len, "omp:bn_%s_%s", layer_type_name(b->net->layers[act].type),
+                 pass_name(phase));
+        return;
+    }
     snprintf(buf, len, "omp:%s_%s", layer_type_name(l->type), pass_name(phase));
 }
 
