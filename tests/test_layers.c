@@ -194,6 +194,22 @@ Test(layers, maxpool_ties_go_to_the_first_maximum, .timeout = 60)
     check_maxpool_ties(9, 12, 5, 3, 2);
 }
 
+/* The reorders that one forward of `layer` runs; frees net. */
+static int forward_reorders_of(network *net, int layer)
+{
+    cr_assert_eq(net->status, NET_OK, "%s", net->err);
+    backend_config cfg = {.batch = 2, .threads = 2, .seed = 5};
+    char err[640], kernel[64];
+    backend *b = cpu_backend_ops.create(net, &cfg, err, sizeof err);
+    cr_assert_not_null(b, "%s", err);
+    cr_assert_eq(cpu_backend_ops.forward(b, layer), 0, "%s", cpu_backend_ops.error(b));
+    layout_work work;
+    cpu_backend_ops.take_layout_work(b, &work, kernel, sizeof kernel);
+    cpu_backend_ops.destroy(b);
+    net_free(net);
+    return work.count;
+}
+
 /* The reorders of one forward of a 16-channel convolution followed by `next`. */
 static int forward_reorders(layer_type next)
 {
@@ -204,23 +220,14 @@ static int forward_reorders(layer_type next)
         net_bn(&net, "bn", conv);
     else
         net_relu(&net, "relu", conv);
-    cr_assert_eq(net.status, NET_OK, "%s", net.err);
-    backend_config cfg = {.batch = 2, .threads = 2, .seed = 5};
-    char err[640], kernel[64];
-    backend *b = cpu_backend_ops.create(&net, &cfg, err, sizeof err);
-    cr_assert_not_null(b, "%s", err);
-    cr_assert_eq(cpu_backend_ops.forward(b, conv), 0, "%s", cpu_backend_ops.error(b));
-    layout_work work;
-    cpu_backend_ops.take_layout_work(b, &work, kernel, sizeof kernel);
-    cpu_backend_ops.destroy(b);
-    net_free(&net);
-    return work.count;
+    return forward_reorders_of(&net, conv);
 }
 
 /* A convolution whose output only a batch norm reads leaves it in oneDNN's
  * blocked layout for the batch norm (whose results the case
- * batch_norm_after_wide_conv checks): one reorder fewer than before a ReLU,
- * which reads NCHW. */
+ * batch_norm_after_wide_conv checks), even where the batch norm is the
+ * network's last layer: one reorder fewer than before a ReLU there, whose
+ * output, the network's, is NCHW, and so is its input. */
 Test(layers, a_conv_hands_its_blocked_output_to_the_batch_norm, .timeout = 60)
 {
     int to_bn = forward_reorders(LAYER_BN), to_relu = forward_reorders(LAYER_RELU);
@@ -240,17 +247,7 @@ static int chain_reorders(layer_type between)
     x = between == LAYER_RELU ? net_relu(&net, "relu", x) : net_dropout(&net, "drop", x, 0.5f);
     int conv2 = net_conv(&net, "conv2", x, 16, 1, 1, 0, 1, false);
     net_bn(&net, "bn2", conv2);
-    cr_assert_eq(net.status, NET_OK, "%s", net.err);
-    backend_config cfg = {.batch = 2, .threads = 2, .seed = 5};
-    char err[640], kernel[64];
-    backend *b = cpu_backend_ops.create(&net, &cfg, err, sizeof err);
-    cr_assert_not_null(b, "%s", err);
-    cr_assert_eq(cpu_backend_ops.forward(b, conv2), 0, "%s", cpu_backend_ops.error(b));
-    layout_work work;
-    cpu_backend_ops.take_layout_work(b, &work, kernel, sizeof kernel);
-    cpu_backend_ops.destroy(b);
-    net_free(&net);
-    return work.count;
+    return forward_reorders_of(&net, conv2);
 }
 
 /* conv -> BN -> ReLU -> conv: the second convolution reads its input as the

@@ -5,10 +5,12 @@
  * channels per iteration (cpu_norm_slices.c), the partial sums added in image
  * order (fixed too). The output and its gradient are then in that layout too,
  * or NCHW where a consumer needs it; the input's gradient is in the input's
- * layout. Sums are kept in double. Running statistics follow
- * PyTorch: momentum 0.1, the unbiased variance. Backward is split as the step
- * driver calls it: backward_weights makes d-gamma and d-beta, backward_data
- * uses them for dx. */
+ * layout. A ReLU or ReLU6 in place after the batch norm may be applied in
+ * the same loops (cpu_layer.act_layer): forward clips, backward reads the
+ * activation's gradient through its mask. Sums are kept in double. Running
+ * statistics follow PyTorch: momentum 0.1, the unbiased variance. Backward is
+ * split as the step driver calls it: backward_weights makes d-gamma and
+ * d-beta, backward_data uses them for dx. */
 #include <math.h>
 
 #include "cpu_internal.h"
@@ -239,6 +241,9 @@ static int forward_blocked(backend *b, int i, int B)
     bn_act act = fused_act(b, i);
     int64_t slice_bytes = 8 * sizeof(float) * m;
     int group = slice_bytes >= GROUP_BYTES ? 1 : (int)(GROUP_BYTES / slice_bytes);
+    /* whole blocks: the two slices of a 16-channel block share every cache
+     * line, and a group that held one alone would read the lines twice */
+    group = (group + B / 8 - 1) / (B / 8) * (B / 8);
     for (int g0 = 0; g0 < slices; g0 += group) {
         int g1 = g0 + group < slices ? g0 + group : slices;
 #pragma omp parallel
