@@ -12,18 +12,37 @@
 static int bin_start(int i, int in, int out) { return (int)((int64_t)i * in / out); }
 static int bin_end(int i, int in, int out) { return (int)(((int64_t)(i + 1) * in + out - 1) / out); }
 
+/* The window of output (r, c) of a pool: rows [r0, r1), columns [c0, c1) */
+typedef struct {
+    int r0, r1, c0, c1;
+} window;
+
+static window pool_window(const layer *l, int r, int c)
+{
+    int ih = l->in_shape.h, iw = l->in_shape.w;
+    window w;
+    if (l->type == LAYER_AVGPOOL) {
+        int o = l->pool_out;
+        return (window){bin_start(r, ih, o), bin_end(r, ih, o), bin_start(c, iw, o),
+                        bin_end(c, iw, o)};
+    }
+    w.r0 = r * l->stride - l->pad;
+    w.c0 = c * l->stride - l->pad;
+    w.r1 = w.r0 + l->kernel > ih ? ih : w.r0 + l->kernel;
+    w.c1 = w.c0 + l->kernel > iw ? iw : w.c0 + l->kernel;
+    w.r0 = w.r0 < 0 ? 0 : w.r0;
+    w.c0 = w.c0 < 0 ? 0 : w.c0;
+    return w;
+}
+
 /* One output whose window is clipped to the plane: the border of a padded
  * pool. pad <= kernel / 2 (net_maxpool) keeps every clipped window non-empty. */
 static void maxpool_clipped(const layer *l, const float *x, int r, int c, float *y,
                             int32_t *argmax)
 {
-    int ih = l->in_shape.h, iw = l->in_shape.w;
-    int r0 = r * l->stride - l->pad, r1 = r0 + l->kernel;
-    int c0 = c * l->stride - l->pad, c1 = c0 + l->kernel;
-    r0 = r0 < 0 ? 0 : r0;
-    r1 = r1 > ih ? ih : r1;
-    c0 = c0 < 0 ? 0 : c0;
-    c1 = c1 > iw ? iw : c1;
+    int iw = l->in_shape.w;
+    window w = pool_window(l, r, c);
+    int r0 = w.r0, r1 = w.r1, c0 = w.c0, c1 = w.c1;
     int32_t where = r0 * iw + c0;
     float best = x[where];
     for (int row = r0; row < r1; row++)
@@ -104,29 +123,6 @@ static void avgpool_plane(const layer *l, const float *x, float *y)
             y[r * o + c] = sum / (float)((r1 - r0) * (c1 - c0));
         }
     }
-}
-
-/* The window of output (r, c) of a pool: rows [r0, r1), columns [c0, c1) */
-typedef struct {
-    int r0, r1, c0, c1;
-} window;
-
-static window pool_window(const layer *l, int r, int c)
-{
-    int ih = l->in_shape.h, iw = l->in_shape.w;
-    window w;
-    if (l->type == LAYER_AVGPOOL) {
-        int o = l->pool_out;
-        return (window){bin_start(r, ih, o), bin_end(r, ih, o), bin_start(c, iw, o),
-                        bin_end(c, iw, o)};
-    }
-    w.r0 = r * l->stride - l->pad;
-    w.c0 = c * l->stride - l->pad;
-    w.r1 = w.r0 + l->kernel > ih ? ih : w.r0 + l->kernel;
-    w.c1 = w.c0 + l->kernel > iw ? iw : w.c0 + l->kernel;
-    w.r0 = w.r0 < 0 ? 0 : w.r0;
-    w.c0 = w.c0 < 0 ? 0 : w.c0;
-    return w;
 }
 
 /* One (image, block) of B channels: position p of channel j at x[p * B + j];
