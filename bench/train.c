@@ -55,7 +55,7 @@ static void print_help(void)
            "Precisions: fp32 (no tensor cores; the cpu backend's only one), tf32, fp16\n"
            "(fp32 master weights, dynamic loss scale), bf16 (tensor cores, NHWC).\n"
            "--no-fusion runs every layer as its own kernels or loops (to measure what\n"
-           "fusion gains; on cpu: the ReLU/ReLU6 after a batch norm).\n"
+           "fusion gains; on cpu: the ReLU/ReLU6 after a batch norm or an add).\n"
            "cuda only: --graph captures the step once as a CUDA graph and replays it;\n"
            "--workspace-mb caps the workspace an algorithm of cuDNN's may need (default\n"
            "1024; each pass's lives in the step's memory while it runs); --depthwise runs\n"

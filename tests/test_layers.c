@@ -346,6 +346,100 @@ Test(layers, a_batch_norm_fused_with_its_activation_matches_the_two_alone, .time
         }
 }
 
+/* What add(conv1, conv2 or the input) -> `act` (-> a 1x1 conv where
+ * `tail`) computes through the backend from fixed inputs: the activation's
+ * output and, from a fixed gradient of it, the convolutions' output
+ * gradients, conv1's added to one already there. */
+typedef struct {
+    float y[2 * 32 * 81], d1[2 * 32 * 81], d2[2 * 32 * 81];
+    bool fused;
+} add_act_run;
+
+static void run_add_act(int channels, layer_type act, bool tail, bool from_input, bool no_fusion,
+                        add_act_run *r)
+{
+    enum { N = 2, H = 9 };
+    network net;
+    net_init(&net, "test", H, 1, (tensor_shape){channels, H, H});
+    int conv1 = net_conv(&net, "conv1", GRAPH_INPUT, channels, 1, 1, 0, 1, false);
+    int conv2 = from_input ? GRAPH_INPUT : net_conv(&net, "conv2", GRAPH_INPUT, channels, 1, 1, 0,
+                                                    1, false);
+    int add = net_add(&net, "add", conv1, conv2);
+    int a = act == LAYER_RELU ? net_relu(&net, "act", add) : net_relu6(&net, "act", add);
+    if (tail)
+        net_conv(&net, "tail", a, channels, 1, 1, 0, 1, false);
+    cr_assert_eq(net.status, NET_OK, "%s", net.err);
+    backend_config cfg = {.batch = N, .threads = 2, .seed = 5, .no_fusion = no_fusion};
+    char err[640];
+    const backend_ops *ops = &cpu_backend_ops;
+    backend *b = ops->create(&net, &cfg, err, sizeof err);
+    cr_assert_not_null(b, "%s", err);
+    int64_t e = (int64_t)N * channels * H * H;
+    static float z1[2 * 32 * 81], z2[2 * 32 * 81], dy[2 * 32 * 81], before[2 * 32 * 81];
+    for (int64_t j = 0; j < e; j++) {
+        z1[j] = (float)(4.0 * sin(0.37 * j));
+        z2[j] = (float)(3.0 * cos(0.23 * j));
+        dy[j] = (float)cos(0.11 * j);
+        before[j] = (float)sin(0.05 * j);
+    }
+    cr_assert_eq(ops->write(b, conv1, BUF_OUTPUT, z1), 0);
+    if (!from_input)
+        cr_assert_eq(ops->write(b, conv2, BUF_OUTPUT, z2), 0);
+    else
+        cr_assert_eq(ops->set_batch(b, z2, (const int32_t[N]){0, 0}), 0, "%s", ops->error(b));
+    cr_assert_eq(ops->forward(b, add), 0, "%s", ops->error(b));
+    cr_assert_eq(ops->forward(b, a), 0, "%s", ops->error(b));
+    cr_assert_eq(ops->read(b, a, BUF_OUTPUT, r->y), 0);
+    cr_assert_eq(ops->write(b, a, BUF_OUTPUT_GRAD, dy), 0);
+    cr_assert_eq(ops->write(b, conv1, BUF_OUTPUT_GRAD, before), 0);
+    bool fresh[LAYER_MAX_INPUTS] = {false, false}, first_adds[LAYER_MAX_INPUTS] = {true, false};
+    cr_assert_eq(ops->backward_data(b, a, fresh), 0, "%s", ops->error(b));
+    cr_assert_eq(ops->backward_data(b, add, first_adds), 0, "%s", ops->error(b));
+    cr_assert_eq(ops->read(b, conv1, BUF_OUTPUT_GRAD, r->d1), 0);
+    if (!from_input)
+        cr_assert_eq(ops->read(b, conv2, BUF_OUTPUT_GRAD, r->d2), 0);
+    r->fused = b->layers[add].act_layer == a;
+    ops->destroy(b);
+    net_free(&net);
+}
+
+/* The residual add applying the activation after it gives what the two
+ * layers give alone, bit for bit: NCHW (3 channels) and blocked (32 between
+ * convolutions), ReLU and ReLU6, two convolutions' outputs or one and the
+ * network's input (whose gradient nobody takes). */
+Test(layers, an_add_fused_with_its_activation_matches_the_two_alone, .timeout = 60)
+{
+    const layer_type acts[] = {LAYER_RELU, LAYER_RELU6};
+    for (int k = 0; k < 2; k++)
+        for (int blocked = 0; blocked < 2; blocked++)
+            for (int from_input = 0; from_input < 2; from_input++) {
+                int channels = blocked ? 32 : 3;
+                static add_act_run fused, alone;
+                memset(&fused, 0, sizeof fused);
+                memset(&alone, 0, sizeof alone);
+                run_add_act(channels, acts[k], blocked, from_input, false, &fused);
+                run_add_act(channels, acts[k], blocked, from_input, true, &alone);
+                const char *what = acts[k] == LAYER_RELU ? "relu" : "relu6";
+                cr_expect(fused.fused && !alone.fused, "%s: fused %d, alone %d", what,
+                          fused.fused, alone.fused);
+                int64_t e = 2 * (int64_t)channels * 81;
+                int clipped = 0, masked = 0;
+                for (int64_t j = 0; j < e; j++) {
+                    clipped += fused.y[j] == 0.0f || fused.y[j] == 6.0f;
+                    masked += fused.d2[j] == 0.0f;
+                }
+                cr_expect_gt(clipped, 0, "%s: nothing clipped", what);
+                cr_expect(from_input || masked > 0, "%s: no gradient masked", what);
+                size_t bytes = (size_t)e * sizeof(float);
+                cr_expect(memcmp(fused.y, alone.y, bytes) == 0, "%s, %d channels: output", what,
+                          channels);
+                cr_expect(memcmp(fused.d1, alone.d1, bytes) == 0 &&
+                              memcmp(fused.d2, alone.d2, bytes) == 0,
+                          "%s, %d channels, input %d: input gradients", what, channels,
+                          from_input);
+            }
+}
+
 /* ---- the blocking plan (models/cpu/cpu_blocking.c) on the zoo --------------- */
 
 static bool keeps_layout(layer_type t)

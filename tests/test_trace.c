@@ -18,7 +18,8 @@ typedef struct {
     int misplaced_layout_rows;  /* not right after a conv or fc row of its layer and phase */
     long long layout_flops, layout_bytes, layout_ns, ns;
     int nonpositive_durations;
-    int bn_relu6_rows;          /* kernel omp:bn_relu6_<pass>: a batch norm applying a ReLU6 */
+    int bn_act_rows;            /* kernel omp:bn_relu*_<pass>: a batch norm applying its ReLU */
+    int add_act_rows;           /* omp:add_relu*_<pass>: an add applying it */
     char source[32];
 } kernels_totals;
 
@@ -88,7 +89,8 @@ static kernels_totals read_kernels(const char *dir)
         snprintf(prev_kernel, sizeof prev_kernel, "%s", field[7]);
         if (!strcmp(field[10], "loss"))
             t.loss_rows++;
-        t.bn_relu6_rows += !strncmp(field[7], "omp:bn_relu6_", 13);
+        t.bn_act_rows += !strncmp(field[7], "omp:bn_relu", 11);
+        t.add_act_rows += !strncmp(field[7], "omp:add_relu", 12);
         for (int p = 0; p < PASS_COUNT; p++)
             t.by_phase[p] += !strcmp(field[10], pass_name(p));
     }
@@ -134,34 +136,46 @@ Test(trace, rows_add_up_to_the_analytic_step, .timeout = 120)
     remove_temp_dir(dir);
 }
 
-/* With the ReLU/ReLU6 after a batch norm done by the batch norm's loops, the
- * activations have no rows of their own; the batch norm's row carries their
- * FLOPs, and the bytes of the step are the analytic ones less the
- * activations' passes over their tensors, which no longer happen. */
-Test(trace, fused_activations_are_booked_on_their_batch_norm, .timeout = 120)
+/* With the ReLU/ReLU6 after a batch norm or a residual add done by that
+ * layer's loops, the activations have no rows of their own; the layer's rows
+ * carry their FLOPs, and the bytes of the step are the analytic ones less the
+ * activations' passes over their tensors, which no longer happen, plus the
+ * fused add's backward reading its output for the mask. */
+static void expect_fused_rows(const char *model, int min_bn, int min_add)
 {
-    char out[4096];
-    char *dir = train_traced("--model mobilenet_v2-cifar --batch 2 --warmup 1 --iters 2 "
-                             "--threads 1 --counters analytic --env test",
-                             0, out, sizeof out);
+    char out[4096], args[256];
+    format_or_fail(args, sizeof args,
+                   "--model %s --batch 2 --warmup 1 --iters 2 --threads 1 --counters analytic "
+                   "--env test",
+                   model);
+    char *dir = train_traced(args, 0, out, sizeof out);
     kernels_totals t = read_kernels(dir);
-    network net = build_or_fail("mobilenet_v2-cifar", 32, 10);
-    int fused = 0, layers_fwd = 0, layers_bwd = 0;
+    network net = build_or_fail(model, 32, 10);
+    int fused_bn = 0, fused_add = 0, layers_fwd = 0, layers_bwd = 0;
     int64_t saved = 0;
     for (int i = 0; i < net.n_layers; i++) {
         const layer *l = &net.layers[i];
         layers_fwd++;
         layers_bwd += l->computes_input_grad;
-        int consumer;
-        if (l->type == LAYER_RELU6 && net.layers[l->inputs[0]].type == LAYER_BN &&
-            net_consumers(&net, l->inputs[0], &consumer, 1) == 1) {
-            layer_cost c = cost_layer(&net, i, 2, PREC_FP32);
-            saved += c.bytes[PASS_FWD] + c.bytes[PASS_BWD_DATA];
-            fused++;
-        }
+        int consumer, by = l->inputs[0];
+        if ((l->type != LAYER_RELU && l->type != LAYER_RELU6) || by == GRAPH_INPUT ||
+            net_consumers(&net, by, &consumer, 1) != 1)
+            continue;
+        layer_type t_by = net.layers[by].type;
+        if (t_by != LAYER_BN && t_by != LAYER_ADD)
+            continue;
+        layer_cost c = cost_layer(&net, i, 2, PREC_FP32);
+        saved += c.bytes[PASS_FWD] + c.bytes[PASS_BWD_DATA];
+        if (t_by == LAYER_ADD)
+            saved -= 4 * (int64_t)backend_buffer_elems(&net, by, 2, BUF_OUTPUT);
+        fused_bn += t_by == LAYER_BN;
+        fused_add += t_by == LAYER_ADD;
     }
-    cr_expect_gt(fused, 30, "mobilenet_v2 has a ReLU6 after most batch norms");
-    cr_expect_eq(t.bn_relu6_rows, 3 * fused, "rows named omp:bn_relu6_<pass>");
+    int fused = fused_bn + fused_add;
+    cr_expect_geq(fused_bn, min_bn, "%s: batch norms with their activation", model);
+    cr_expect_geq(fused_add, min_add, "%s: adds with their activation", model);
+    cr_expect_eq(t.bn_act_rows, 3 * fused_bn, "rows named omp:bn_relu*_<pass>");
+    cr_expect_eq(t.add_act_rows, 2 * fused_add, "rows named omp:add_relu*_<pass>");
     cr_expect_eq(t.by_phase[PASS_FWD], layers_fwd - fused, "forward rows");
     cr_expect_eq(t.by_phase[PASS_BWD_DATA], layers_bwd - fused, "backward-data rows");
     step_cost cost = cost_step(&net, 2, PREC_FP32, NULL);
@@ -171,6 +185,16 @@ Test(trace, fused_activations_are_booked_on_their_batch_norm, .timeout = 120)
                  "the activations' %lld", t.bytes, (long long)cost.step_bytes, (long long)saved);
     net_free(&net);
     remove_temp_dir(dir);
+}
+
+Test(trace, fused_activations_are_booked_on_their_batch_norm, .timeout = 120)
+{
+    expect_fused_rows("mobilenet_v2-cifar", 31, 0);
+}
+
+Test(trace, fused_activations_are_booked_on_their_add, .timeout = 120)
+{
+    expect_fused_rows("resnet18-cifar", 8, 8);
 }
 
 Test(trace, counters_fail_over_with_one_line, .timeout = 120)

@@ -192,23 +192,25 @@ static int decide_blocks(backend *b)
     return 0;
 }
 
-/* A ReLU or ReLU6 running in place over a batch norm's output, its only
- * consumer, is done by the batch norm's own loops (cpu_norm.c): forward
- * writes the activated output, backward masks the activation's gradient as
- * it reads it. That is two passes over the tensor fewer in forward, three in
- * backward, and the same numbers bit for bit. Not with --no-fusion. */
+/* A ReLU or ReLU6 running in place over a batch norm's or a residual add's
+ * output, its only consumer, is done by that layer's own loops (cpu_norm.c,
+ * cpu_pointwise.c): forward writes the activated output, backward masks the
+ * activation's gradient as it reads it. That is two passes over the tensor
+ * fewer in forward, two or three in backward, and the same numbers bit for
+ * bit. Not with --no-fusion. */
 static void plan_fusion(backend *b)
 {
     const network *net = b->net;
     for (int a = 0; !b->cfg.no_fusion && a < net->n_layers; a++) {
         const layer *l = &net->layers[a];
-        int bn = l->inputs[0], consumer;
-        if ((l->type != LAYER_RELU && l->type != LAYER_RELU6) || bn == GRAPH_INPUT ||
-            net->layers[bn].type != LAYER_BN || net_consumers(net, bn, &consumer, 1) != 1 ||
-            b->plan.out_buffer[a] != b->plan.out_buffer[bn])
+        int by = l->inputs[0], consumer;
+        if ((l->type != LAYER_RELU && l->type != LAYER_RELU6) || by == GRAPH_INPUT ||
+            (net->layers[by].type != LAYER_BN && net->layers[by].type != LAYER_ADD) ||
+            net_consumers(net, by, &consumer, 1) != 1 ||
+            b->plan.out_buffer[a] != b->plan.out_buffer[by])
             continue;
-        b->layers[bn].act_layer = a;
-        b->layers[a].fused_into = bn;
+        b->layers[by].act_layer = a;
+        b->layers[a].fused_into = by;
     }
 }
 
@@ -413,9 +415,9 @@ static int fused_into(const backend *b, int i, pass phase)
     return b->layers[i].fused_into;
 }
 
-/* A batch norm with its activation moves what the batch norm alone moves:
- * the activation's passes over the tensor are gone. Otherwise the cost
- * model's bytes of the layer stand. */
+/* A layer with its activation moves what the layer alone moves: the
+ * activation's passes over the tensor are gone. The add's backward reads its
+ * output besides, for the mask. Otherwise the cost model's bytes stand. */
 static int op_bytes(const backend *b, int i, pass phase, int64_t *read, int64_t *written)
 {
     if (i < 0 || i >= b->net->n_layers || b->layers[i].act_layer < 0)
@@ -423,6 +425,8 @@ static int op_bytes(const backend *b, int i, pass phase, int64_t *read, int64_t 
     layer_cost c = cost_layer(b->net, i, b->cfg.batch, PREC_FP32);
     *written = c.written[phase];
     *read = c.bytes[phase] - c.written[phase];
+    if (b->net->layers[i].type == LAYER_ADD && phase == PASS_BWD_DATA)
+        *read += (int64_t)sizeof(float) * backend_buffer_elems(b->net, i, b->cfg.batch, BUF_OUTPUT);
     return 0;
 }
 
@@ -447,8 +451,8 @@ static void kernel_name(const backend *b, int i, pass phase, char *buf, size_t l
     }
     int act = b->layers[i].act_layer;
     if (act >= 0 && phase != PASS_UPDATE) { /* the activation it applies, named */
-        snprintf(buf, len, "omp:bn_%s_%s", layer_type_name(b->net->layers[act].type),
-                 pass_name(phase));
+        snprintf(buf, len, "omp:%s_%s_%s", layer_type_name(l->type),
+                 layer_type_name(b->net->layers[act].type), pass_name(phase));
         return;
     }
     snprintf(buf, len, "omp:%s_%s", layer_type_name(l->type), pass_name(phase));

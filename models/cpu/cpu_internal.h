@@ -50,10 +50,10 @@ typedef struct {
     float *bias, *dbias, *vbias;
     float *mean, *rstd;             /* batch norm: this batch's statistics */
     float *scale, *shift;           /* and the per channel factors forward normalized by */
-    /* a batch norm whose output a ReLU or ReLU6 in place alone reads applies
-     * it itself, and starts its backward from that activation's gradient
-     * (cpu_norm.c): act_layer is the activation, fused_into (on the
-     * activation) the batch norm; -1 where nothing is fused */
+    /* a batch norm or add whose output a ReLU or ReLU6 in place alone reads
+     * applies it itself, and starts its backward from that activation's
+     * gradient (cpu_norm.c, cpu_pointwise.c): act_layer is the activation,
+     * fused_into (on the activation) the layer; -1 where nothing is fused */
     int act_layer, fused_into;
     float *run_mean, *run_var;
     int32_t *argmax;                /* max pool: index in the input plane */
