@@ -61,37 +61,44 @@ int cpu_pointwise_forward(backend *b, int i)
     }
 }
 
-/* An add's backward: its gradient to both inputs in one pass over dy, where
- * a fused activation's gradient is masked by the output as that activation's
- * own backward would have. d0 and d1 may be one buffer (add(x, x)), which
- * the element-by-element order keeps right. */
+/* dy through the activation fused into an add (act LAYER_ADD: none), masked
+ * by the output as that activation's own backward masks it. The data test
+ * is branch-free (&): the loops below stay vectorized. */
+static inline float through_act(int act, float y, float dy)
+{
+    bool pass = act == LAYER_ADD || ((y > 0.0f) & (act == LAYER_RELU || y < 6.0f));
+    return pass ? dy : 0.0f;
+}
+
+/* An add's backward: its gradient to both inputs in one pass over dy (or to
+ * the one that is not the network's input). d0 and d1 may be one buffer
+ * (add(x, x)), which the element-by-element order keeps right. */
 static int add_backward(backend *b, int i, const bool accumulate[LAYER_MAX_INPUTS])
 {
     const layer *l = &b->net->layers[i];
     const cpu_layer *cl = &b->layers[i];
     int64_t n = backend_buffer_elems(b->net, i, b->cfg.batch, BUF_OUTPUT);
-    int act = cl->act_layer < 0 ? LAYER_ADD : b->net->layers[cl->act_layer].type;
+    int act = cl->act_layer < 0 ? LAYER_ADD : (int)b->net->layers[cl->act_layer].type;
     const float *dy = cl->act_layer < 0 ? cl->grad : b->layers[cl->act_layer].grad;
     const float *y = cl->out;
-    float *d[2] = {NULL, NULL};
-    for (int k = 0; k < 2; k++)
-        if (l->inputs[k] != GRAPH_INPUT)
-            d[k] = b->layers[l->inputs[k]].grad;
-    if (act == LAYER_ADD && (!d[0] || !d[1])) {
-        int k = !d[0];
-        if (d[k])
-            cpu_store(d[k], dy, n, accumulate[k]);
-        return 0;
-    }
+    float *d0 = l->inputs[0] == GRAPH_INPUT ? NULL : b->layers[l->inputs[0]].grad;
+    float *d1 = l->inputs[1] == GRAPH_INPUT ? NULL : b->layers[l->inputs[1]].grad;
     bool acc0 = accumulate[0], acc1 = accumulate[1];
+    if (d0 && d1) {
 #pragma omp parallel for schedule(static)
-    for (int64_t j = 0; j < n; j++) {
-        bool pass = act == LAYER_ADD || (y[j] > 0.0f && (act == LAYER_RELU || y[j] < 6.0f));
-        float g = pass ? dy[j] : 0.0f;
-        if (d[0])
-            d[0][j] = acc0 ? d[0][j] + g : g;
-        if (d[1])
-            d[1][j] = acc1 ? d[1][j] + g : g;
+        for (int64_t j = 0; j < n; j++) {
+            float g = through_act(act, y[j], dy[j]);
+            d0[j] = acc0 ? d0[j] + g : g;
+            d1[j] = acc1 ? d1[j] + g : g;
+        }
+    } else if (d0 || d1) {
+        float *d = d0 ? d0 : d1;
+        bool acc = d0 ? acc0 : acc1;
+#pragma omp parallel for schedule(static)
+        for (int64_t j = 0; j < n; j++) {
+            float g = through_act(act, y[j], dy[j]);
+            d[j] = acc ? d[j] + g : g;
+        }
     }
     return 0;
 }
