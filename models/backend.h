@@ -100,13 +100,16 @@ typedef struct {
 
 /* Where a layer's gradient lives, for data-parallel training (models/ddp):
  * in the backend's own layout and element type (a sum over ranks does not
- * care about the layout). The codes are those of models/ddp/ddp_pack.h. */
+ * care about the layout, as long as every rank has the same one: DDP
+ * compares `layout` across ranks). The codes are those of
+ * models/ddp/ddp_pack.h. */
 typedef enum { GRAD_F32 = 0, GRAD_F16 = 1, GRAD_BF16 = 2 } grad_elem;
 typedef struct {
     void *ptr;            /* host memory, or device memory ordered by ops.stream */
     int64_t elems;        /* backend_buffer_elems(net, layer, batch, kind) */
     grad_elem elem;
     bool device;
+    uint64_t layout;      /* a digest of the element order; 0: the plain one */
 } grad_memory;
 
 typedef struct backend backend;

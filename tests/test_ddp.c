@@ -378,6 +378,33 @@ Test(ddp_mpi, a_killed_rank_ends_the_other_with_one_line, .timeout = 300)
     remove_temp_dir(dir);
 }
 
+/* Ranks whose oneDNN chose other weight layouts (here: an AVX-512 rank and
+ * one held to AVX2, 16- and 8-channel blocks) would sum gradients element by
+ * element across two orders: they refuse before the first step. Needs an
+ * AVX-512 machine, where the two layouts differ. */
+Test(ddp_mpi, ranks_with_other_weight_layouts_refuse, .timeout = 300)
+{
+    if (!mpirun_found())
+        cr_skip_test("no mpirun");
+    if (sh("grep -qw avx512f /proc/cpuinfo") != 0)
+        cr_skip_test("no AVX-512 here: every rank's oneDNN chooses 8-channel blocks");
+    char *dir = temp_dir();
+    const char *args = "--ddp --model resnet18-cifar --batch 2 --warmup 0 --iters 1 "
+                       "--threads 1 --backend cpu --out steps.csv";
+    int status = sh("cd '%s' && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+                    "timeout 120 mpirun --oversubscribe --bind-to none -np 1 env "
+                    "DNNL_MAX_CPU_ISA=AVX2 %s/train %s : -np 1 %s/train %s >mixed.out "
+                    "2>mixed.err",
+                    dir, ROOFLINE_BIN_DIR, args, ROOFLINE_BIN_DIR, args);
+    char *err = read_text(dir, "mixed.err");
+    cr_expect_neq(status, 0, "mixed layouts trained:\n%s", err);
+    cr_expect(strstr(err, "the ranks keep their gradients in different memory layouts") != NULL,
+              "%s", err);
+    cr_expect_eq(sh("cd '%s' && test \"$(cat steps.csv 2>/dev/null | wc -l)\" -le 1", dir), 0,
+                 "a step ran and was written");
+    remove_temp_dir(dir);
+}
+
 #endif
 
 Test(ddp_options, need_ddp_or_refuse_with_it)

@@ -260,6 +260,69 @@ Test(layers, a_conv_reads_a_blocked_chain_without_a_reorder, .timeout = 60)
                  "forward reorders: %d after a ReLU, %d after dropout", after_relu, after_dropout);
 }
 
+/* A convolution keeps its weights, their gradient and momentum in the layout
+ * its forward and backward-weights chose: neither pass reorders them, read
+ * and write convert (bit for bit: a permutation), and DDP is told the
+ * layout, which differs between layouts. */
+Test(layers, a_conv_keeps_its_weights_in_the_layout_onednn_chose, .timeout = 60)
+{
+    enum { N = 2, H = 6, C = 16 };
+    network net;
+    net_init(&net, "test", H, 1, (tensor_shape){3, H, H});
+    int stem = net_conv(&net, "stem", GRAPH_INPUT, C, 3, 1, 1, 1, false);
+    int x = net_relu(&net, "relu", net_bn(&net, "bn", stem));
+    int conv = net_conv(&net, "conv", x, C, 3, 1, 1, 1, false);
+    net_bn(&net, "bn2", conv);
+    cr_assert_eq(net.status, NET_OK, "%s", net.err);
+    backend_config cfg = {.batch = N, .threads = 2, .seed = 5};
+    char err[640], kernel[64];
+    const backend_ops *ops = &cpu_backend_ops;
+    backend *b = ops->create(&net, &cfg, err, sizeof err);
+    cr_assert_not_null(b, "%s", err);
+    const dnnl_layer *d = &b->layers[conv].dnnl;
+    if (!d->kept_weights) {
+        ops->destroy(b);
+        net_free(&net);
+        cr_skip_test("oneDNN chose plain weights or two layouts here (%s)", d->impl[PASS_FWD]);
+    }
+    enum { W = C * C * 9 };
+    static float w[W], back[W];
+    for (int j = 0; j < W; j++)
+        w[j] = (float)sin(0.1 * j);
+    cr_assert_eq(ops->write(b, conv, BUF_WEIGHT, w), 0, "%s", ops->error(b));
+    cr_expect(memcmp(b->layers[conv].w, w, sizeof w) != 0, "the kept array is in plain order");
+    cr_assert_eq(ops->read(b, conv, BUF_WEIGHT, back), 0, "%s", ops->error(b));
+    cr_expect(memcmp(back, w, sizeof w) == 0, "weights read back differ from those written");
+
+    static float images[N * 3 * H * H], dy[N * C * H * H];
+    for (int j = 0; j < N * 3 * H * H; j++)
+        images[j] = (float)cos(0.3 * j);
+    for (int j = 0; j < N * C * H * H; j++)
+        dy[j] = (float)sin(0.7 * j);
+    cr_assert_eq(ops->set_batch(b, images, (const int32_t[N]){0, 0}), 0, "%s", ops->error(b));
+    for (int i = 0; i < conv; i++)
+        cr_assert_eq(ops->forward(b, i), 0, "%s", ops->error(b));
+    layout_work work;
+    ops->take_layout_work(b, &work, kernel, sizeof kernel);
+    cr_assert_eq(ops->forward(b, conv), 0, "%s", ops->error(b));
+    ops->take_layout_work(b, &work, kernel, sizeof kernel);
+    cr_expect_eq(work.count, 0, "forward reordered %d times", work.count);
+    cr_assert_eq(ops->write(b, conv, BUF_OUTPUT_GRAD, dy), 0, "%s", ops->error(b));
+    cr_assert_eq(ops->backward_weights(b, conv), 0, "%s", ops->error(b));
+    layout_work after;
+    ops->take_layout_work(b, &after, kernel, sizeof kernel);
+    cr_expect_eq(after.count, 0, "backward-weights reordered %d times", after.count);
+
+    grad_memory g, g_stem;
+    cr_assert_eq(ops->grad_storage(b, conv, BUF_WEIGHT_GRAD, &g), 0, "%s", ops->error(b));
+    cr_assert_eq(ops->grad_storage(b, stem, BUF_WEIGHT_GRAD, &g_stem), 0, "%s", ops->error(b));
+    cr_expect_neq(g.layout, 0, "DDP is not told the gradient's layout");
+    cr_expect(!b->layers[stem].dnnl.kept_weights || g_stem.layout != g.layout,
+              "two layouts (%s and %s weights), one digest", "3-channel", "16-channel");
+    ops->destroy(b);
+    net_free(&net);
+}
+
 /* What conv -> BN -> `act` (-> a 1x1 conv where `tail`) computes through
  * the backend from fixed inputs: the activation's output, then the batch
  * norm's parameter gradients and the convolution's output gradient from a

@@ -323,6 +323,9 @@ static int copy_buffer(backend *b, int i, buffer_kind kind, float *dst, const fl
     int64_t n = backend_buffer_elems(b->net, i, b->cfg.batch, kind);
     if (!buf || n == 0)
         return cpu_fail(b, "layer %s has no buffer of kind %d", b->net->layers[i].name, kind);
+    if (b->layers[i].dnnl.kept_weights && (kind == BUF_WEIGHT || kind == BUF_WEIGHT_GRAD))
+        return cpu_dnnl_copy_weights(b, i, kind == BUF_WEIGHT_GRAD, dst ? dst : (float *)src,
+                                     dst != NULL);
     int block = b->layers[i].block;
     if (block && (kind == BUF_OUTPUT || kind == BUF_OUTPUT_GRAD)) {
         tensor_shape s = b->net->layers[i].out_shape;

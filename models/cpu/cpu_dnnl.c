@@ -1,6 +1,7 @@
 /* Convolution and fully connected layers on oneDNN 2.x's C API: forward
  * (training), backward-data and backward-weights primitives made once per
- * layer. The backend's weights are plain OIHW (GOIHW for groups), its
+ * layer. The backend's weights are plain OIHW (GOIHW for groups) or, for
+ * a convolution, the layout its primitives chose (keep_weights_layout), its
  * activations NCHW or blocked (below); convolutions let oneDNN choose its
  * layouts (format "any", in practice nChw16c and OIhw16i16o) because its
  * direct JIT kernels run several times faster there than its GEMM path runs
@@ -8,13 +9,14 @@
  * layout its forward chose (nChw8c or nChw16c), the primitive works on the
  * tensor itself; elsewhere a reorder in and out around each call, as PyTorch
  * does with plain tensors. Blocked copies of activations live in three
- * scratch buffers shared by all layers; blocked weights are kept per layer
- * between forward and backward-data.
+ * scratch buffers shared by all layers; where the weights are plain, their
+ * blocked copy is kept per layer between forward and backward-data.
  * oneDNN 3.x replaced this op-descriptor API: this file is the one to port. */
 #include <stdio.h>
 #include <string.h>
 
 #include "../clock.h"
+#include "../digest.h"
 #include "cpu_internal.h"
 
 static void destroy_memory(dnnl_memory_t *m)
@@ -37,14 +39,16 @@ void cpu_dnnl_destroy(dnnl_layer *d)
                                  &d->src_in,      &d->src_in_w,     &d->weights_in,
                                  &d->dst_out,     &d->diff_dst_in,  &d->diff_dst_in_d,
                                  &d->diff_src_out, &d->diff_src_add, &d->diff_weights_out,
-                                 &d->weights_in_d};
+                                 &d->weights_in_d, &d->weights_to_plain,
+                                 &d->weights_from_plain};
     for (size_t i = 0; i < sizeof prims / sizeof prims[0]; i++)
         destroy_primitive(prims[i]);
     dnnl_memory_t *mems[] = {&d->src,          &d->weights,      &d->bias,     &d->dst,
                              &d->diff_dst,     &d->diff_src,     &d->diff_weights,
                              &d->diff_bias,    &d->src_blk,      &d->src_blk_w, &d->weights_blk,
                              &d->dst_blk,      &d->diff_dst_blk, &d->diff_dst_blk_d,
-                             &d->diff_src_blk, &d->diff_weights_blk, &d->weights_blk_d};
+                             &d->diff_src_blk, &d->diff_weights_blk, &d->weights_blk_d,
+                             &d->weights_plain};
     for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
         destroy_memory(mems[i]);
     for (int p = 0; p < PASS_UPDATE; p++)
@@ -353,6 +357,48 @@ static int block_md(backend *b, dnnl_memory_desc_t *md, int block)
     return 0;
 }
 
+/* A digest of what defines a blocked layout: the ranks of a data-parallel
+ * run compare it, since their gradients are summed element by element. */
+static uint64_t layout_digest(const dnnl_memory_desc_t *md)
+{
+    const dnnl_blocking_desc_t *blk = &md->format_desc.blocking;
+    int64_t fields[1 + 4 * DNNL_MAX_NDIMS];
+    int n = 0;
+    fields[n++] = blk->inner_nblks;
+    for (int k = 0; k < md->ndims; k++) {
+        fields[n++] = md->padded_dims[k];
+        fields[n++] = blk->strides[k];
+    }
+    for (int k = 0; k < blk->inner_nblks; k++) {
+        fields[n++] = blk->inner_blks[k];
+        fields[n++] = blk->inner_idxs[k];
+    }
+    return digest_bytes(DIGEST_START, fields, (size_t)n * sizeof fields[0]);
+}
+
+/* Where forward and backward-weights chose one blocked layout for the
+ * weights and their gradient, padded nowhere, the backend keeps w, dw and vw
+ * in it: md->weights becomes that layout, and read and write convert. */
+static int keep_weights_layout(backend *b, int i, layer_mds *md)
+{
+    dnnl_layer *d = &b->layers[i].dnnl;
+    const dnnl_memory_desc_t *wei = query_md(d->pd[PASS_FWD], dnnl_query_weights_md);
+    const dnnl_memory_desc_t *dwei =
+        query_md(d->pd[PASS_BWD_WEIGHTS], dnnl_query_diff_weights_md);
+    if (dnnl_memory_desc_equal(wei, &md->weights) ||
+        !dnnl_memory_desc_equal(wei, dwei) ||
+        dnnl_memory_desc_get_size(wei) != dnnl_memory_desc_get_size(&md->weights))
+        return 0;
+    if (make_memory(b, &d->weights_plain, &md->weights, DNNL_MEMORY_NONE) ||
+        make_reorder(b, &d->weights_to_plain, wei, &md->weights, false) ||
+        make_reorder(b, &d->weights_from_plain, &md->weights, wei, false))
+        return -1;
+    d->kept_weights = true;
+    d->weights_layout = layout_digest(wei);
+    md->weights = *wei;
+    return 0;
+}
+
 int cpu_dnnl_plan(backend *b, int i)
 {
     const layer *l = &b->net->layers[i];
@@ -383,7 +429,7 @@ int cpu_dnnl_bind(backend *b, int i)
     int rc = describe(b, i, &md);
     if (rc == 0 && l->type == LAYER_CONV)
         rc = block_md(b, &md.src, in == GRAPH_INPUT ? 0 : b->layers[in].block) ||
-             block_md(b, &md.dst, b->layers[i].block);
+             block_md(b, &md.dst, b->layers[i].block) || keep_weights_layout(b, i, &md);
     if (rc == 0)
         rc = setup_layouts(b, i, &md, d->pd);
     for (int p = 0; p < PASS_UPDATE; p++)
@@ -436,6 +482,18 @@ void cpu_dnnl_take_reorders(backend *b, layout_work *out, char *kernel, size_t l
     *out = b->reorders;
     b->reorders = (layout_work){0};
     snprintf(kernel, len, "dnnl:reorder");
+}
+
+/* read and write of a convolution's kept weights or their gradient: the
+ * plain OIHW array `plain` from or into the layout the backend keeps. */
+int cpu_dnnl_copy_weights(backend *b, int i, bool grad, float *plain, bool to_plain)
+{
+    dnnl_layer *d = &b->layers[i].dnnl;
+    dnnl_memory_t kept = grad ? d->diff_weights : d->weights;
+    DNNL_CHECK(b, dnnl_memory_set_data_handle(d->weights_plain, plain));
+    dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, to_plain ? kept : d->weights_plain},
+                              {DNNL_ARG_TO, to_plain ? d->weights_plain : kept}};
+    return execute(b, to_plain ? d->weights_to_plain : d->weights_from_plain, 2, args);
 }
 
 /* The memory a primitive runs on: the blocked copy on its scratch buffer, or

@@ -1,5 +1,6 @@
 /* backend_ops.grad_storage of the CPU backend: a layer's gradient storage
- * (the host fp32 arrays the update reads), so that data-parallel training
+ * (the host fp32 arrays the update reads, a convolution's weight gradient
+ * in the layout oneDNN chose: cpu_dnnl.c), so that data-parallel training
  * (models/ddp) reduces it in place instead of through read/write copies. */
 #include "cpu_internal.h"
 
@@ -13,6 +14,8 @@ int cpu_grad_storage(backend *b, int layer, buffer_kind kind, grad_memory *out)
     if (!p || n == 0)
         return cpu_fail(b, "layer %s has no %s gradient", b->net->layers[layer].name,
                         kind == BUF_BIAS_GRAD ? "bias" : "weight");
-    *out = (grad_memory){.ptr = p, .elems = n, .elem = GRAD_F32, .device = false};
+    uint64_t layout = kind == BUF_WEIGHT_GRAD ? cl->dnnl.weights_layout : 0;
+    *out = (grad_memory){.ptr = p, .elems = n, .elem = GRAD_F32, .device = false,
+                         .layout = layout};
     return 0;
 }

@@ -33,6 +33,14 @@ typedef struct {
     dnnl_primitive_t src_in, weights_in, dst_out;                 /* reorders */
     dnnl_primitive_t src_in_w, diff_dst_in, diff_weights_out;
     dnnl_primitive_t diff_dst_in_d, diff_src_out, diff_src_add, weights_in_d;
+    /* a convolution whose forward and backward-weights chose one layout for
+     * the weights and their gradient, with nothing padded, keeps w, dw and
+     * vw in it (the update is elementwise): no reorder of them each step.
+     * read and write convert through weights_plain (handle set per call). */
+    bool kept_weights;
+    dnnl_memory_t weights_plain;
+    dnnl_primitive_t weights_to_plain, weights_from_plain;
+    uint64_t weights_layout;  /* a digest of that layout; 0: plain OIHW */
     /* between cpu_dnnl_plan and cpu_dnnl_bind: the primitives' descriptors,
      * and the blocks (8, 16; 0: another layout) of the input and output
      * layouts a convolution's forward chose */
@@ -122,6 +130,7 @@ int cpu_dnnl_forward(backend *b, int layer);
 int cpu_dnnl_backward_data(backend *b, int layer, bool accumulate);
 int cpu_dnnl_backward_weights(backend *b, int layer);
 void cpu_dnnl_take_reorders(backend *b, layout_work *out, char *kernel, size_t len);
+int cpu_dnnl_copy_weights(backend *b, int layer, bool grad, float *plain, bool to_plain);
 
 int cpu_bn_forward(backend *b, int layer);
 int cpu_bn_backward_weights(backend *b, int layer);

@@ -170,7 +170,7 @@ extern "C" int cuda_grad_storage(backend *b, int i, buffer_kind kind, grad_memor
         return cuda_fail(b, "layer %s has no %s gradient", b->net->layers[i].name,
                          kind == BUF_BIAS_GRAD ? "bias" : "weight");
     grad_elem e = d.elem == ELEM_F16 ? GRAD_F16 : d.elem == ELEM_BF16 ? GRAD_BF16 : GRAD_F32;
-    *out = grad_memory{d.ptr, n, e, true};
+    *out = grad_memory{d.ptr, n, e, true, 0}; /* one layout on every rank: the precision's */
     return 0;
 }
 

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../digest.h"
+
 int ddp_fail(ddp *d, const char *fmt, ...)
 {
     va_list ap;
@@ -57,6 +59,24 @@ const char *ddp_error(const ddp *d)
     return d->err;
 }
 
+/* Gradients are summed element by element: every rank must hold them in one
+ * layout (a CPU backend's blocked weights follow the instruction set). */
+static int same_layouts(ddp *d)
+{
+    uint64_t h = DIGEST_START, lo, hi;
+    for (int t = 0; t < d->plan.n_tensors; t++)
+        h = digest_bytes(h, &d->grads[t].layout, sizeof d->grads[t].layout);
+    if (ddp_min_max_u64(d->world, h, &lo, &hi, "comparing the ranks' gradient layouts", d->err,
+                        sizeof d->err))
+        return -1;
+    if (lo != hi)
+        return ddp_fail(d, "the ranks keep their gradients in different memory layouts "
+                           "(oneDNN chooses them by the CPU's instruction set): run every "
+                           "rank on one CPU type, or set DNNL_MAX_CPU_ISA to the oldest of "
+                           "theirs (e.g. AVX2) on all of them");
+    return 0;
+}
+
 /* Where every planned tensor lives; all on the host or all on one device. */
 static int find_gradients(ddp *d)
 {
@@ -80,7 +100,7 @@ static int find_gradients(ddp *d)
             return ddp_fail(d, "layer %s: gradients both on the host and on a device",
                             d->net->layers[pt->layer].name);
     }
-    return 0;
+    return same_layouts(d);
 }
 
 ddp *ddp_create(ddp_world *w, const network *net, const backend_ops *ops, backend *b,
@@ -227,12 +247,12 @@ int ddp_comm_alone_last(ddp *d, int reps, double *ms)
     return comm_alone_from(d, d->plan.n_buckets - 1, reps, ms);
 }
 
-/* FNV-1a over the bits of every parameter: equal digests on every rank mean
+/* A digest of the bits of every parameter: equal digests on every rank mean
  * (but for a collision) bit-identical weights. */
 int ddp_same_weights(ddp_world *w, const backend_ops *ops, backend *b, const network *net,
                      bool *same, char *err, size_t err_len)
 {
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = DIGEST_START;
     float *buf = NULL;
     size_t cap = 0;
     for (int i = 0; i < net->n_layers; i++) {
@@ -258,9 +278,7 @@ int ddp_same_weights(ddp_world *w, const backend_ops *ops, backend *b, const net
                 free(buf);
                 return -1;
             }
-            const unsigned char *bytes = (const unsigned char *)buf;
-            for (size_t j = 0; j < (size_t)n * sizeof *buf; j++)
-                h = (h ^ bytes[j]) * 1099511628211ull;
+            h = digest_bytes(h, buf, (size_t)n * sizeof *buf);
         }
     }
     free(buf);

@@ -58,7 +58,7 @@ static int fake_grad_storage(backend *b, int layer, buffer_kind kind, ddp_grad_s
     int slot = 2 * layer + (kind == BUF_BIAS_GRAD);
     if (layer < 0 || layer >= 256 || !f->buf[slot])
         return -1;
-    *out = (ddp_grad_storage){f->buf[slot], f->elems[slot], f->elem, true};
+    *out = (ddp_grad_storage){f->buf[slot], f->elems[slot], f->elem, true, 0};
     return 0;
 }
 
