@@ -111,18 +111,16 @@ static void maxpool_plane(const layer *l, const float *x, float *y, int32_t *arg
 
 static void avgpool_plane(const layer *l, const float *x, float *y)
 {
-    int ih = l->in_shape.h, iw = l->in_shape.w, o = l->pool_out;
-    for (int r = 0; r < o; r++) {
-        int r0 = bin_start(r, ih, o), r1 = bin_end(r, ih, o);
+    int iw = l->in_shape.w, o = l->pool_out;
+    for (int r = 0; r < o; r++)
         for (int c = 0; c < o; c++) {
-            int c0 = bin_start(c, iw, o), c1 = bin_end(c, iw, o);
+            window w = pool_window(l, r, c);
             float sum = 0.0f;
-            for (int row = r0; row < r1; row++)
-                for (int col = c0; col < c1; col++)
+            for (int row = w.r0; row < w.r1; row++)
+                for (int col = w.c0; col < w.c1; col++)
                     sum += x[row * iw + col];
-            y[r * o + c] = sum / (float)((r1 - r0) * (c1 - c0));
+            y[r * o + c] = sum / (float)((w.r1 - w.r0) * (w.c1 - w.c0));
         }
-    }
 }
 
 /* One (image, block) of B channels: position p of channel j at x[p * B + j];
@@ -217,7 +215,7 @@ int cpu_pool_backward(backend *b, int i, bool accumulate)
     int64_t planes = (int64_t)b->cfg.batch * l->in_shape.c / (B ? B : 1);
     int64_t in_plane = (int64_t)l->in_shape.h * l->in_shape.w * (B ? B : 1);
     int64_t out_plane = (int64_t)l->out_shape.h * l->out_shape.w * (B ? B : 1);
-    int ih = l->in_shape.h, iw = l->in_shape.w, o = l->pool_out;
+    int iw = l->in_shape.w, o = l->pool_out;
 #pragma omp parallel for schedule(static)
     for (int64_t p = 0; p < planes; p++) {
         float *dxp = dx + p * in_plane;
@@ -234,16 +232,14 @@ int cpu_pool_backward(backend *b, int i, bool accumulate)
                 dxp[am[j]] += dyp[j];
             continue;
         }
-        for (int r = 0; r < o; r++) {
-            int r0 = bin_start(r, ih, o), r1 = bin_end(r, ih, o);
+        for (int r = 0; r < o; r++)
             for (int c = 0; c < o; c++) {
-                int c0 = bin_start(c, iw, o), c1 = bin_end(c, iw, o);
-                float g = dyp[r * o + c] / (float)((r1 - r0) * (c1 - c0));
-                for (int row = r0; row < r1; row++)
-                    for (int col = c0; col < c1; col++)
+                window w = pool_window(l, r, c);
+                float g = dyp[r * o + c] / (float)((w.r1 - w.r0) * (w.c1 - w.c0));
+                for (int row = w.r0; row < w.r1; row++)
+                    for (int col = w.c0; col < w.c1; col++)
                         dxp[row * iw + col] += g;
             }
-        }
     }
     return 0;
 }
