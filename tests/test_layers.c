@@ -333,6 +333,27 @@ typedef struct {
     bool fused;
 } bn_act_run;
 
+/* `act` (ReLU or ReLU6) over layer x, then a 1x1 convolution where `tail`
+ * (so that x's output sits between convolutions); the activation's index. */
+static int act_and_tail(network *net, layer_type act, int x, bool tail)
+{
+    int a = act == LAYER_RELU ? net_relu(net, "act", x) : net_relu6(net, "act", x);
+    cr_assert_eq(net->status, NET_OK, "%s", net->err);
+    if (tail)
+        net_conv(net, "tail", a, net->layers[a].out_shape.c, 1, 1, 0, 1, false);
+    cr_assert_eq(net->status, NET_OK, "%s", net->err);
+    return a;
+}
+
+static backend *fusion_backend(const network *net, int batch, bool no_fusion)
+{
+    backend_config cfg = {.batch = batch, .threads = 2, .seed = 5, .no_fusion = no_fusion};
+    char err[640];
+    backend *b = cpu_backend_ops.create(net, &cfg, err, sizeof err);
+    cr_assert_not_null(b, "%s", err);
+    return b;
+}
+
 static void run_bn_act(int channels, layer_type act, bool tail, bool no_fusion, bn_act_run *r)
 {
     enum { N = 2, H = 9 };
@@ -340,15 +361,9 @@ static void run_bn_act(int channels, layer_type act, bool tail, bool no_fusion, 
     net_init(&net, "test", H, 1, (tensor_shape){channels, H, H});
     int conv = net_conv(&net, "conv", GRAPH_INPUT, channels, 1, 1, 0, 1, false);
     int bn = net_bn(&net, "bn", conv);
-    int a = act == LAYER_RELU ? net_relu(&net, "act", bn) : net_relu6(&net, "act", bn);
-    if (tail)
-        net_conv(&net, "tail", a, channels, 1, 1, 0, 1, false);
-    cr_assert_eq(net.status, NET_OK, "%s", net.err);
-    backend_config cfg = {.batch = N, .threads = 2, .seed = 5, .no_fusion = no_fusion};
-    char err[640];
+    int a = act_and_tail(&net, act, bn, tail);
     const backend_ops *ops = &cpu_backend_ops;
-    backend *b = ops->create(&net, &cfg, err, sizeof err);
-    cr_assert_not_null(b, "%s", err);
+    backend *b = fusion_backend(&net, N, no_fusion);
     int64_t e = (int64_t)N * channels * H * H;
     static float z[2 * 32 * 81], dy[2 * 32 * 81], gamma[32], beta[32];
     for (int64_t j = 0; j < e; j++) {
@@ -428,15 +443,9 @@ static void run_add_act(int channels, layer_type act, bool tail, bool from_input
     int conv2 = from_input ? GRAPH_INPUT : net_conv(&net, "conv2", GRAPH_INPUT, channels, 1, 1, 0,
                                                     1, false);
     int add = net_add(&net, "add", conv1, conv2);
-    int a = act == LAYER_RELU ? net_relu(&net, "act", add) : net_relu6(&net, "act", add);
-    if (tail)
-        net_conv(&net, "tail", a, channels, 1, 1, 0, 1, false);
-    cr_assert_eq(net.status, NET_OK, "%s", net.err);
-    backend_config cfg = {.batch = N, .threads = 2, .seed = 5, .no_fusion = no_fusion};
-    char err[640];
+    int a = act_and_tail(&net, act, add, tail);
     const backend_ops *ops = &cpu_backend_ops;
-    backend *b = ops->create(&net, &cfg, err, sizeof err);
-    cr_assert_not_null(b, "%s", err);
+    backend *b = fusion_backend(&net, N, no_fusion);
     int64_t e = (int64_t)N * channels * H * H;
     static float z1[2 * 32 * 81], z2[2 * 32 * 81], dy[2 * 32 * 81], before[2 * 32 * 81];
     for (int64_t j = 0; j < e; j++) {
