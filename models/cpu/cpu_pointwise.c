@@ -1,9 +1,30 @@
 /* ReLU, ReLU6, residual add and dropout: elementwise OpenMP loops. The
  * activations mask their gradient with their own output, as PyTorch's in-place
  * ReLU does. An add whose activation is fused into it (cpu_backend.c,
- * cpu_layer.act_layer) applies it in forward and masks in backward. */
+ * cpu_layer.act_layer) applies it in forward and masks in backward, through
+ * the same two functions as the activation alone. */
 #include "../rng.h"
 #include "cpu_internal.h"
+
+/* A ReLU's or ReLU6's value at v; act LAYER_ADD (an add with nothing fused
+ * into it): v itself. act is the same across a loop: gcc splits the loop by
+ * it, and each stays vectorized. */
+static inline float activate(int act, float v)
+{
+    if (act == LAYER_RELU)
+        return v > 0.0f ? v : 0.0f;
+    if (act == LAYER_RELU6)
+        return v > 0.0f ? (v < 6.0f ? v : 6.0f) : 0.0f;
+    return v;
+}
+
+/* dy through that activation, masked by its output y as PyTorch's in-place
+ * ReLU masks it; the data test is branch-free (&) so that it vectorizes. */
+static inline float through_act(int act, float y, float dy)
+{
+    bool pass = act == LAYER_ADD || ((y > 0.0f) & (act == LAYER_RELU || y < 6.0f));
+    return pass ? dy : 0.0f;
+}
 
 int cpu_pointwise_forward(backend *b, int i)
 {
@@ -16,35 +37,19 @@ int cpu_pointwise_forward(backend *b, int i)
         return 0;
     switch (l->type) {
     case LAYER_RELU:
+    case LAYER_RELU6: {
+        int act = (int)l->type;
 #pragma omp parallel for schedule(static)
         for (int64_t j = 0; j < n; j++)
-            y[j] = x[j] > 0.0f ? x[j] : 0.0f;
+            y[j] = activate(act, x[j]);
         return 0;
-    case LAYER_RELU6:
-#pragma omp parallel for schedule(static)
-        for (int64_t j = 0; j < n; j++)
-            y[j] = x[j] > 0.0f ? (x[j] < 6.0f ? x[j] : 6.0f) : 0.0f;
-        return 0;
+    }
     case LAYER_ADD: {
         const float *x2 = cpu_input(b, i, 1);
-        int act = cl->act_layer < 0 ? LAYER_ADD : b->net->layers[cl->act_layer].type;
-        if (act == LAYER_RELU) {
+        int act = cl->act_layer < 0 ? LAYER_ADD : (int)b->net->layers[cl->act_layer].type;
 #pragma omp parallel for schedule(static)
-            for (int64_t j = 0; j < n; j++) {
-                float s = x[j] + x2[j];
-                y[j] = s > 0.0f ? s : 0.0f;
-            }
-        } else if (act == LAYER_RELU6) {
-#pragma omp parallel for schedule(static)
-            for (int64_t j = 0; j < n; j++) {
-                float s = x[j] + x2[j];
-                y[j] = s > 0.0f ? (s < 6.0f ? s : 6.0f) : 0.0f;
-            }
-        } else {
-#pragma omp parallel for schedule(static)
-            for (int64_t j = 0; j < n; j++)
-                y[j] = x[j] + x2[j];
-        }
+        for (int64_t j = 0; j < n; j++)
+            y[j] = activate(act, x[j] + x2[j]);
         return 0;
     }
     case LAYER_DROPOUT: {
@@ -59,15 +64,6 @@ int cpu_pointwise_forward(backend *b, int i)
     }
     default: return cpu_fail(b, "layer %s is not elementwise", l->name);
     }
-}
-
-/* dy through the activation fused into an add (act LAYER_ADD: none), masked
- * by the output as that activation's own backward masks it. The data test
- * is branch-free (&): the loops below stay vectorized. */
-static inline float through_act(int act, float y, float dy)
-{
-    bool pass = act == LAYER_ADD || ((y > 0.0f) & (act == LAYER_RELU || y < 6.0f));
-    return pass ? dy : 0.0f;
 }
 
 /* An add's backward: its gradient to both inputs in one pass over dy (or to
@@ -117,19 +113,15 @@ int cpu_pointwise_backward(backend *b, int i, const bool accumulate[LAYER_MAX_IN
     bool acc = accumulate[0];
     switch (l->type) {
     case LAYER_RELU:
+    case LAYER_RELU6: {
+        int act = (int)l->type;
 #pragma omp parallel for schedule(static)
         for (int64_t j = 0; j < n; j++) {
-            float g = y[j] > 0.0f ? dy[j] : 0.0f;
+            float g = through_act(act, y[j], dy[j]);
             dx[j] = acc ? dx[j] + g : g;
         }
         return 0;
-    case LAYER_RELU6:
-#pragma omp parallel for schedule(static)
-        for (int64_t j = 0; j < n; j++) {
-            float g = (y[j] > 0.0f && y[j] < 6.0f) ? dy[j] : 0.0f;
-            dx[j] = acc ? dx[j] + g : g;
-        }
-        return 0;
+    }
     case LAYER_DROPOUT: {
         float scale = 1.0f / (1.0f - l->drop_p);
 #pragma omp parallel for schedule(static)
