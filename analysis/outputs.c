@@ -47,6 +47,10 @@ static void put_roof_row(FILE *f, const roof_config *c, const roof_row *r)
         put_num(f, roof[i]);
     fprintf(f, "%s,", roof_bound_name(p->bound));
     csv_put_field(f, r->source);
+    fputc(',', f);
+    csv_put_num(f, r->roof_ns);
+    fputc(',', f);
+    csv_put_num(f, r->above_roof_ns);
     fputc('\n', f);
 }
 

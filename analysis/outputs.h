@@ -15,7 +15,8 @@ extern "C" {
 #define ROOFLINE_CSV_HEADER                                                                  \
     "env,model,res,batch,precision,level,name,layer,layer_type,phase,count,duration_ns,"      \
     "time_share,flops,dram_bytes,l2_bytes,ai_dram,ai_l2,achieved_gflops,peak_ceiling,"       \
-    "peak_gflops,dram_gbs,l2_gbs,ridge_ai,attainable_gflops,pct_of_attainable,bound,source"
+    "peak_gflops,dram_gbs,l2_gbs,ridge_ai,attainable_gflops,pct_of_attainable,bound,source,"  \
+    "roof_ns,above_roof_ns"
 
 #define SUMMARY_CSV_HEADER                                                                   \
     "env,backend,model,res,batch,precision,world_size,repeats,iters,images_per_s_median,"    \

@@ -71,3 +71,10 @@ void roof_point_eval(roof_point *p)
     p->pct_of_attainable = 100.0 * ratio(p->achieved_gflops, p->attainable_gflops);
     p->bound = p->ai_dram < p->ridge_ai ? BOUND_MEMORY : BOUND_COMPUTE;
 }
+
+double roof_point_time_ns(const roof_point *p)
+{
+    if (p->flops == 0 && p->attainable_gflops == 0)
+        return ratio(p->dram_bytes, p->dram_gbs);
+    return ratio(p->flops, p->attainable_gflops);
+}

@@ -44,6 +44,12 @@ typedef struct {
  * NaN and the bound unknown. */
 void roof_point_eval(roof_point *p);
 
+/* The time, in ns, the point's work takes at its attainable rate: FLOPs over
+ * min(intensity x bandwidth, peak), or, without FLOPs, its DRAM bytes over the
+ * DRAM roof; it is duration_ns x pct_of_attainable / 100. NaN where the point
+ * has no attainable rate (no roofs, no bytes, communication timed only). */
+double roof_point_time_ns(const roof_point *p);
+
 #ifdef __cplusplus
 }
 #endif

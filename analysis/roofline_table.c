@@ -98,11 +98,13 @@ static void aggregate(roof_config *c, int n_kernels, const char *layer_type, roo
 {
     const roof_row *k = c->rows;
     kernel_sums s = kernel_sums_empty();
-    double count = 0;
+    double count = 0, roof_ns = NAN, above_roof_ns = NAN;
     for (int i = 0; i < n_kernels; i++) {
         if (layer_type && strcmp(k[i].layer_type, layer_type) != 0)
             continue;
         count += k[i].count;
+        nan_add(&roof_ns, k[i].roof_ns);
+        nan_add(&above_roof_ns, k[i].above_roof_ns);
         nan_add(&s.duration_ns, k[i].pt.duration_ns);
         nan_add(&s.fp32, k[i].pt.flops); /* the split no longer matters: the ceiling is chosen */
         nan_add(&s.dram_bytes, k[i].pt.dram_bytes);
@@ -119,6 +121,10 @@ static void aggregate(roof_config *c, int n_kernels, const char *layer_type, roo
     dominant_ceiling(k, n_kernels, layer_type, out->ceiling);
     s.rows = count;
     finish_row(out, &s, 1, rf);
+    /* the kernels' own bounds, not the aggregate point's: the sum of
+     * max(flops / peak, bytes / bandwidth) is above max of the sums */
+    out->roof_ns = roof_ns;
+    out->above_roof_ns = above_roof_ns;
 }
 
 /* Kernel rows: the trace's rows grouped by (kernel, layer, phase). */
@@ -145,6 +151,8 @@ static int build_kernel_rows(roof_config *c, const run_trace *t, const roofs *rf
                           .source = k->source};
         roof_kernel_ceiling(c->precision, s->fp64, s->fp32, s->fp16, s->tensor, row->ceiling);
         finish_row(row, s, c->repeats, rf);
+        row->roof_ns = roof_point_time_ns(&row->pt);
+        row->above_roof_ns = isnan(row->roof_ns) ? NAN : fmax(0, row->pt.duration_ns - row->roof_ns);
     }
     free(group_of);
     free(first);
@@ -234,4 +242,47 @@ const roof_row *roofline_step(const roof_config *c)
         if (strcmp(c->rows[i].level, "step") == 0)
             return &c->rows[i];
     return NULL;
+}
+
+/* NaN (no roof) sorts after every time above a roof, 0 included. */
+static double above_key(const roof_phase_sum *g)
+{
+    return isnan(g->above_roof_ns) ? -1 : g->above_roof_ns;
+}
+
+int roofline_by_phase(const roof_config *c, roof_phase_sum **out)
+{
+    roof_phase_sum *g = malloc(((size_t)c->n + 1) * sizeof *g);
+    *out = g;
+    if (!g)
+        return -1;
+    int n = 0;
+    for (int i = 0; i < c->n; i++) {
+        const roof_row *r = &c->rows[i];
+        if (strcmp(r->level, "kernel") != 0)
+            continue;
+        int j = 0;
+        while (j < n && (strcmp(g[j].layer_type, r->layer_type) != 0 ||
+                         strcmp(g[j].phase, r->phase) != 0))
+            j++;
+        if (j == n)
+            g[n++] = (roof_phase_sum){.layer_type = r->layer_type, .phase = r->phase,
+                                      .duration_ns = NAN, .unroofed_ns = 0,
+                                      .roof_ns = NAN, .above_roof_ns = NAN};
+        nan_add(&g[j].duration_ns, r->pt.duration_ns);
+        if (isnan(r->roof_ns))
+            nan_add(&g[j].unroofed_ns, r->pt.duration_ns);
+        nan_add(&g[j].roof_ns, r->roof_ns);
+        nan_add(&g[j].above_roof_ns, r->above_roof_ns);
+    }
+    /* insertion sort: stable, so ties keep the order of first appearance
+     * (a few dozen groups at most) */
+    for (int i = 1; i < n; i++) {
+        roof_phase_sum v = g[i];
+        int j = i;
+        for (; j > 0 && above_key(&g[j - 1]) < above_key(&v); j--)
+            g[j] = g[j - 1];
+        g[j] = v;
+    }
+    return n;
 }

@@ -165,6 +165,11 @@ typedef struct {
     double time_share;      /* of the traced step's time */
     char ceiling[ROOF_CEILING_LEN];
     roof_point pt;          /* per traced step */
+    /* The time at the roofs (roof_point_time_ns) and the time spent above it,
+     * per traced step. A kernel's above is max(0, duration - roof); a layer
+     * type's and the step's are the sums over their kernels with a roof (a
+     * kernel faster than its roof offsets no other); NaN where none has one. */
+    double roof_ns, above_roof_ns;
 } roof_row;
 
 typedef struct {

@@ -38,7 +38,8 @@ static const num_field roof_nums[] = {
     {"ai_l2", PT(ai_l2)}, {"achieved_gflops", PT(achieved_gflops)},
     {"peak_gflops", PT(peak_gflops)}, {"dram_gbs", PT(dram_gbs)}, {"l2_gbs", PT(l2_gbs)},
     {"ridge_ai", PT(ridge_ai)}, {"attainable_gflops", PT(attainable_gflops)},
-    {"pct_of_attainable", PT(pct_of_attainable)}};
+    {"pct_of_attainable", PT(pct_of_attainable)}, {"roof_ns", offsetof(roof_row, roof_ns)},
+    {"above_roof_ns", offsetof(roof_row, above_roof_ns)}};
 enum { ROOF_NUMS = sizeof roof_nums / sizeof roof_nums[0] };
 
 static bool same_config(const roof_config *c, const col_file *f, const int *cols, int row, int res,

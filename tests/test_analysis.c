@@ -429,6 +429,45 @@ Test(analysis_roofline, kernels_layer_types_and_step)
     cr_expect_str_eq(step->source, "mixed");
     NEAR(c->mem_bound_share, 0.5, 1e-12);
     cr_expect_eq(roofline_step(c), step);
+
+    /* time at the roofs: conv1 1e8 FLOP at 200 = 0.5 ms of its 1; bn 1e6 at 5
+     * = 0.2 of 2; relu 4e6 B at 50 GB/s = 0.08 of 1; conv2 4e7 at 200 = 0.2
+     * of 1; fc has no roof. Layer types and the step sum their kernels'
+     * (the conv type's own point would say 1.4e8 / 200 = 0.7 too; the step's,
+     * 1.42e8 / 200 = 0.71 ms, would not: 0.98) */
+    NEAR(conv1->roof_ns, 5e5, 1e-6);
+    NEAR(conv1->above_roof_ns, 5e5, 1e-6);
+    NEAR(bn->roof_ns, 2e5, 1e-6);
+    NEAR(bn->above_roof_ns, 1.8e6, 1e-6);
+    NEAR(relu->roof_ns, 8e4, 1e-6);
+    NEAR(relu->above_roof_ns, 9.2e5, 1e-6);
+    NEAR(conv2->roof_ns, 2e5, 1e-6);
+    cr_expect(isnan(fc->roof_ns) && isnan(fc->above_roof_ns), "no roof, no time at it");
+    NEAR(conv->roof_ns, 7e5, 1e-6);
+    NEAR(conv->above_roof_ns, 1.3e6, 1e-6);
+    cr_expect(isnan(c->rows[8].roof_ns), "fc: none of its kernels has a roof");
+    NEAR(step->roof_ns, 9.8e5, 1e-6);
+    NEAR(step->above_roof_ns, 4.02e6, 1e-6);
+    for (int i = 0; i < 4; i++) /* duration x pct / 100, as the header says */
+        NEAR(c->rows[i].roof_ns, c->rows[i].pt.duration_ns * c->rows[i].pt.pct_of_attainable / 100,
+             1e-6);
+
+    /* per layer type and phase, most time above the roofs first */
+    roof_phase_sum *g;
+    cr_assert_eq(roofline_by_phase(c, &g), 4);
+    cr_expect_str_eq(g[0].layer_type, "bn");
+    NEAR(g[0].above_roof_ns, 1.8e6, 1e-6);
+    cr_expect_str_eq(g[1].layer_type, "conv");
+    cr_expect_str_eq(g[1].phase, "fwd");
+    NEAR(g[1].above_roof_ns, 1.3e6, 1e-6);
+    NEAR(g[1].duration_ns, 2e6, 0);
+    NEAR(g[1].roof_ns, 7e5, 1e-6);
+    cr_expect_str_eq(g[2].layer_type, "relu");
+    cr_expect_str_eq(g[3].layer_type, "fc", "no roof: last");
+    cr_expect(isnan(g[3].roof_ns));
+    NEAR(g[3].unroofed_ns, 1e6, 0);
+    cr_expect_eq(g[1].unroofed_ns, 0);
+    free(g);
     roofline_free(&rl);
     run_free(&m);
     remove_temp_dir(dir);
@@ -461,6 +500,39 @@ Test(analysis_roofline, repeats_and_repeated_kernels_average_per_step)
     NEAR(c->rows[0].pt.achieved_gflops, 0.5, 1e-12);
     cr_expect_eq(c->rows[0].pt.bound, BOUND_UNKNOWN, "no peaks.csv: no bound");
     cr_expect(isnan(c->mem_bound_share));
+    roofline_free(&rl);
+    run_free(&m);
+    remove_temp_dir(dir);
+}
+
+/* A kernel faster than its roof (its bytes partly from a cache) spends no
+ * time above it, and offsets no other kernel's time above its own. */
+Test(analysis_roofline, a_kernel_faster_than_its_roof_offsets_no_other)
+{
+    char *dir = temp_dir(), err[256];
+    write_text(dir, "peaks.csv", peaks_csv);
+    /* a: 1e7 B in 0.1 ms = 100 GB/s, twice the roof's 50: roof 0.2 ms;
+     * b: 1e7 B in 0.5 ms: roof 0.2 ms, 0.3 ms above */
+    write_joined(dir, "kernels.csv", kernels_header,
+                 "t,m,32,8,fp32,0,0,a,l1,relu,fwd,100000,0,0,0,0,5000000,5000000,,,analytic\n"
+                 "t,m,32,8,fp32,0,1,b,l2,relu,bwd_data,500000,0,0,0,0,5000000,5000000,,,analytic\n");
+    run_model m = load_ok(dir, RUN_PEAKS | RUN_KERNELS);
+    roofs r;
+    roofs_init(&r, m.roofs, m.n_roofs);
+    roofline rl;
+    cr_assert_eq(roofline_build(m.traces, m.n_traces, &r, &rl, err, sizeof err), 0, "%s", err);
+    const roof_config *c = &rl.configs[0];
+    NEAR(c->rows[0].roof_ns, 2e5, 1e-6);
+    cr_expect_eq(c->rows[0].above_roof_ns, 0);
+    NEAR(c->rows[1].above_roof_ns, 3e5, 1e-6);
+    const roof_row *step = roofline_step(c);
+    NEAR(step->roof_ns, 4e5, 1e-6);
+    NEAR(step->above_roof_ns, 3e5, 1e-6); /* not 0.6 - 0.4 = 0.2 */
+    roof_phase_sum *g;
+    cr_assert_eq(roofline_by_phase(c, &g), 2);
+    cr_expect_str_eq(g[0].phase, "bwd_data");
+    cr_expect_str_eq(g[1].phase, "fwd", "0 above: after");
+    free(g);
     roofline_free(&rl);
     run_free(&m);
     remove_temp_dir(dir);
@@ -499,7 +571,7 @@ Test(analysis_roofline, csv_round_trip)
     cr_assert_eq(outputs_write(dir, &m.roofline, &m.summary, &m.variability, err, sizeof err), 0,
                  "%s", err);
     csv_table *out = read_ok(dir, "roofline.csv");
-    cr_expect_eq(csv_cols(out), 28);
+    cr_expect_eq(csv_cols(out), 30);
     cr_expect_eq(csv_rows(out), 10);
     int bn = find_row(out, "name", "bn_fwd", NULL, NULL);
     cr_expect_str_eq(cell(out, bn, "bound"), "memory");
@@ -509,8 +581,11 @@ Test(analysis_roofline, csv_round_trip)
     int fc = find_row(out, "name", "gemm", NULL, NULL);
     cr_expect_str_eq(cell(out, fc, "bound"), "unknown");
     cr_expect_str_eq(cell(out, fc, "attainable_gflops"), "");
+    cr_expect_str_eq(cell(out, fc, "roof_ns"), "", "no roof: empty");
     int step = find_row(out, "level", "step", NULL, NULL);
     NEAR(num(out, step, "duration_ns"), 6e6, 0);
+    NEAR(num(out, step, "roof_ns"), 9.8e5, 1e-3);
+    NEAR(num(out, step, "above_roof_ns"), 4.02e6, 1e-3);
     csv_free(out);
     run_free(&m);
     /* and read back as the report reads it */
@@ -522,6 +597,9 @@ Test(analysis_roofline, csv_round_trip)
     cr_expect_eq(back->pt.bound, BOUND_MEMORY);
     NEAR(back->pt.ai_dram, 0.1, 1e-12);
     cr_expect_str_eq(back->ceiling, "fp32_fma");
+    NEAR(back->roof_ns, 2e5, 1e-3);
+    NEAR(back->above_roof_ns, 1.8e6, 1e-3);
+    cr_expect(isnan(m.roofline.configs[0].rows[4].roof_ns), "fc: empty read as NaN");
     run_free(&m);
     remove_temp_dir(dir);
 }
@@ -798,7 +876,7 @@ Test(analysis_bin, writes_three_csvs, .timeout = 60)
                   strstr(out, "skipped (needs 9 GiB, has 4)"),
               "%s", out);
     const char *names[] = {"roofline.csv", "summary.csv", "variability.csv"};
-    const int cols[] = {28, 22, 18}, rows[] = {10, 3, 7};
+    const int cols[] = {30, 22, 18}, rows[] = {10, 3, 7};
     for (int i = 0; i < 3; i++) {
         csv_table *t = read_ok(dir, names[i]);
         cr_expect_eq(csv_cols(t), cols[i], "%s", names[i]);
@@ -819,7 +897,7 @@ Test(analysis_bin, without_kernels_the_roofline_is_empty, .timeout = 60)
     cr_expect(strstr(out, "no kernels.csv"), "%s", out);
     csv_table *t = read_ok(dir, "roofline.csv");
     cr_expect_eq(csv_rows(t), 0);
-    cr_expect_eq(csv_cols(t), 28);
+    cr_expect_eq(csv_cols(t), 30);
     csv_free(t);
     t = read_ok(dir, "summary.csv");
     cr_expect_eq(csv_rows(t), 3);

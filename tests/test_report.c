@@ -42,24 +42,28 @@ static const char *const peaks_csv =
     "toy,Toy CPU,l2,100,GB/s,sweep,,4,\n"
     "toy,Toy CPU,pcie_h2d,24,GB/s,memcpy,,1,\n";
 
+/* bin/analyze's roofline.csv of kernels_csv below; roof_ns is the time at the
+ * attainable rate: conv1 8e9 FLOP / 100 GFLOP/s = 80 ms of its 160, bn
+ * 1.2e8 / 12.5 = 9.6 ms of 12, relu 2.5e7 / 3.125 = 8 ms of 8 */
 static const char *const roofline_csv =
     "env,model,res,batch,precision,level,name,layer,layer_type,phase,count,duration_ns,"
     "time_share,flops,dram_bytes,l2_bytes,ai_dram,ai_l2,achieved_gflops,peak_ceiling,"
-    "peak_gflops,dram_gbs,l2_gbs,ridge_ai,attainable_gflops,pct_of_attainable,bound,source\n"
+    "peak_gflops,dram_gbs,l2_gbs,ridge_ai,attainable_gflops,pct_of_attainable,bound,source,"
+    "roof_ns,above_roof_ns\n"
     "toy,resnet18-cifar,32,8,fp32,kernel,brg_conv,conv1,conv,fwd,1,160000000,0.888889,8e9,1e8,,"
-    "80,,50,fp32_fma,100,25,,4,100,50,compute,analytic\n"
+    "80,,50,fp32_fma,100,25,,4,100,50,compute,analytic,8e7,8e7\n"
     "toy,resnet18-cifar,32,8,fp32,kernel,own bn loop,bn1,bn,fwd,1,12000000,0.0666667,1.2e8,2.4e8,,"
-    "0.5,,10,fp32_fma,100,25,,4,12.5,80,memory,analytic\n"
+    "0.5,,10,fp32_fma,100,25,,4,12.5,80,memory,analytic,9.6e6,2.4e6\n"
     "toy,resnet18-cifar,32,8,fp32,kernel,own relu loop,relu,relu,fwd,1,8000000,0.0444444,2.5e7,2e8,"
-    ",0.125,,3.125,fp32_fma,100,25,,4,3.125,100,memory,analytic\n"
+    ",0.125,,3.125,fp32_fma,100,25,,4,3.125,100,memory,analytic,8e6,0\n"
     "toy,resnet18-cifar,32,8,fp32,layer_type,conv,,conv,,1,160000000,0.888889,8e9,1e8,,80,,50,"
-    "fp32_fma,100,25,,4,100,50,compute,analytic\n"
+    "fp32_fma,100,25,,4,100,50,compute,analytic,8e7,8e7\n"
     "toy,resnet18-cifar,32,8,fp32,layer_type,bn,,bn,,1,12000000,0.0666667,1.2e8,2.4e8,,0.5,,10,"
-    "fp32_fma,100,25,,4,12.5,80,memory,analytic\n"
+    "fp32_fma,100,25,,4,12.5,80,memory,analytic,9.6e6,2.4e6\n"
     "toy,resnet18-cifar,32,8,fp32,layer_type,relu,,relu,,1,8000000,0.0444444,2.5e7,2e8,,0.125,,"
-    "3.125,fp32_fma,100,25,,4,3.125,100,memory,analytic\n"
+    "3.125,fp32_fma,100,25,,4,3.125,100,memory,analytic,8e6,0\n"
     "toy,resnet18-cifar,32,8,fp32,step,step,,,,3,180000000,1,8.145e9,5.4e8,,15.0833,,45.25,"
-    "fp32_fma,100,25,,4,100,45.25,compute,analytic\n";
+    "fp32_fma,100,25,,4,100,45.25,compute,analytic,9.76e7,8.24e7\n";
 
 static const char *const summary_csv =
     "env,backend,model,res,batch,precision,world_size,repeats,iters,images_per_s_median,"
@@ -441,6 +445,45 @@ Test(report_run, a_trace_slower_than_the_timed_steps_is_named)
     remove_temp_dir(dir);
 }
 
+/* Where the time above the roofs is: the finding names the step's time at its
+ * roofs and the groups with the most time above them, the tables a column;
+ * a roofline.csv from before the columns existed has neither. */
+Test(report_run, the_time_above_the_roofs_is_named)
+{
+    char *dir = toy_run(), args[512], out[4096];
+    format_or_fail(args, sizeof args, "report %s", dir);
+    cr_assert_eq(run_bin(args, 1, out, sizeof out), 0, "bin/report failed: %s", out);
+    char *md = read_text(dir, "report.md");
+    expect_contains(md, "At their roofs the step's kernels would take 97.6 of its 180 ms (54%); "
+                        "of the 82.4 ms they spend above them, the most is in conv fwd (80.0 ms) "
+                        "and bn fwd (2.40 ms).",
+                    "report.md");
+    expect_contains(md, "| layer type | kernels | time ms | share | FLOP/byte | GFLOP/s | "
+                        "% of attainable | ms above roof | bound |",
+                    "report.md");
+    expect_contains(md, "| bn | 1 | 12.0 | 6.7% | 0.5 | 10.0 | 80% | 2.40 | memory |",
+                    "report.md");
+    expect_contains(md, "| relu | 1 | 8.00 | 4.4% | 0.125 | 3.12 | 100% | 0 | memory |",
+                    "report.md");
+    free(md);
+    /* no kernel above its roof */
+    write_replaced(dir, "roofline.csv", roofline_csv, "analytic,9.76e7,8.24e7", "analytic,1.8e8,0");
+    cr_assert_eq(run_bin(args, 1, out, sizeof out), 0, "bin/report failed: %s", out);
+    md = read_text(dir, "report.md");
+    expect_contains(md, "would take 180 of its 180 ms (100%); none ran slower than its roof.",
+                    "report.md");
+    free(md);
+    /* the roofline.csv of an older bin/analyze: 28 columns */
+    sh("cut -d, -f1-28 '%s/roofline.csv' > '%s/r.tmp' && mv '%s/r.tmp' '%s/roofline.csv'", dir,
+       dir, dir, dir);
+    cr_assert_eq(run_bin(args, 1, out, sizeof out), 0, "bin/report failed: %s", out);
+    md = read_text(dir, "report.md");
+    cr_expect(strstr(md, "At their roofs") == NULL, "%s", md);
+    expect_contains(md, "| bn | 1 | 12.0 | 6.7% | 0.5 | 10.0 | 80% | - | memory |", "report.md");
+    free(md);
+    remove_temp_dir(dir);
+}
+
 /* The costliest layer type without FLOPs or bytes (communication is timed
  * only) is said to have no place on the roofline, not "- of its attainable". */
 Test(report_run, a_costliest_type_without_counts_has_no_roofline_place)
@@ -600,8 +643,8 @@ Test(report_run, headline_numbers_come_from_the_csv_files)
     expect_contains(md, "| cpu.model | Toy CPU |", "report.md");
     expect_contains(md, "| ranks[1].host | h1 |", "report.md");
     expect_contains(md, "| 1 | brg_conv | conv1 | conv | fwd | 160 | 89% | 80.0 | 50.0 | 50% | "
-                        "compute |", "report.md");
-    expect_contains(md, "| bn | 1 | 12.0 | 6.7% | 0.5 | 10.0 | 80% | memory |", "report.md");
+                        "80.0 | compute |", "report.md");
+    expect_contains(md, "| bn | 1 | 12.0 | 6.7% | 0.5 | 10.0 | 80% | 2.40 | memory |", "report.md");
     expect_contains(md, "| resnet18-cifar | 32 | 8 | fp32 | 12 | 200 | 1.2% | 198 to 203 | "
                         "+0.5% | 0 | 2 | 0.8% |", "report.md");
     expect_contains(md, "| 5/6 | resnet18-cifar | 32 | 32 | fp32 | 1 | failed (exit 137) | "

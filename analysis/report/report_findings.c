@@ -24,6 +24,8 @@
 /* A traced step this many times its configuration's median timed step ran
  * differently from the steps the tables report. */
 #define TRACE_SLOW_RATIO 1.5
+/* The (layer type, phase) groups named as holding the time above the roofs. */
+#define ABOVE_ROOF_GROUPS 3
 
 static const char *stability(double cv)
 {
@@ -66,6 +68,50 @@ static const char *type_gloss(const char *type)
                                         : "";
 }
 
+/* How long the traced step's kernels would take at their roofs, and which
+ * (layer type, phase) groups spend the most time above them: the
+ * milliseconds there are to win, and where. False out of memory. */
+static bool above_roofs_text(char *text, size_t len, size_t *used, const roof_config *c,
+                             const roof_row *step)
+{
+    if (!step || isnan(step->roof_ns))
+        return true;
+    roof_phase_sum *g;
+    int n = roofline_by_phase(c, &g);
+    if (n < 0)
+        return false;
+    char a[FMT_LEN], b[FMT_LEN], p[FMT_LEN];
+    double unroofed = 0;
+    for (int i = 0; i < n; i++)
+        unroofed += g[i].unroofed_ns;
+    fmt_append(text, len, used, " At their roofs the step's kernels would take %s of its %s ms (%s)",
+               fmt_ms_of_ns(a, step->roof_ns), fmt_ms_of_ns(b, step->pt.duration_ns),
+               fmt_share(p, step->roof_ns / step->pt.duration_ns));
+    if (unroofed > 0)
+        fmt_append(text, len, used, ", leaving out %s ms of kernels with no roof",
+                   fmt_ms_of_ns(a, unroofed));
+    if (!(step->above_roof_ns > 0)) {
+        fmt_append(text, len, used, "; none ran slower than its roof.");
+    } else {
+        fmt_append(text, len, used, "; of the %s ms they spend above them, the most is in ",
+                   fmt_ms_of_ns(a, step->above_roof_ns));
+        /* sorted: the groups that spent time above their roofs come first */
+        int named = 0;
+        while (named < n && named < ABOVE_ROOF_GROUPS && g[named].above_roof_ns > 0)
+            named++;
+        for (int i = 0; i < named; i++)
+            fmt_append(text, len, used, "%s%s%s%s (%s ms)",
+                       i == 0 ? "" : i + 1 == named ? " and " : ", ", g[i].layer_type,
+                       /* the loss's phase is its name: "loss", not "loss loss" */
+                       strcmp(g[i].phase, g[i].layer_type) == 0 ? "" : " ",
+                       strcmp(g[i].phase, g[i].layer_type) == 0 ? "" : g[i].phase,
+                       fmt_ms_of_ns(a, g[i].above_roof_ns));
+        fmt_append(text, len, used, ".");
+    }
+    free(g);
+    return true;
+}
+
 static void traced_finding(report_doc *d, const run_model *run, const roof_config *c)
 {
     int n;
@@ -77,7 +123,7 @@ static void traced_finding(report_doc *d, const run_model *run, const roof_confi
     char name[160], a[FMT_LEN], b[FMT_LEN], g[FMT_LEN], p[FMT_LEN], ai[FMT_LEN];
     report_key_short(name, sizeof name, c->model, c->res, c->batch, c->precision);
     const roof_row *step = roofline_step(c);
-    char text[1536];
+    char text[2048];
     size_t used = 0;
     const char *source = step ? step->source : "";
     fmt_append(text, sizeof text, &used, "%s%s%s%s: %s of the traced step time is in memory-bound "
@@ -121,6 +167,8 @@ static void traced_finding(report_doc *d, const run_model *run, const roof_confi
                    fmt_pct(p, step->pt.pct_of_attainable));
     else
         fmt_append(text, sizeof text, &used, ".");
+    if (!above_roofs_text(text, sizeof text, &used, c, step))
+        d->failed = true;
     doc_item(d, "%s", text);
     free(types);
 }

@@ -39,6 +39,7 @@ static void roofline_cells(report_doc *d, const roof_row *r)
     doc_cell(d, "%s", fmt_num(a, r->pt.ai_dram));
     doc_cell(d, "%s", fmt_num(a, r->pt.achieved_gflops));
     doc_cell(d, "%s", fmt_pct(a, r->pt.pct_of_attainable));
+    doc_cell(d, "%s", fmt_ms_of_ns(a, r->above_roof_ns));
     doc_cell(d, "%s", roof_bound_name(r->pt.bound));
 }
 
@@ -133,9 +134,9 @@ static void config_tables(report_doc *d, const run_model *run, const roof_config
         d->failed = true;
         return;
     }
-    doc_table(d, "lrrrrrrl",
+    doc_table(d, "lrrrrrrrl",
               (const char *const[]){"layer type", "kernels", "time ms", "share", "FLOP/byte",
-                                    "GFLOP/s", "% of attainable", "bound"});
+                                    "GFLOP/s", "% of attainable", "ms above roof", "bound"});
     for (int i = 0; i < n; i++) {
         const roof_row *r = &c->rows[rows[i]];
         doc_cell(d, "%s", r->name);
@@ -151,9 +152,10 @@ static void config_tables(report_doc *d, const run_model *run, const roof_config
         return;
     }
     doc_para(d, "The %d costliest kernels:", n < TOP_KERNELS ? n : TOP_KERNELS);
-    doc_table(d, "rllllrrrrrl",
+    doc_table(d, "rllllrrrrrrl",
               (const char *const[]){"#", "kernel", "layer", "type", "phase", "time ms", "share",
-                                    "FLOP/byte", "GFLOP/s", "% of attainable", "bound"});
+                                    "FLOP/byte", "GFLOP/s", "% of attainable", "ms above roof",
+                                    "bound"});
     for (int i = 0; i < n && i < TOP_KERNELS; i++) {
         const roof_row *r = &c->rows[rows[i]];
         doc_cell(d, "%d", i + 1);
@@ -178,7 +180,8 @@ void report_kernels(report_doc *d, const run_model *run)
     else
         doc_para(d, "Per traced configuration: the layer types and the costliest kernels, each "
                     "with its arithmetic intensity against %s traffic, achieved rate, share of its "
-                    "attainable rate min(intensity x bandwidth, peak) and bound.",
+                    "attainable rate min(intensity x bandwidth, peak), the time it took beyond what "
+                    "that rate allows (a layer type's: the sum over its kernels) and bound.",
                  report_memory_name(run));
     for (int k = 0; k < run->roofline.n; k++) {
         const roof_row *step = roofline_step(&run->roofline.configs[k]);
