@@ -5,7 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "../analysis/fmt.h"
+#include "../analysis/roofs.h"
+#include "../analysis/run_load.h"
+#include "../analysis/step_roofs.h"
 #include "../models/cost.h"
 #include "../models/zoo.h"
 #include "cli.h"
@@ -17,11 +22,15 @@ typedef struct {
     int res, classes, batch;
     precision prec;
     bool csv, list;
+    char roofs_dir[4096];        /* --roofs: the run folder whose peaks.csv holds them */
+    const char *roofs_shown;     /* --roofs as given */
+    step_bytes_source traffic;   /* --traffic */
 } options;
 
 static void print_help(void)
 {
     printf("usage: complexity --model M [--res R] [--classes K] [--batch N] [--precision P] [--csv]\n"
+           "                  [--roofs RUN_DIR|peaks.csv [--traffic model|cuda]]\n"
            "       complexity --list\n"
            "Per-layer analytic FLOPs, minimal DRAM bytes and memory of one training step.\n"
            "  --model M      one of --list\n"
@@ -29,8 +38,35 @@ static void print_help(void)
            "  --classes K    output classes (default: 1000, CIFAR variants 10)\n"
            "  --batch N      images per step (default 1)\n"
            "  --precision P  %s (default fp32)\n"
-           "  --csv          one CSV row per layer, then the loss and the step total\n",
+           "  --csv          one CSV row per layer, then the loss and the step total\n"
+           "  --roofs R      then the step at the measured roofs of R (a run folder or its\n"
+           "                 peaks.csv): per layer type and phase the time at max(FLOPs / peak,\n"
+           "                 bytes / DRAM bandwidth), each operation alone, and the images/s\n"
+           "                 the step cannot exceed with those bytes (analytic, not measured)\n"
+           "  --traffic T    the bytes held against the roofs: model (default: each tensor\n"
+           "                 once from DRAM per layer pass) or cuda (what the CUDA backend's\n"
+           "                 kernels move by design, fusions included)\n",
            precision_names());
+}
+
+/* The run folder of --roofs into dir[len]: the folder itself, or the one
+ * holding the peaks.csv named; a usage error for anything else. */
+static void roofs_folder(const char *given, char *dir, size_t len)
+{
+    struct stat st;
+    if (stat(given, &st) != 0)
+        cli_usage_error(prog, "--roofs: '%s' does not exist (a run folder or its peaks.csv)",
+                        given);
+    const char *slash = strrchr(given, '/');
+    const char *base = slash ? slash + 1 : given;
+    if (!S_ISDIR(st.st_mode) && (!S_ISREG(st.st_mode) || strcmp(base, "peaks.csv") != 0))
+        cli_usage_error(prog, "--roofs: '%s' is neither a folder nor a file named peaks.csv",
+                        given);
+    int n = S_ISDIR(st.st_mode) ? snprintf(dir, len, "%s", given)
+            : !slash            ? snprintf(dir, len, ".")
+                                : snprintf(dir, len, "%.*s", slash == given ? 1 : (int)(slash - given), given);
+    if (n < 0 || (size_t)n >= len)
+        cli_usage_error(prog, "--roofs: '%s' is too long a path", given);
 }
 
 static options parse_options(int argc, char **argv)
@@ -40,11 +76,13 @@ static options parse_options(int argc, char **argv)
         {"classes", required_argument, 0, 'k'},   {"batch", required_argument, 0, 'b'},
         {"precision", required_argument, 0, 'p'}, {"csv", no_argument, 0, 'c'},
         {"list", no_argument, 0, 'l'},            {"help", no_argument, 0, 'h'},
+        {"roofs", required_argument, 0, 'R'},     {"traffic", required_argument, 0, 't'},
         {0, 0, 0, 0},
     };
-    const char *accepted = "--model, --res, --classes, --batch, --precision, --csv, --list, --help";
-    options o = {.batch = 1, .prec = PREC_FP32};
-    const char *res = NULL, *classes = NULL;
+    const char *accepted = "--model, --res, --classes, --batch, --precision, --csv, --roofs, "
+                           "--traffic, --list, --help";
+    options o = {.batch = 1, .prec = PREC_FP32, .traffic = STEP_BYTES_MODEL};
+    const char *res = NULL, *classes = NULL, *traffic = NULL;
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
@@ -56,12 +94,24 @@ static options parse_options(int argc, char **argv)
         case 'p': o.prec = cli_precision_option(prog, optarg); break;
         case 'c': o.csv = true; break;
         case 'l': o.list = true; break;
+        case 'R': o.roofs_shown = cli_file_option(prog, "--roofs", optarg); break;
+        case 't': traffic = optarg; break;
         case 'h': print_help(); exit(0);
         default: cli_bad_option(prog, c, argv[optind - 1], accepted);
         }
     }
     if (optind < argc)
         cli_usage_error(prog, "unexpected argument '%s' (accepted: %s)", argv[optind], accepted);
+    if (traffic && strcmp(traffic, "cuda") == 0)
+        o.traffic = STEP_BYTES_CUDA;
+    else if (traffic && strcmp(traffic, "model") != 0)
+        cli_usage_error(prog, "--traffic: '%s' is not model or cuda", traffic);
+    if (traffic && !o.roofs_shown)
+        cli_usage_error(prog, "--traffic: only with --roofs (it says which bytes meet the roofs)");
+    if (o.roofs_shown && o.csv)
+        cli_usage_error(prog, "--roofs: prints a table, not with --csv");
+    if (o.roofs_shown)
+        roofs_folder(o.roofs_shown, o.roofs_dir, sizeof o.roofs_dir);
     if (o.list)
         return o;
     cli_model_options(prog, o.model, res, classes, &o.res, &o.classes);
@@ -190,6 +240,56 @@ static void print_table(const network *net, const options *o, const layer_cost *
            m->saved_activations / 1048576.0, m->batch / 1048576.0, m->transient / 1048576.0);
 }
 
+/* The step at the roofs of --roofs: 0, or the exit status of what failed
+ * (a folder without the roofs it needs: 2). */
+static int print_roofs(const network *net, const options *o)
+{
+    run_model m;
+    char err[1024];
+    int rc = run_load(&m, o->roofs_dir, RUN_PEAKS, RUN_PEAKS, err, sizeof err);
+    if (rc != RUN_LOAD_OK) {
+        fprintf(stderr, "%s: --roofs: %s\n", prog, err);
+        return rc == RUN_LOAD_BAD_INPUT ? CLI_EXIT_USAGE : 1;
+    }
+    roofs r;
+    roofs_init(&r, m.roofs, m.n_roofs);
+    step_roofs sr;
+    rc = step_roofs_build(net, o->batch, o->prec, o->traffic, &r, &sr, err, sizeof err);
+    if (rc != STEP_ROOFS_OK) {
+        fprintf(stderr, "%s: --roofs %s: %s\n", prog, o->roofs_shown, err);
+        run_free(&m);
+        return rc == STEP_ROOFS_NO_ROOF ? CLI_EXIT_USAGE : 1;
+    }
+    char gemm[ROOF_CEILING_LEN], a[FMT_LEN], b[FMT_LEN], c[FMT_LEN];
+    roofs_precision_ceiling(&r, precision_name(o->prec), gemm);
+    printf("\nThe step at the roofs of %s (analytic: every operation at max(FLOPs / peak, "
+           "bytes / bandwidth), each alone)\n",
+           o->roofs_shown);
+    printf("  %s %s, conv and fc against %s %s, the rest against fp32_fma %s\n",
+           roofs_memory_name(m.roofs, m.n_roofs), fmt_gbs(a, r.dram_gbs), gemm,
+           fmt_gflops(b, roofs_peak(&r, gemm)), fmt_gflops(c, roofs_peak(&r, "fp32_fma")));
+    printf("  bytes: %s\n\n", o->traffic == STEP_BYTES_CUDA
+                                   ? "the CUDA backend's kernels by design, fusions included "
+                                     "(models/cuda/cuda_traffic.h)"
+                                   : "the cost model's, each tensor once from DRAM per layer pass");
+    printf("%-10s %-12s %12s %10s %12s %12s %12s %7s\n", "type", "phase", "GFLOP", "GB",
+           "ms at roofs", "compute ms", "memory ms", "share");
+    for (int i = 0; i < sr.n; i++) {
+        const step_roof_row *row = &sr.rows[i];
+        printf("%-10s %-12s %12.3f %10.3f %12.3f %12.3f %12.3f %7s\n", row->layer_type,
+               row->phase, row->flops / 1e9, row->bytes / 1e9, row->roof_ns / 1e6,
+               row->compute_ns / 1e6, row->memory_ns / 1e6,
+               fmt_share(a, sr.roof_ns > 0 ? row->roof_ns / sr.roof_ns : 0));
+    }
+    printf("%-10s %-12s %12.3f %10.3f %12.3f\n\n", "step", "", sr.flops / 1e9, sr.bytes / 1e9,
+           sr.roof_ns / 1e6);
+    printf("At these roofs the step takes at least %.3f ms: at most %.1f images/s at batch %d.\n",
+           sr.roof_ns / 1e6, o->batch / (sr.roof_ns / 1e9), o->batch);
+    step_roofs_free(&sr);
+    run_free(&m);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     options o = parse_options(argc, argv);
@@ -217,11 +317,14 @@ int main(int argc, char **argv)
         return 1;
     }
     step_cost s = cost_step(&net, o.batch, o.prec, costs);
+    int rc = 0;
     if (o.csv)
         print_csv(&net, &o, costs, &s);
     else
         print_table(&net, &o, costs, &s);
+    if (o.roofs_shown)
+        rc = print_roofs(&net, &o);
     free(costs);
     net_free(&net);
-    return 0;
+    return rc;
 }
