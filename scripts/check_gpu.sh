@@ -35,7 +35,8 @@
 #   train      300 s the gpu-quick row of run_matrix.md (scripts/bench.sh): 8
 #                    configurations x (1 repeat + 1 trace pass), each process searching
 #                    its cuDNN algorithms; quick peaks; the report; per configuration
-#                    the traced step's four largest layer type x phase groups
+#                    the traced step's four largest layer type x phase groups and
+#                    how much of it its kernels would take at the roofs
 #   torch      140 s scripts/pytorch_ref.py on the same 8 configurations, in one process
 #                    (one import of torch and one CUDA context, a cudnn.benchmark search
 #                    each); the table: ours and PyTorch's images/s and peak memory (ours
@@ -303,7 +304,23 @@ stage_train() {
     grep -EH '^(depthwise convolutions|convolutions with bias under ReLU)' "$run"/logs/*.log \
         2>/dev/null | sed "s|^$run/logs/|  |" | head -n 6 >>"$dir/result.txt"
     time_shares "$run/kernels.csv" >>"$dir/result.txt"
+    roof_shares "$run/roofline.csv" >>"$dir/result.txt"
     return $rc
+}
+
+# How far each traced step ran from its roofs: roofline.csv's step rows, the
+# time its kernels would take at max(FLOPs / peak, bytes / bandwidth) each
+# (the report's "At their roofs the step's kernels would take ..."); the
+# bytes are the backend's design where the row counts nothing (gpu-quick).
+roof_shares() { # ROOFLINE_CSV
+    [[ -s $1 ]] || return 0
+    awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i
+                       if (!("roof_ns" in col)) exit
+                       print "each traced step against its roofs (roofline.csv):"; next }
+        $col["level"] == "step" && $col["roof_ns"] != "" && $col["duration_ns"] > 0 {
+            printf "  %-20s %8.2f ms, %8.2f ms of it at the roofs (%.0f%%)\n",
+                $col["model"] " " $col["precision"], $col["duration_ns"] / 1e6,
+                $col["roof_ns"] / 1e6, 100 * $col["roof_ns"] / $col["duration_ns"] }' "$1"
 }
 
 # Where each configuration's traced step spends its kernel time: the four

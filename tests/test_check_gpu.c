@@ -85,6 +85,11 @@ Test(check_gpu, every_stage_over_fakes)
     cr_expect(strstr(summary, "  resnet50 bf16          100.00 ms: conv bwd_data 50%, conv fwd "
                               "30%, bn fwd 20%, relu fwd 0%"),
               "%s", summary);
+    /* and against its roofs (roofline.csv's step rows) */
+    cr_expect(strstr(summary, "each traced step against its roofs (roofline.csv):\n"
+                              "  resnet18 fp32          100.00 ms,    40.00 ms of it at the roofs "
+                              "(40%)"),
+              "%s", summary);
     /* ours 100 ms a step, PyTorch's 200 ms: 2560 and 1280 images/s at 256 */
     cr_expect(strstr(summary, "resnet50      bf16    256      2560.0      1280.0   2.00      2.00      2.00"),
               "%s", summary);
