@@ -81,7 +81,9 @@ static void put_summary_row(FILE *f, const summary_row *s)
     for (size_t i = 0; i < sizeof w / sizeof *w; i++)
         put_num(f, w[i]);
     csv_put_field(f, s->status);
-    fprintf(f, ",%s\n", s->graph ? "on" : "off");
+    fprintf(f, ",%s,", s->graph ? "on" : "off");
+    csv_put_num(f, s->pct_of_roofs);
+    fputc('\n', f);
 }
 
 void summary_put(FILE *f, const summary *s)

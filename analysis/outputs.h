@@ -21,7 +21,7 @@ extern "C" {
 #define SUMMARY_CSV_HEADER                                                                   \
     "env,backend,model,res,batch,precision,world_size,repeats,iters,images_per_s_median,"    \
     "images_per_s_q1,images_per_s_q3,step_ms_median,analytic_gflop_per_step,achieved_tflops," \
-    "peak_ceiling,peak_gflops,pct_of_peak,mfu,mem_bound_time_share,status,graph"
+    "peak_ceiling,peak_gflops,pct_of_peak,mfu,mem_bound_time_share,status,graph,pct_of_roofs"
 
 #define VARIABILITY_CSV_HEADER                                                               \
     "env,model,res,batch,precision,scope,n,mean,median,stddev,cv,min,max,ci95_lo,ci95_hi,"   \

@@ -203,6 +203,8 @@ typedef struct {
     double peak_gflops;
     double pct_of_peak, mfu;    /* percent */
     double mem_bound_share;     /* 0..1, from the traced step */
+    double pct_of_roofs;        /* percent: the traced step's time at its roofs (roof_ns, the
+                                   same work) over the median step; NaN without a trace */
     char status[RUN_STATUS_LEN];
     double peak_mem_bytes;      /* from steps.csv (not a column of summary.csv) */
 } summary_row;

@@ -133,7 +133,7 @@ static const num_field summary_nums[] = {
     {"images_per_s_q3", SUM(ips_q3)}, {"step_ms_median", SUM(step_ms_median)},
     {"analytic_gflop_per_step", SUM(analytic_gflop)}, {"achieved_tflops", SUM(achieved_tflops)},
     {"peak_gflops", SUM(peak_gflops)}, {"pct_of_peak", SUM(pct_of_peak)}, {"mfu", SUM(mfu)},
-    {"mem_bound_time_share", SUM(mem_bound_share)}};
+    {"mem_bound_time_share", SUM(mem_bound_share)}, {"pct_of_roofs", SUM(pct_of_roofs)}};
 enum { SUMMARY_NUMS = sizeof summary_nums / sizeof summary_nums[0] };
 
 int run_read_summary(run_model *m, col_file *f)

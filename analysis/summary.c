@@ -68,7 +68,7 @@ static summary_row empty_row(void)
                          .ips_q1 = NAN, .ips_q3 = NAN, .step_ms_median = NAN,
                          .analytic_gflop = NAN, .achieved_tflops = NAN, .peak_gflops = NAN,
                          .pct_of_peak = NAN, .mfu = NAN, .mem_bound_share = NAN,
-                         .peak_mem_bytes = NAN};
+                         .pct_of_roofs = NAN, .peak_mem_bytes = NAN};
 }
 
 /* Everything computed from the key alone: FLOPs, roof, trace. */
@@ -86,6 +86,11 @@ static void add_model_columns(summary_row *s, const roofline *rl, const roofs *r
     const roof_config *rc = roofline_find(rl, s->env, s->model, s->res, s->batch, s->precision);
     if (rc)
         s->mem_bound_share = rc->mem_bound_share;
+    /* how close the timed step runs to its roofs: the trace's work at the
+     * roofs, kernel by kernel, over the median step (ns per ms: 1e6) */
+    const roof_row *step = rc ? roofline_step(rc) : NULL;
+    if (step && s->step_ms_median > 0)
+        s->pct_of_roofs = 100.0 * step->roof_ns / (s->step_ms_median * 1e6);
 }
 
 static int measured_row(summary_row *s, const run_steps *c)

@@ -60,8 +60,8 @@ static void print_value(double v, const char *fmt, int width)
 
 static void print_summary(const summary *s)
 {
-    printf("%-20s %5s %5s %-5s %22s %10s %7s %9s  %s\n", "model", "res", "batch", "prec",
-           "img/s median [IQR]", "GFLOP/s", "% peak", "mem-bound", "status");
+    printf("%-20s %5s %5s %-5s %22s %10s %7s %9s %8s  %s\n", "model", "res", "batch", "prec",
+           "img/s median [IQR]", "GFLOP/s", "% peak", "mem-bound", "% roofs", "status");
     for (int i = 0; i < s->n; i++) {
         const summary_row *r = &s->rows[i];
         char ips[64] = "-";
@@ -71,6 +71,7 @@ static void print_summary(const summary *s)
         print_value(r->achieved_tflops * 1e3, "%*.1f", 10);
         print_value(r->pct_of_peak, " %*.1f", 6);
         print_value(r->mem_bound_share * 100, " %*.0f%%", 8);
+        print_value(r->pct_of_roofs, " %*.0f%%", 7);
         printf("  %s\n", r->status);
     }
 }

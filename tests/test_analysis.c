@@ -780,6 +780,8 @@ Test(analysis_summary, rows_status_and_analytic_flops)
     cr_expect_str_eq(a->ceiling, "fp32_fma");
     NEAR(a->pct_of_peak, 100 * gflop / 20 * 1e3 / 200, 1e-9);
     NEAR(a->mem_bound_share, 0.5, 1e-12);
+    /* the trace's 0.98 ms at the roofs (analysis_roofline) of the 20 ms median step */
+    NEAR(a->pct_of_roofs, 100 * 9.8e5 / 20e6, 1e-9);
     cr_expect_str_eq(a->status, "failed (exit 1)", "the first attempt that was not ok");
 
     const summary_row *b = &s.rows[1];
@@ -788,6 +790,7 @@ Test(analysis_summary, rows_status_and_analytic_flops)
               "a model the zoo does not know has empty analytic columns");
     NEAR(b->ips_median, 8 * 1e3 / 5, 1e-9); /* images_per_s empty: from the batch */
     cr_expect_str_eq(b->status, "ok; trace: failed (exit 1)");
+    cr_expect(isnan(b->pct_of_roofs), "no trace, no roofs");
     cr_expect_eq(b->repeats, 1, "the trace pass is no repeat");
 
     const summary_row *c = &s.rows[2];
@@ -799,8 +802,10 @@ Test(analysis_summary, rows_status_and_analytic_flops)
     cr_assert_eq(outputs_write(dir, &m.roofline, &m.summary, &m.variability, err, sizeof err), 0,
                  "%s", err);
     csv_table *out = read_ok(dir, "summary.csv");
-    cr_expect_eq(csv_cols(out), 22);
+    cr_expect_eq(csv_cols(out), 23);
     cr_expect_eq(csv_rows(out), 3);
+    NEAR(num(out, find_row(out, "model", "resnet18-cifar", NULL, NULL), "pct_of_roofs"), 4.9,
+         1e-4);
     int skipped = find_row(out, "model", "vgg16-cifar", NULL, NULL);
     cr_expect_str_eq(cell(out, skipped, "status"), "skipped (needs 9 GiB, has 4)");
     cr_expect_str_eq(cell(out, skipped, "images_per_s_median"), "");
@@ -808,7 +813,13 @@ Test(analysis_summary, rows_status_and_analytic_flops)
     int unknown = find_row(out, "model", "nosuchnet", NULL, NULL);
     cr_expect_str_eq(cell(out, unknown, "analytic_gflop_per_step"), "");
     cr_expect_str_eq(cell(out, unknown, "mem_bound_time_share"), "");
+    cr_expect_str_eq(cell(out, unknown, "pct_of_roofs"), "");
     csv_free(out);
+    run_free(&m);
+    /* read back as the report reads it */
+    m = load_ok(dir, RUN_OUTPUTS);
+    NEAR(m.summary.rows[0].pct_of_roofs, 4.9, 1e-4);
+    cr_expect(isnan(m.summary.rows[1].pct_of_roofs));
     run_free(&m);
     remove_temp_dir(dir);
 }
@@ -876,7 +887,7 @@ Test(analysis_bin, writes_three_csvs, .timeout = 60)
                   strstr(out, "skipped (needs 9 GiB, has 4)"),
               "%s", out);
     const char *names[] = {"roofline.csv", "summary.csv", "variability.csv"};
-    const int cols[] = {30, 22, 18}, rows[] = {10, 3, 7};
+    const int cols[] = {30, 23, 18}, rows[] = {10, 3, 7};
     for (int i = 0; i < 3; i++) {
         csv_table *t = read_ok(dir, names[i]);
         cr_expect_eq(csv_cols(t), cols[i], "%s", names[i]);

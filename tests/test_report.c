@@ -68,11 +68,12 @@ static const char *const roofline_csv =
 static const char *const summary_csv =
     "env,backend,model,res,batch,precision,world_size,repeats,iters,images_per_s_median,"
     "images_per_s_q1,images_per_s_q3,step_ms_median,analytic_gflop_per_step,achieved_tflops,"
-    "peak_ceiling,peak_gflops,pct_of_peak,mfu,mem_bound_time_share,status\n"
-    "toy,cpu,resnet18-cifar,32,8,fp32,1,2,12,40,39,41,200,8.2,0.041,fp32_fma,100,41,41,0.111111,ok\n"
+    "peak_ceiling,peak_gflops,pct_of_peak,mfu,mem_bound_time_share,status,graph,pct_of_roofs\n"
+    "toy,cpu,resnet18-cifar,32,8,fp32,1,2,12,40,39,41,200,8.2,0.041,fp32_fma,100,41,41,0.111111,ok,"
+    "off,48.8\n"
     "toy,cpu,resnet18-cifar,32,16,fp32,1,2,12,70,69,71,228.571,16.25,0.0711,fp32_fma,100,71.1,71.1,"
-    ",ok\n"
-    "toy,cpu,resnet18-cifar,32,32,fp32,1,0,0,,,,,32.5,,fp32_fma,100,,,,failed (exit 137)\n";
+    ",ok,off,\n"
+    "toy,cpu,resnet18-cifar,32,32,fp32,1,0,0,,,,,32.5,,fp32_fma,100,,,,failed (exit 137),off,\n";
 
 static const char *const variability_csv =
     "env,model,res,batch,precision,scope,n,mean,median,stddev,cv,min,max,ci95_lo,ci95_hi,"
@@ -636,9 +637,9 @@ Test(report_run, headline_numbers_come_from_the_csv_files)
                         "fp32 (failed (exit 137))", "report.md");
     /* tables */
     expect_contains(md, "| resnet18-cifar | 32 | 8 | fp32 | 40.0 | 39.0 to 41.0 | 200 | 41.0 | "
-                        "fp32_fma | 41% | 41% | 11% | 0.75 | ok |", "report.md");
+                        "fp32_fma | 41% | 41% | 11% | 49% | 0.75 | ok |", "report.md");
     expect_contains(md, "| resnet18-cifar | 32 | 16 | fp32 | 70.0 | 69.0 to 71.0 | 229 | 71.1 | "
-                        "fp32_fma | 71% | 71% | - | - | ok |", "report.md");
+                        "fp32_fma | 71% | 71% | - | - | - | ok |", "report.md");
     expect_contains(md, "| Toy CPU | fp32_fma | 100 | GFLOP/s | 125 | 80% | 4 | fma |", "report.md");
     expect_contains(md, "| cpu.model | Toy CPU |", "report.md");
     expect_contains(md, "| ranks[1].host | h1 |", "report.md");

@@ -113,6 +113,7 @@ static void result_row(report_doc *d, const summary_row *s, bool ranks)
     doc_cell(d, "%s", fmt_pct(a, s->pct_of_peak));
     doc_cell(d, "%s", fmt_pct(a, s->mfu));
     doc_cell(d, "%s", fmt_share(a, s->mem_bound_share));
+    doc_cell(d, "%s", fmt_pct(a, s->pct_of_roofs));
     doc_cell(d, "%s", fmt_num(a, s->peak_mem_bytes / GIB));
     doc_cell(d, "%s", *s->status ? s->status : "-");
 }
@@ -128,7 +129,11 @@ void report_results(report_doc *d, const run_model *run)
     doc_para(d, "Medians over every timed step of every repeat. Achieved GFLOP/s = the model's "
                 "analytic FLOPs per step / the median step time; %% of peak and MFU are that "
                 "against the compute ceiling of the precision; memory-bound time is the share of "
-                "the traced step spent in kernels left of the ridge point; peak memory is the "
+                "the traced step spent in kernels left of the ridge point; %% of roofs is the "
+                "time the traced step's kernels would take at their roofs, each at max(FLOPs / "
+                "peak, bytes / bandwidth), against the median step: how close the step runs to "
+                "what this machine allows for its work, memory-bound kernels included; peak "
+                "memory is the "
                 "most any of the configuration's processes held (CPU: resident set; GPU: device "
                 "memory the backend holds).");
     bool ranks = false, graph = false;
@@ -143,12 +148,12 @@ void report_results(report_doc *d, const run_model *run)
     static const char *const header[] = {"model", "res", "batch", "precision", "ranks",
                                          "images/s", "IQR", "step ms", "GFLOP/s (analytic)",
                                          "ceiling", "% of peak", "MFU", "memory-bound time",
-                                         "peak memory GiB", "status"};
+                                         "% of roofs", "peak memory GiB", "status"};
     const char *const *h = header;
-    doc_table(d, ranks ? "lrrlrrrrrlrrrrl" : "lrrlrrrrlrrrrl",
+    doc_table(d, ranks ? "lrrlrrrrrlrrrrrl" : "lrrlrrrrlrrrrrl",
               ranks ? h
                     : (const char *const[]){h[0], h[1], h[2], h[3], h[5], h[6], h[7], h[8], h[9],
-                                            h[10], h[11], h[12], h[13], h[14]});
+                                            h[10], h[11], h[12], h[13], h[14], h[15]});
     for (int i = 0; i < s->n; i++)
         result_row(d, &s->rows[i], ranks);
 }
