@@ -98,6 +98,15 @@ const char *cli_file_option(const char *prog, const char *option, const char *te
     return text;
 }
 
+bool cli_folder_of(const char *path, char *dir, size_t len)
+{
+    const char *slash = strrchr(path, '/');
+    int n = !slash            ? snprintf(dir, len, ".")
+            : slash == path ? snprintf(dir, len, "/")
+                            : snprintf(dir, len, "%.*s", (int)(slash - path), path);
+    return n >= 0 && (size_t)n < len;
+}
+
 const char *cli_output_file(const char *prog, const char *option, const char *text)
 {
     cli_file_option(prog, option, text);
@@ -109,16 +118,8 @@ const char *cli_output_file(const char *prog, const char *option, const char *te
             cli_usage_error(prog, "%s: '%s' is not writable", option, text);
         return text;
     }
-    /* the folder part, as dirname would give it, without changing text */
-    const char *slash = strrchr(text, '/');
     char dir[4096];
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == text)
-        snprintf(dir, sizeof dir, "/");
-    else if ((size_t)(slash - text) < sizeof dir)
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash - text), text);
-    else
+    if (!cli_folder_of(text, dir, sizeof dir))
         cli_usage_error(prog, "%s: the path is longer than %zu characters", option, sizeof dir);
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || access(dir, W_OK | X_OK) != 0)
         cli_usage_error(prog, "%s: cannot create '%s': its folder '%s' is missing or not writable",

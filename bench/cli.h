@@ -5,6 +5,7 @@
 #define ROOFLINE_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "../models/precision.h"
 
@@ -31,6 +32,11 @@ _Noreturn void cli_bad_option(const char *prog, int getopt_code, const char *arg
 
 /* A file name given to `option` (--out FILE), or a usage error when empty. */
 const char *cli_file_option(const char *prog, const char *option, const char *text);
+
+/* The folder part of path into dir[len], as dirname(3) gives it ("." for a
+ * bare name, "/" for a name at the root) without changing path; false when
+ * it does not fit. */
+bool cli_folder_of(const char *path, char *dir, size_t len);
 
 /* A file to be written at the end (--out FILE), checked before any work: not
  * empty, not a folder, and an existing file writable or a new one's folder

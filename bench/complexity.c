@@ -62,10 +62,8 @@ static void roofs_folder(const char *given, char *dir, size_t len)
     if (!S_ISDIR(st.st_mode) && (!S_ISREG(st.st_mode) || strcmp(base, "peaks.csv") != 0))
         cli_usage_error(prog, "--roofs: '%s' is neither a folder nor a file named peaks.csv",
                         given);
-    int n = S_ISDIR(st.st_mode) ? snprintf(dir, len, "%s", given)
-            : !slash            ? snprintf(dir, len, ".")
-                                : snprintf(dir, len, "%.*s", slash == given ? 1 : (int)(slash - given), given);
-    if (n < 0 || (size_t)n >= len)
+    int n = S_ISDIR(st.st_mode) ? snprintf(dir, len, "%s", given) : 0;
+    if (n < 0 || (size_t)n >= len || (!S_ISDIR(st.st_mode) && !cli_folder_of(given, dir, len)))
         cli_usage_error(prog, "--roofs: '%s' is too long a path", given);
 }
 
