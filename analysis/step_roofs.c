@@ -48,7 +48,6 @@ static void design_close(design *d)
 
 typedef struct {
     const network *net;
-    int batch;
     precision prec;
     const roofs *r;
     design *cuda; /* NULL: the cost model's bytes */
@@ -161,7 +160,7 @@ int step_roofs_build(const network *net, int batch, precision prec, step_bytes_s
         rc = STEP_ROOFS_NO_ROOF;
         goto done;
     }
-    builder b = {net, batch, prec, r, with_cuda ? &cuda : NULL, out, err, err_len};
+    builder b = {net, prec, r, with_cuda ? &cuda : NULL, out, err, err_len};
     if ((rc = walk(&b, costs, &sc)))
         goto done;
     for (int j = 0; j < out->n; j++) {

@@ -62,8 +62,9 @@ static void roofs_folder(const char *given, char *dir, size_t len)
     if (!S_ISDIR(st.st_mode) && (!S_ISREG(st.st_mode) || strcmp(base, "peaks.csv") != 0))
         cli_usage_error(prog, "--roofs: '%s' is neither a folder nor a file named peaks.csv",
                         given);
-    int n = S_ISDIR(st.st_mode) ? snprintf(dir, len, "%s", given) : 0;
-    if (n < 0 || (size_t)n >= len || (!S_ISDIR(st.st_mode) && !cli_folder_of(given, dir, len)))
+    bool fits = S_ISDIR(st.st_mode) ? (size_t)snprintf(dir, len, "%s", given) < len
+                                    : cli_folder_of(given, dir, len);
+    if (!fits)
         cli_usage_error(prog, "--roofs: '%s' is too long a path", given);
 }
 
@@ -238,54 +239,67 @@ static void print_table(const network *net, const options *o, const layer_cost *
            m->saved_activations / 1048576.0, m->batch / 1048576.0, m->transient / 1048576.0);
 }
 
-/* The step at the roofs of --roofs: 0, or the exit status of what failed
- * (a folder without the roofs it needs: 2). */
-static int print_roofs(const network *net, const options *o)
-{
+/* The step at the roofs of --roofs, built before anything is printed so that
+ * a folder without the roofs it needs prints nothing but its one line. */
+typedef struct {
     run_model m;
+    roofs r;
+    step_roofs sr;
+} step_at_roofs;
+
+/* 0, or the exit status of what failed (no roofs the step needs: 2). */
+static int build_roofs(const network *net, const options *o, step_at_roofs *v)
+{
     char err[1024];
-    int rc = run_load(&m, o->roofs_dir, RUN_PEAKS, RUN_PEAKS, err, sizeof err);
+    int rc = run_load(&v->m, o->roofs_dir, RUN_PEAKS, RUN_PEAKS, err, sizeof err);
     if (rc != RUN_LOAD_OK) {
         fprintf(stderr, "%s: --roofs: %s\n", prog, err);
         return rc == RUN_LOAD_BAD_INPUT ? CLI_EXIT_USAGE : 1;
     }
-    roofs r;
-    roofs_init(&r, m.roofs, m.n_roofs);
-    step_roofs sr;
-    rc = step_roofs_build(net, o->batch, o->prec, o->traffic, &r, &sr, err, sizeof err);
+    roofs_init(&v->r, v->m.roofs, v->m.n_roofs);
+    rc = step_roofs_build(net, o->batch, o->prec, o->traffic, &v->r, &v->sr, err, sizeof err);
     if (rc != STEP_ROOFS_OK) {
         fprintf(stderr, "%s: --roofs %s: %s\n", prog, o->roofs_shown, err);
-        run_free(&m);
+        run_free(&v->m);
         return rc == STEP_ROOFS_NO_ROOF ? CLI_EXIT_USAGE : 1;
     }
+    return 0;
+}
+
+static void free_roofs(step_at_roofs *v)
+{
+    step_roofs_free(&v->sr);
+    run_free(&v->m);
+}
+
+static void print_roofs(const step_at_roofs *v, const options *o)
+{
+    const step_roofs *sr = &v->sr;
     char gemm[ROOF_CEILING_LEN], a[FMT_LEN], b[FMT_LEN], c[FMT_LEN];
-    roofs_precision_ceiling(&r, precision_name(o->prec), gemm);
+    roofs_precision_ceiling(&v->r, precision_name(o->prec), gemm);
     printf("\nThe step at the roofs of %s (analytic: every operation at max(FLOPs / peak, "
            "bytes / bandwidth), each alone)\n",
            o->roofs_shown);
     printf("  %s %s, conv and fc against %s %s, the rest against fp32_fma %s\n",
-           roofs_memory_name(m.roofs, m.n_roofs), fmt_gbs(a, r.dram_gbs), gemm,
-           fmt_gflops(b, roofs_peak(&r, gemm)), fmt_gflops(c, roofs_peak(&r, "fp32_fma")));
+           roofs_memory_name(v->m.roofs, v->m.n_roofs), fmt_gbs(a, v->r.dram_gbs), gemm,
+           fmt_gflops(b, roofs_peak(&v->r, gemm)), fmt_gflops(c, roofs_peak(&v->r, "fp32_fma")));
     printf("  bytes: %s\n\n", o->traffic == STEP_BYTES_CUDA
                                    ? "the CUDA backend's kernels by design, fusions included "
                                      "(models/cuda/cuda_traffic.h)"
                                    : "the cost model's, each tensor once from DRAM per layer pass");
     printf("%-10s %-12s %12s %10s %12s %12s %12s %7s\n", "type", "phase", "GFLOP", "GB",
            "ms at roofs", "compute ms", "memory ms", "share");
-    for (int i = 0; i < sr.n; i++) {
-        const step_roof_row *row = &sr.rows[i];
+    for (int i = 0; i < sr->n; i++) {
+        const step_roof_row *row = &sr->rows[i];
         printf("%-10s %-12s %12.3f %10.3f %12.3f %12.3f %12.3f %7s\n", row->layer_type,
                row->phase, row->flops / 1e9, row->bytes / 1e9, row->roof_ns / 1e6,
                row->compute_ns / 1e6, row->memory_ns / 1e6,
-               fmt_share(a, sr.roof_ns > 0 ? row->roof_ns / sr.roof_ns : 0));
+               fmt_share(a, sr->roof_ns > 0 ? row->roof_ns / sr->roof_ns : 0));
     }
-    printf("%-10s %-12s %12.3f %10.3f %12.3f\n\n", "step", "", sr.flops / 1e9, sr.bytes / 1e9,
-           sr.roof_ns / 1e6);
+    printf("%-10s %-12s %12.3f %10.3f %12.3f\n\n", "step", "", sr->flops / 1e9, sr->bytes / 1e9,
+           sr->roof_ns / 1e6);
     printf("At these roofs the step takes at least %.3f ms: at most %.1f images/s at batch %d.\n",
-           sr.roof_ns / 1e6, o->batch / (sr.roof_ns / 1e9), o->batch);
-    step_roofs_free(&sr);
-    run_free(&m);
-    return 0;
+           sr->roof_ns / 1e6, o->batch / (sr->roof_ns / 1e9), o->batch);
 }
 
 int main(int argc, char **argv)
@@ -308,21 +322,30 @@ int main(int argc, char **argv)
                               "that the step's counts fit in 64 bits)",
                         o.batch, o.model, o.res, o.res, max_batch);
     }
+    step_at_roofs at_roofs;
+    int rc = o.roofs_shown ? build_roofs(&net, &o, &at_roofs) : 0;
+    if (rc) {
+        net_free(&net);
+        return rc;
+    }
     layer_cost *costs = calloc((size_t)net.n_layers, sizeof *costs);
     if (!costs) {
         fprintf(stderr, "%s: out of memory for %d layer costs\n", prog, net.n_layers);
+        if (o.roofs_shown)
+            free_roofs(&at_roofs);
         net_free(&net);
         return 1;
     }
     step_cost s = cost_step(&net, o.batch, o.prec, costs);
-    int rc = 0;
     if (o.csv)
         print_csv(&net, &o, costs, &s);
     else
         print_table(&net, &o, costs, &s);
-    if (o.roofs_shown)
-        rc = print_roofs(&net, &o);
+    if (o.roofs_shown) {
+        print_roofs(&at_roofs, &o);
+        free_roofs(&at_roofs);
+    }
     free(costs);
     net_free(&net);
-    return rc;
+    return 0;
 }

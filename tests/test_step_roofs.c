@@ -245,6 +245,11 @@ Test(step_roofs, bin_complexity_refuses_what_it_cannot_hold_against_roofs, .time
         cr_expect_eq(run_bin(args, 1, out, sizeof out), 2, "%s: %s", args, out);
         cr_expect(strstr(out, cases[i].says), "%s: %s", args, out);
     }
+    /* refused before the per-layer table is printed */
+    format_or_fail(args, sizeof args, "complexity --model resnet18 --roofs %s --precision bf16",
+                   dir);
+    cr_expect_eq(run_bin(args, 0, out, sizeof out), 2, "%s", out);
+    cr_expect_str_eq(out, "", "stdout");
     write_text(dir, "other.csv", "x\n");
     format_or_fail(args, sizeof args, "complexity --model resnet18 --roofs %s/other.csv", dir);
     cr_expect_eq(run_bin(args, 1, out, sizeof out), 2, "%s", out);
