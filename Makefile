@@ -283,13 +283,14 @@ $(EMU_PROG): $(EMU_OBJS) $(LIB)
 # launch of models/cuda/*.cu and of the layer and training checks of make
 # test-gpu into an emulator launch; fake_cuda.cpp, fake_cudnn.cpp and
 # fake_cublaslt.cpp stand in for the CUDA runtime, cuDNN and cuBLASLt (direct
-# loops); the checks then run as on a GPU.
+# loops; fake_cudnn_graph.cpp: cuDNN's graph API over the same loops); the
+# checks then run as on a GPU.
 EMU_HOST_DIR := $(EMU_DIR)/host
 EMU_TRANSLATE := $(EMU_HOST_DIR)/translate_cu
 EMU_HOST_CHECKS := cuda_layers_check cuda_train_check
 EMU_HOST_GEN := $(patsubst %.cu,$(EMU_HOST_DIR)/gen/%.cpp,$(wildcard models/cuda/*.cu) \
                   $(EMU_HOST_CHECKS:%=tests/gpu/%.cu))
-EMU_FAKE_OBJS := $(patsubst %,$(EMU_HOST_DIR)/fake_%.o,cuda footprint cudnn cublaslt)
+EMU_FAKE_OBJS := $(patsubst %,$(EMU_HOST_DIR)/fake_%.o,cuda footprint cudnn cudnn_graph cublaslt)
 EMU_HOST_BACKEND := $(patsubst $(EMU_HOST_DIR)/gen/%.cpp,$(EMU_HOST_DIR)/gen/%.o,$(filter \
                       $(EMU_HOST_DIR)/gen/models/%,$(EMU_HOST_GEN)))
 EMU_HOST_PROGS := $(EMU_HOST_CHECKS:%=$(EMU_HOST_DIR)/%)

@@ -27,7 +27,8 @@ static const char *const prog = "train";
 typedef struct {
     train_options run;
     const char *backend;        /* cpu, cuda, auto */
-    bool counters_given, threads_given, device_given, depthwise_given, conv_bias_given;
+    bool counters_given, threads_given, device_given, depthwise_given, conv_bias_given,
+        conv_api_given;
     const char *ddp_only;       /* an option given that needs --ddp, or NULL */
 } options;
 
@@ -38,7 +39,7 @@ static void print_help(void)
            "             [--data synthetic|cifar10:DIR] [--repeat K] [--env NAME] [--out FILE]\n"
            "             [--backend cpu|cuda|auto] [--device D] [--graph] [--workspace-mb MB]\n"
            "             [--no-fusion] [--depthwise auto|cudnn|own] [--conv-bias auto|cudnn|own]\n"
-           "             [--algo-cache FILE]\n"
+           "             [--conv-api auto|legacy|graph] [--algo-cache FILE]\n"
            "             [--trace kernels.csv]\n"
            "             [--counters perf|analytic|cupti]\n"
            "             [--dropout P] [--shards N] [--save-weights PREFIX]\n"
@@ -66,6 +67,11 @@ static void print_help(void)
            "(cudnn: its fused convolution+bias+ReLU wherever cuDNN takes it), in the\n"
            "suite's own kernel after cuDNN's convolution (own), or (auto, the default)\n"
            "per shape by whichever was faster at plan time once the two results agreed;\n"
+           "--conv-api runs the other convolution passes on cuDNN's legacy calls (the\n"
+           "algorithm cudnnFind chose), on its graph API (the fastest of the engine\n"
+           "configurations its heuristics rank first, as PyTorch's cudnn.benchmark), or\n"
+           "(auto, the default) per pass on whichever was faster at plan time once its\n"
+           "result matched the legacy one's;\n"
            "--algo-cache FILE reuses the convolution algorithms that earlier runs chose\n"
            "for the same device, cuDNN version, precision, workspace and shape, and adds\n"
            "those it searches (delete FILE to search again).\n"
@@ -208,6 +214,7 @@ static options parse_options(int argc, char **argv)
         {"depthwise", required_argument, 0, 1011},
         {"algo-cache", required_argument, 0, 1012},
         {"conv-bias", required_argument, 0, 1013},
+        {"conv-api", required_argument, 0, 1014},
         {"ddp", no_argument, 0, 1000},          {"bucket-mb", required_argument, 0, 1001},
         {"comm-precision", required_argument, 0, 1002},
         {"ddp-timeout", required_argument, 0, 1003},
@@ -222,6 +229,7 @@ static options parse_options(int argc, char **argv)
     const char *accepted = "--model, --res, --classes, --batch, --precision, --warmup, --iters, "
                            "--threads, --seed, --lr, --data, --repeat, --env, --out, --backend, "
                            "--device, --graph, --workspace-mb, --no-fusion, --depthwise, --conv-bias, "
+                           "--conv-api, "
                            "--algo-cache, --trace, "
                            "--counters, "
                            "--dropout, --shards, --save-weights, --ddp, --bucket-mb, "
@@ -295,6 +303,17 @@ static options parse_options(int argc, char **argv)
             r->conv_bias = (conv_bias_choice)parse_who_runs("--conv-bias", optarg);
             o.conv_bias_given = true;
             break;
+        case 1014: {
+            int k = CONV_API_AUTO;
+            while (k <= CONV_API_GRAPH && strcmp(optarg, conv_api_choice_name((conv_api_choice)k)))
+                k++;
+            if (k > CONV_API_GRAPH)
+                cli_usage_error(prog, "--conv-api: unknown '%s' (accepted: auto, legacy, graph)",
+                                optarg);
+            r->conv_api = (conv_api_choice)k;
+            o.conv_api_given = true;
+            break;
+        }
         case 1012: r->algo_cache = output_file("--algo-cache", optarg); break;
         case 1000: r->ddp = true; break;
         case 1001:
@@ -419,11 +438,12 @@ static const backend_ops *choose_backend(options *o, const ddp_world *w)
                         precision_name(r->prec));
     if (cpu &&
         (r->graph || r->workspace_limit || o->depthwise_given || o->conv_bias_given ||
-         r->algo_cache))
+         o->conv_api_given || r->algo_cache))
         cli_usage_error(prog, "%s: only for the cuda backend",
                         r->graph             ? "--graph"
                         : o->depthwise_given ? "--depthwise"
                         : o->conv_bias_given ? "--conv-bias"
+                        : o->conv_api_given  ? "--conv-api"
                         : r->algo_cache      ? "--algo-cache"
                                              : "--workspace-mb");
     if (cpu && r->counters == COUNTERS_CUPTI)

@@ -16,6 +16,12 @@ const char *conv_bias_choice_name(conv_bias_choice c)
     return (unsigned)c <= CONV_BIAS_OWN ? who_runs[c] : "?";
 }
 
+const char *conv_api_choice_name(conv_api_choice c)
+{
+    static const char *const names[] = {"auto", "legacy", "graph"};
+    return (unsigned)c <= CONV_API_GRAPH ? names[c] : "?";
+}
+
 int64_t backend_buffer_elems(const network *net, int index, int batch, buffer_kind kind)
 {
     const layer *l = &net->layers[index];

@@ -51,6 +51,15 @@ typedef enum { CONV_BIAS_AUTO, CONV_BIAS_CUDNN, CONV_BIAS_OWN } conv_bias_choice
 /* "auto", "cudnn", "own" (bin/train's --conv-bias words) */
 const char *conv_bias_choice_name(conv_bias_choice c);
 
+/* cuda: which of cuDNN's interfaces runs a convolution pass (depthwise ones
+ * aside): the legacy calls (cudnnConvolutionForward ..., the algorithm
+ * cudnnFind* chose), the graph API (the engine configuration that was
+ * fastest of those its heuristics rank first), or (auto) per pass whichever
+ * was faster at plan time once the two results agreed. */
+typedef enum { CONV_API_AUTO, CONV_API_LEGACY, CONV_API_GRAPH } conv_api_choice;
+/* "auto", "legacy", "graph" (bin/train's --conv-api words) */
+const char *conv_api_choice_name(conv_api_choice c);
+
 typedef struct {
     int batch;
     int threads;
@@ -66,6 +75,7 @@ typedef struct {
     float initial_loss_scale;   /* fp16 (cuda; 0: 65536, as PyTorch's GradScaler) */
     depthwise_choice depthwise; /* cuda: who runs depthwise convolutions */
     conv_bias_choice conv_bias; /* cuda: who adds a conv's bias (and ReLU) in the forward */
+    conv_api_choice conv_api;   /* cuda: cuDNN's legacy calls or its graph API */
     /* cuda: a file of convolution algorithms chosen by earlier processes, reused
      * where its key matches and extended with what this one searches
      * (models/cuda/algo_cache.h); NULL: search every shape */
@@ -85,7 +95,7 @@ typedef struct {
     int64_t largest_workspace_bytes; /* the largest one operation's workspace */
     int64_t skipped_steps;      /* fp16: steps skipped for a non-finite gradient */
     float loss_scale;           /* fp16: the current dynamic loss scale (else 1) */
-    char choices[1024];         /* what the backend chose at plan time, worth a line
+    char choices[2048];         /* what the backend chose at plan time, worth a line
                                    ("" if nothing): cuda, the depthwise kernels,
                                    the conv-bias forwards, the algorithm cache */
 } backend_stats;

@@ -11,6 +11,9 @@
 #include "../models/cuda/algo_cache.h"
 #include "helpers.h"
 
+/* The graph-API fields of a row on the legacy calls. */
+#define NO_GRAPH ",0,-1,-1,-1,-1,0,0,0,0,0"
+
 static const algo_context context = {.device = "NVIDIA H100 80GB HBM3",
                                      .cc = 90,
                                      .sm_count = 132,
@@ -41,8 +44,8 @@ Test(algo_cache, the_key_names_everything_the_choice_depends_on)
     cr_expect(strstr(base, "NVIDIA_H100_80GB_HBM3;cc90;sm132;cudnn91400;bf16") == base, "%s",
               base);
 
-    algo_context x[9];
-    for (int i = 0; i < 9; i++)
+    algo_context x[10];
+    for (int i = 0; i < 10; i++)
         x[i] = context;
     x[0].device = "NVIDIA H200";
     x[1].cc = 100;
@@ -53,7 +56,8 @@ Test(algo_cache, the_key_names_everything_the_choice_depends_on)
     x[6].sm_count = 114;
     x[7].own_depthwise = 0x5eed1235u; /* own kernels built from other source */
     x[8].conv_bias = CONV_BIAS_OWN;
-    for (int i = 0; i < 9; i++) {
+    x[9].conv_api = CONV_API_LEGACY;
+    for (int i = 0; i < 10; i++) {
         key_of(&x[i], &s, other);
         cr_expect_str_neq(other, base, "context change %d", i);
     }
@@ -96,7 +100,14 @@ static algo_choice row(const char *key, int pass, int algo)
                                 .fused = pass == 0,
                                 .bias_trial = {.own_ms = 0.5f, .fused_ms = pass == 0 ? 0.375f : -1.0f,
                                                .verified = pass == 0, .matched = pass == 0,
-                                               .difference = pass == 0 ? 1.5e-3 : 0.0}}};
+                                               .difference = pass == 0 ? 1.5e-3 : 0.0},
+                                .graph = pass == 2, .engine = pass == 2 ? 17 : -1,
+                                .config_rank = pass == 2 ? 3 : -1,
+                                .api_trial = {.legacy_ms = 0.75f,
+                                              .graph_ms = pass == 1 ? -1.0f : 0.625f,
+                                              .offered = 12, .tried = pass == 1 ? 0 : 8,
+                                              .verified = pass != 1, .matched = pass == 2,
+                                              .difference = pass == 1 ? 0.0 : 2.5e-5}}};
     snprintf(r.key, sizeof r.key, "%s", key);
     return r;
 }
@@ -146,6 +157,14 @@ Test(algo_cache, rows_come_back_as_appended_under_one_header)
                       gb->fused_ms == wb->fused_ms && gb->verified == wb->verified &&
                       gb->matched == wb->matched && gb->difference == wb->difference,
                   "pass %d: the conv-bias trial", p);
+        const conv_api_trial *ga = &g->api_trial, *wa = &w->api_trial;
+        cr_expect(g->graph == w->graph && g->engine == w->engine &&
+                      g->config_rank == w->config_rank && ga->legacy_ms == wa->legacy_ms &&
+                      ga->graph_ms == wa->graph_ms && ga->offered == wa->offered &&
+                      ga->tried == wa->tried && ga->verified == wa->verified &&
+                      ga->matched == wa->matched && ga->difference == wa->difference,
+                  "pass %d: the conv-api trial (engine %d rank %d)", p, g->engine,
+                  g->config_rank);
     }
     cr_expect_null(algo_cache_find(&c, "another key", 0));
     algo_cache_free(&c);
@@ -161,8 +180,8 @@ Test(algo_cache, a_row_cut_short_is_neither_read_nor_kept)
     char *dir = temp_dir(), path[1024], err[400] = "";
     format_or_fail(path, sizeof path, "%s/algos.csv", dir);
     write_text(dir, "algos.csv",
-               ALGO_CACHE_HEADER "\nk,0,0,6,1,0,0.1,-1,-1,0,0,4.9e-324,0,-1,-1,0,0,0\n\n" ALGO_CACHE_HEADER
-                                 "\nk,1,0,3,1,0,0.1");
+               ALGO_CACHE_HEADER "\nk,0,0,6,1,0,0.1,-1,-1,0,0,4.9e-324,0,-1,-1,0,0,0" NO_GRAPH
+                                 "\n\n" ALGO_CACHE_HEADER "\nk,1,0,3,1,0,0.1");
     algo_cache c;
     cr_assert_eq(algo_cache_read(path, &c, err, sizeof err), 0, "%s", err);
     cr_expect_eq(c.n, 1);
@@ -227,17 +246,28 @@ static void expect_refused(const char *text, const char *message)
 Test(algo_cache, a_file_that_is_not_one_is_one_line)
 {
     expect_refused("env,model\nx,y\n", "is not an algorithm cache");
-    expect_refused(ALGO_CACHE_HEADER "\nk,0,0,6,1,0,0.1,-1,-1,0,0,0,0,-1,-1,0,0,0\n"
-                                     "k,1,0,x,1,0,0.1,-1,-1,0,0,0,0,-1,-1,0,0,0\n",
+    expect_refused(ALGO_CACHE_HEADER "\nk,0,0,6,1,0,0.1,-1,-1,0,0,0,0,-1,-1,0,0,0" NO_GRAPH "\n"
+                                     "k,1,0,x,1,0,0.1,-1,-1,0,0,0,0,-1,-1,0,0,0" NO_GRAPH "\n",
                    "line 3: bad algo");
-    expect_refused(ALGO_CACHE_HEADER "\nk,3,0,6,1,0,0.1,-1,-1,0,0,0,0,-1,-1,0,0,0\n", "line 2: bad pass");
-    expect_refused(ALGO_CACHE_HEADER "\nk,0,0,6,1,0,0.1,-1,-1,0,0,0,0,-1,-1,0,0\n",
+    expect_refused(ALGO_CACHE_HEADER "\nk,3,0,6,1,0,0.1,-1,-1,0,0,0,0,-1,-1,0,0,0" NO_GRAPH "\n",
+                   "line 2: bad pass");
+    expect_refused(ALGO_CACHE_HEADER "\nk,0,0,6,1,0,0.1,-1,-1,0,0,0,0,-1,-1,0,0" NO_GRAPH "\n",
                    "line 2: the wrong number of fields");
-    expect_refused(ALGO_CACHE_HEADER "\nk,0,0,6,1,0,0.1,-1,-1,0,0,0,0,-1,-1,0,0,0,9\n",
+    expect_refused(ALGO_CACHE_HEADER "\nk,0,0,6,1,0,0.1,-1,-1,0,0,0,0,-1,-1,0,0,0" NO_GRAPH ",9\n",
                    "line 2: the wrong number of fields");
-    expect_refused(ALGO_CACHE_HEADER "\nk,0,2,6,1,0,0.1,-1,-1,0,0,0,0,-1,-1,0,0,0\n", "line 2: bad own");
-    expect_refused(ALGO_CACHE_HEADER "\nk,0,0,6,1,0,0.1,-1,-1,0,0,0,2,-1,-1,0,0,0\n",
+    expect_refused(ALGO_CACHE_HEADER "\nk,0,2,6,1,0,0.1,-1,-1,0,0,0,0,-1,-1,0,0,0" NO_GRAPH "\n",
+                   "line 2: bad own");
+    expect_refused(ALGO_CACHE_HEADER "\nk,0,0,6,1,0,0.1,-1,-1,0,0,0,2,-1,-1,0,0,0" NO_GRAPH "\n",
                    "line 2: bad fused");
-    expect_refused(ALGO_CACHE_HEADER "\nk,2,0,6,1,0,0.1,-1,-1,0,0,0,1,-1,-1,0,0,0\n",
+    expect_refused(ALGO_CACHE_HEADER "\nk,2,0,6,1,0,0.1,-1,-1,0,0,0,1,-1,-1,0,0,0" NO_GRAPH "\n",
                    "line 2: fused outside a cuDNN forward");
+    expect_refused(ALGO_CACHE_HEADER "\nk,0,0,6,1,0,0.1,-1,-1,0,0,0,0,-1,-1,0,0,0"
+                                     ",2,-1,-1,-1,-1,0,0,0,0,0\n",
+                   "line 2: bad graph");
+    expect_refused(ALGO_CACHE_HEADER "\nk,1,1,6,1,0,0.1,-1,-1,0,0,0,0,-1,-1,0,0,0"
+                                     ",1,4,0,-1,-1,0,0,0,0,0\n",
+                   "line 2: graph outside a cuDNN convolution");
+    expect_refused(ALGO_CACHE_HEADER "\nk,1,0,6,1,0,0.1,-1,-1,0,0,0,0,-1,-1,0,0,0"
+                                     ",1,-1,0,-1,-1,0,0,0,0,0\n",
+                   "line 2: graph outside a cuDNN convolution, or without its engine");
 }

@@ -310,6 +310,30 @@ Test(cuda_plan, conv_bias_choice)
     cr_expect_str_eq(conv_bias_choice_name((conv_bias_choice)7), "?");
 }
 
+Test(cuda_plan, conv_api_choice)
+{
+    conv_api_trial t = {.legacy_ms = 2.0f, .graph_ms = 1.0f, .verified = true, .matched = true};
+    cr_expect(conv_api_choose_graph(CONV_API_AUTO, &t));
+    cr_expect(!conv_api_choose_graph(CONV_API_LEGACY, &t));
+    t.graph_ms = 3.0f;
+    cr_expect(!conv_api_choose_graph(CONV_API_AUTO, &t), "slower");
+    cr_expect(conv_api_choose_graph(CONV_API_GRAPH, &t), "slower, but asked for");
+    t.graph_ms = 2.0f;
+    cr_expect(!conv_api_choose_graph(CONV_API_AUTO, &t), "as fast: the legacy call stays");
+    t.graph_ms = 1.0f, t.matched = false;
+    cr_expect(!conv_api_choose_graph(CONV_API_AUTO, &t), "faster but wrong");
+    cr_expect(conv_api_choose_graph(CONV_API_GRAPH, &t), "wrong, but asked for (reported)");
+    t.matched = true, t.verified = false;
+    cr_expect(!conv_api_choose_graph(CONV_API_AUTO, &t), "faster but not compared");
+    t.legacy_ms = -1.0f;
+    cr_expect(conv_api_choose_graph(CONV_API_AUTO, &t), "the legacy calls had nothing");
+    t.legacy_ms = 2.0f, t.graph_ms = -1.0f, t.verified = true;
+    cr_expect(!conv_api_choose_graph(CONV_API_AUTO, &t), "no engine built");
+    cr_expect(!conv_api_choose_graph(CONV_API_GRAPH, &t), "no engine: the legacy call runs it");
+    cr_expect_str_eq(conv_api_choice_name(CONV_API_GRAPH), "graph");
+    cr_expect_str_eq(conv_api_choice_name((conv_api_choice)7), "?");
+}
+
 /* cuDNN's results in its order (fastest first, failures last): the least
  * workspace within the tolerance of the fastest usable one, never an
  * unusable one, and the fastest where nothing close needs less. */

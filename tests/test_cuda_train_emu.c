@@ -478,7 +478,8 @@ static char *choices_before_cache(const char *out, const char *from)
 Test(cuda_train_emu, a_refused_workspace_query_is_not_cached, .timeout = 600)
 {
     char *dir = temp_dir();
-    const char *args = SMALL " --warmup 0 --iters 1 --algo-cache algos.csv";
+    /* the legacy calls alone: a graph-API pass asks no workspace query */
+    const char *args = SMALL " --warmup 0 --iters 1 --algo-cache algos.csv --conv-api legacy";
     for (int i = 0; i < 2; i++) {
         char name[16], err[24];
         format_or_fail(name, sizeof name, "run%d", i);
@@ -503,7 +504,9 @@ Test(cuda_train_emu, a_refused_workspace_query_is_not_cached, .timeout = 600)
 Test(cuda_train_emu, the_algorithm_cache_serves_the_next_process, .timeout = 600)
 {
     char *dir = temp_dir();
-    const char *args = SMALL " --warmup 0 --iters 2 --algo-cache algos.csv";
+    /* the legacy calls alone: the changed row below must be a legacy one
+     * (the graph API's rows: conv_api_graph_runs_the_step_the_legacy_calls_run) */
+    const char *args = SMALL " --warmup 0 --iters 2 --algo-cache algos.csv --conv-api legacy";
     double loss[2][4];
     for (int i = 0; i < 2; i++) {
         char name[16], run[256], file[32];
@@ -535,7 +538,8 @@ Test(cuda_train_emu, the_algorithm_cache_serves_the_next_process, .timeout = 600
                     dir),
                  0);
     int status = emulated_train(dir, "", "changed",
-                                SMALL " --warmup 0 --iters 1 --algo-cache changed.csv");
+                                SMALL " --warmup 0 --iters 1 --algo-cache changed.csv "
+                                      "--conv-api legacy");
     char *err = read_text(dir, "changed.err");
     cr_expect_neq(status, 0, "a changed row did not run");
     cr_expect(strstr(err, "cudnnGetConvolutionForwardWorkspaceSize") != NULL &&
@@ -561,6 +565,88 @@ Test(cuda_train_emu, the_algorithm_cache_serves_the_next_process, .timeout = 600
                            SMALL " --warmup 0 --iters 1 --algo-cache other.csv --out bad.csv",
                            "bad.csv");
     cr_expect(strstr(err, "other.csv is not an algorithm cache") != NULL, "%s", err);
+    remove_temp_dir(dir);
+}
+
+/* --conv-api: the graph API's plans run the step the legacy calls run (the
+ * stand-ins compute both in double: the same losses to the bit), every pass
+ * there under graph, each compared with the legacy result at plan time; the
+ * choices go to --algo-cache and the next process builds the same engines'
+ * plans without searching, and a row naming an engine the heuristics do not
+ * offer stops the run with one line; where no engine's plan can be built
+ * auto runs the legacy calls and says so; fp32 runs only an engine without
+ * the TENSOR_CORE note (the stand-in's 0), bf16 only one with it (1), and
+ * neither the one that down-converts its inputs (2, whose results are NaN). */
+Test(cuda_train_emu, conv_api_graph_runs_the_step_the_legacy_calls_run, .timeout = 900)
+{
+    char *dir = temp_dir();
+    static const char *const runs[][3] = {
+        {"legacy", "", "--conv-api legacy"},
+        {"graph", "", "--conv-api graph --algo-cache algos.csv"},
+        {"cached", "", "--conv-api graph --algo-cache algos.csv --graph"},
+        {"refused", "FAKE_CUDNN_GRAPH_REFUSE=1", "--conv-api auto"},
+    };
+    double loss[4][4];
+    for (int r = 0; r < 4; r++) {
+        char args[256], file[32];
+        format_or_fail(args, sizeof args, SMALL " --warmup 1 --iters 2 %s --out %s.csv",
+                       runs[r][2], runs[r][0]);
+        format_or_fail(file, sizeof file, "%s.err", runs[r][0]);
+        cr_assert_eq(emulated_train(dir, runs[r][1], runs[r][0], args), 0, "%s",
+                     read_text(dir, file));
+        format_or_fail(file, sizeof file, "%s.csv", runs[r][0]);
+        cr_assert_eq(read_losses(dir, file, loss[r], 4), 2, "%s", runs[r][0]);
+        if (r > 0)
+            for (int k = 0; k < 2; k++)
+                cr_expect_eq(loss[r][k], loss[0][k], "%s step %d: %.9g, legacy %.9g",
+                             runs[r][0], k, loss[r][k], loss[0][k]);
+    }
+    char *graph = read_text(dir, "graph.out"), *cached = read_text(dir, "cached.out");
+    char *refused = read_text(dir, "refused.out");
+    /* resnet18-cifar: 20 convolutions, the stem without backward data */
+    const char *all = "cuDNN's graph API in fwd 20/20, bwd_data 19/19, bwd_filter 20/20";
+    cr_expect(strstr(graph, all) && strstr(graph, "compared with the legacy ones in 59/59"),
+              "%s", graph);
+    cr_expect(!strstr(graph, "DISAGREED"), "%s", graph);
+    cr_expect(strstr(cached, all) && strstr(cached, "11 of 11 distinct shapes from algos.csv, "
+                                                    "0 searched"),
+              "%s", cached);
+    cr_expect(strstr(refused, "cuDNN's graph API in fwd 0/20, bwd_data 0/19, bwd_filter 0/20") &&
+                  strstr(refused, "no graph engine built and fitted in 59"),
+              "%s", refused);
+
+    /* the engines each precision takes, by its cache's rows (field 20:
+     * the engine; every pass of these runs is on the graph API) */
+    static const char *const precisions[][2] = {{"fp32", "0"}, {"bf16", "1"}};
+    for (int k = 0; k < 2; k++) {
+        char args[256], file[32];
+        format_or_fail(args, sizeof args,
+                       "--model resnet18-cifar --res 16 --batch 2 --precision %s --warmup 0 "
+                       "--iters 1 --conv-api graph --algo-cache %s.algos",
+                       precisions[k][0], precisions[k][0]);
+        format_or_fail(file, sizeof file, "%s.err", precisions[k][0]);
+        cr_assert_eq(emulated_train(dir, "", precisions[k][0], args), 0, "%s",
+                     read_text(dir, file));
+        sh("cd '%s' && awk -F, 'NR > 1 { print $19 \":\" $20 }' %s.algos | sort -u "
+           ">%s.engines",
+           dir, precisions[k][0], precisions[k][0]);
+        format_or_fail(file, sizeof file, "%s.engines", precisions[k][0]);
+        char *engines = read_text(dir, file), want[16];
+        format_or_fail(want, sizeof want, "1:%s\n", precisions[k][1]);
+        cr_expect_str_eq(engines, want, "%s", precisions[k][0]);
+        free(engines);
+    }
+
+    /* a row naming an engine the heuristics do not offer */
+    cr_assert_eq(sh("cd '%s' && awk -F, -v OFS=, 'NR > 1 && $19 == 1 { $20 = 7 } { print }' "
+                    "algos.csv >changed.csv",
+                    dir),
+                 0);
+    char *err = one_line_failure(dir, "", "changed",
+                                 SMALL " --warmup 0 --iters 1 --conv-api graph --algo-cache "
+                                       "changed.csv --out changed.csv.steps",
+                                 "changed.csv.steps");
+    cr_expect(strstr(err, "no longer offers engine 7") != NULL, "%s", err);
     remove_temp_dir(dir);
 }
 

@@ -273,6 +273,8 @@ static const bad_case train_cases[] = {
     {M "--depthwise gpu", "--depthwise: unknown 'gpu' (accepted: auto, cudnn, own)"},
     {M "--conv-bias fused", "--conv-bias: unknown 'fused' (accepted: auto, cudnn, own)"},
     {M "--backend cpu --conv-bias own", "--conv-bias: only for the cuda backend"},
+    {M "--conv-api frontend", "--conv-api: unknown 'frontend' (accepted: auto, legacy, graph)"},
+    {M "--backend cpu --conv-api graph", "--conv-api: only for the cuda backend"},
     {M "--graph", "--graph: only for the cuda backend"},
     {M "--device 64", "--device: '64' is not an integer in 0..63"},
     {M "--device -1", "--device: '-1' is not an integer in 0..63"},

@@ -363,7 +363,7 @@ int train_run(const train_options *o, const backend_ops *ops, ddp_world *world)
                           .seed = train_shard_seed(o->seed, rank), .prec = o->prec,
                           .device = o->device, .workspace_limit = o->workspace_limit,
                           .no_fusion = o->no_fusion, .depthwise = o->depthwise,
-                          .conv_bias = o->conv_bias,
+                          .conv_bias = o->conv_bias, .conv_api = o->conv_api,
                           .algo_cache = o->algo_cache};
     /* a configuration the device cannot run at all is told apart from a
      * failure, before anything is allocated */

@@ -28,6 +28,7 @@ typedef struct {
     int64_t workspace_limit;    /* bytes; 0: the backend's default */
     depthwise_choice depthwise; /* cuda: who runs depthwise convolutions */
     conv_bias_choice conv_bias; /* cuda: who adds a conv's bias (and ReLU) in the forward */
+    conv_api_choice conv_api;   /* cuda: cuDNN's legacy calls or its graph API */
     const char *algo_cache;     /* cuda: --algo-cache FILE, or NULL */
     float dropout;              /* every dropout layer's probability; < 0: the model's */
     int shards;                 /* the batch is this many rank shards, concatenated */

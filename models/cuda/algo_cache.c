@@ -22,11 +22,12 @@ int algo_cache_key(const algo_context *x, const conv_shape *s, char *key, size_t
     device[d] = '\0';
     int w = snprintf(key, len,
                      "%s;cc%d;sm%d;cudnn%d;%s;ws%lld;dw-%s-%08" PRIx32
-                     ";%s;bias-%s;n%dc%dh%dw%d-k%dr%ds%d-p%du%dg%d-%s%s",
+                     ";%s;bias-%s;api-%s;n%dc%dh%dw%d-k%dr%ds%d-p%du%dg%d-%s%s",
                      device, x->cc, x->sm_count, x->cudnn_version, precision_name(s->prec),
                      (long long)x->workspace_limit, depthwise_choice_name(x->depthwise),
                      x->own_depthwise, x->no_fusion ? "unfused" : "fused",
-                     conv_bias_choice_name(x->conv_bias), s->n, s->c, s->h, s->w, s->k, s->r,
+                     conv_bias_choice_name(x->conv_bias), conv_api_choice_name(x->conv_api), s->n,
+                     s->c, s->h, s->w, s->k, s->r,
                      s->s, s->pad, s->stride, s->groups, s->input_grad ? "dgrad" : "nodgrad",
                      s->bias_relu ? "-biasrelu" : "");
     return w < 0 || (size_t)w >= len ? -1 : 0;
@@ -34,7 +35,7 @@ int algo_cache_key(const algo_context *x, const conv_shape *s, char *key, size_t
 
 /* ---- the rows ------------------------------------------------------------ */
 
-enum { N_FIELDS = 18, LINE_MAX_LEN = 1024 };
+enum { N_FIELDS = 28, LINE_MAX_LEN = 1024 };
 
 static bool parse_int(const char *s, long long lo, long long hi, long long *out)
 {
@@ -129,6 +130,35 @@ static const char *parse_row(char *line, algo_choice *c)
         return "bad bias_difference";
     if (ch->fused && (pass != 0 || ch->own))
         return "fused outside a cuDNN forward";
+    conv_api_trial *at = &ch->api_trial;
+    long long engine, rank, offered, tried;
+    double legacy, graph, graph_diff;
+    if (!parse_bool(f[18], &ch->graph))
+        return "bad graph";
+    if (!parse_int(f[19], -1, INT32_MAX, &engine))
+        return "bad engine";
+    if (!parse_int(f[20], -1, 1000, &rank))
+        return "bad config_rank";
+    if (!parse_float(f[21], &legacy))
+        return "bad legacy_ms";
+    if (!parse_float(f[22], &graph))
+        return "bad graph_ms";
+    if (!parse_int(f[23], 0, 1000, &offered))
+        return "bad offered";
+    if (!parse_int(f[24], 0, 1000, &tried))
+        return "bad tried";
+    if (!parse_bool(f[25], &at->verified))
+        return "bad graph_verified";
+    if (!parse_bool(f[26], &at->matched))
+        return "bad graph_matched";
+    if (!parse_float(f[27], &graph_diff))
+        return "bad graph_difference";
+    if (ch->graph && (ch->own || ch->fused || engine < 0 || rank < 0))
+        return "graph outside a cuDNN convolution, or without its engine";
+    ch->engine = (int)engine, ch->config_rank = (int)rank;
+    at->legacy_ms = (float)legacy, at->graph_ms = (float)graph;
+    at->offered = (int)offered, at->tried = (int)tried;
+    at->difference = graph_diff;
     c->pass = (int)pass;
     ch->algo = (int)algo;
     ch->math = (int)math;
@@ -234,13 +264,18 @@ static int format_row(const algo_choice *r, char *line, size_t len)
 {
     const conv_pass_choice *ch = &r->choice;
     const conv_bias_trial *bt = &ch->bias_trial;
+    const conv_api_trial *at = &ch->api_trial;
     int w = snprintf(line, len,
-                     "%s,%d,%d,%d,%d,%lld,%.9g,%.9g,%.9g,%d,%d,%.17g,%d,%.9g,%.9g,%d,%d,%.17g\n",
+                     "%s,%d,%d,%d,%d,%lld,%.9g,%.9g,%.9g,%d,%d,%.17g,%d,%.9g,%.9g,%d,%d,%.17g,"
+                     "%d,%d,%d,%.9g,%.9g,%d,%d,%d,%d,%.17g\n",
                      r->key, r->pass, ch->own, ch->algo, ch->math, (long long)ch->workspace_bytes,
                      (double)ch->find_ms, (double)ch->trial.cudnn_ms, (double)ch->trial.own_ms,
                      ch->trial.verified, ch->trial.matched, ch->own_difference, ch->fused,
                      (double)bt->own_ms, (double)bt->fused_ms, bt->verified, bt->matched,
-                     bt->difference);
+                     bt->difference, ch->graph, ch->graph ? ch->engine : -1,
+                     ch->graph ? ch->config_rank : -1, (double)at->legacy_ms,
+                     (double)at->graph_ms, at->offered, at->tried, at->verified, at->matched,
+                     at->difference);
     return w < 0 || (size_t)w >= len ? -1 : w;
 }
 

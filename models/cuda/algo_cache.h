@@ -8,7 +8,8 @@
  * names everything the choice depends on (the device, its compute capability
  * and SMs, the cuDNN version, the precision, the workspace limit, the
  * depthwise mode with the checksum of the own depthwise kernels' source,
- * fusion, the --conv-bias mode and the shape: algo_cache_key), then what was chosen and what the
+ * fusion, the --conv-bias and --conv-api modes and the shape: algo_cache_key), then what was
+ * chosen (a graph-API pass by its engine's global index and place in the heuristics' list) and what the
  * search measured. A reused row skips the own kernels' check against cuDNN,
  * so rows of other own kernels are not reused. Plain C: parsed once into
  * algo_choice rows, the rest uses their fields. Rows are appended, under an
@@ -34,7 +35,9 @@ extern "C" {
 
 #define ALGO_CACHE_HEADER                                                                     \
     "key,pass,own,algo,math,workspace_bytes,find_ms,cudnn_ms,own_ms,verified,matched,"        \
-    "own_difference,fused,bias_own_ms,bias_fused_ms,bias_verified,bias_matched,bias_difference"
+    "own_difference,fused,bias_own_ms,bias_fused_ms,bias_verified,bias_matched,bias_difference," \
+    "graph,engine,config_rank,legacy_ms,graph_ms,offered,tried,graph_verified,graph_matched,"  \
+    "graph_difference"
 
 enum { ALGO_KEY_LEN = 256, ALGO_PASSES = 3 };
 
@@ -66,6 +69,7 @@ typedef struct {
     uint32_t own_depthwise;
     bool no_fusion;
     conv_bias_choice conv_bias;
+    conv_api_choice conv_api;
 } algo_context;
 
 /* The key of shape s in context x: the device's name with commas, spaces

@@ -464,6 +464,7 @@ static int choose_algorithms(backend *b)
         b->algo_ctx.own_depthwise = cuda_depthwise_source_id();
         b->algo_ctx.no_fusion = b->cfg.no_fusion;
         b->algo_ctx.conv_bias = b->cfg.conv_bias;
+        b->algo_ctx.conv_api = b->cfg.conv_api;
         char why[CUDA_ERR_LEN];
         if (algo_cache_read(b->cfg.algo_cache, &b->algos, why, sizeof why))
             rc = cuda_fail(b, "--algo-cache: %s", why);
@@ -519,6 +520,8 @@ extern "C" backend *cuda_create(const network *net, const backend_config *cfg, c
         rc = cuda_fail(b, "unknown depthwise choice %d", (int)cfg->depthwise);
     if (rc == 0 && (unsigned)cfg->conv_bias > CONV_BIAS_OWN)
         rc = cuda_fail(b, "unknown conv-bias choice %d", (int)cfg->conv_bias);
+    if (rc == 0 && (unsigned)cfg->conv_api > CONV_API_GRAPH)
+        rc = cuda_fail(b, "unknown conv-api choice %d", (int)cfg->conv_api);
     if (rc == 0)
         rc = check_device(b);
     memplan_rules rules = cuda_memplan_rules(!cfg->no_fusion);

@@ -1,6 +1,7 @@
 /* Convolutions on cuDNN 9's convolution API (thin wrappers: descriptors once
- * per layer, one call per pass), or for depthwise passes that chose them the
- * own kernels (cuda_depthwise.cu). The algorithms are chosen once per
+ * per layer, one call per pass), on its graph API where a pass chose it
+ * (cuda_conv_graph.cu), or for depthwise passes that chose them the own
+ * kernels (cuda_depthwise.cu). The algorithms are chosen once per
  * distinct shape and precision by cuda_conv_choose.cu and then pinned: the
  * timed steps never search. fp32 runs without tensor cores: FMA math on the
  * descriptors. A forward with bias under a fused ReLU adds the bias with the
@@ -100,6 +101,8 @@ void cuda_conv_destroy(cuda_conv *c)
         cudnnDestroyTensorDescriptor(c->bias);
     if (c->relu)
         cudnnDestroyActivationDescriptor(c->relu);
+    for (int p = 0; p < 3; p++)
+        cuda_conv_graph_destroy(&c->graph[p]);
 }
 
 static const float one = 1.0f, zero = 0.0f;
@@ -149,6 +152,8 @@ int cuda_conv_run_pass(backend *b, int i, int p, bool own, bool accumulate)
                : p == 1 ? cuda_dw_backward_data(b, i, accumulate)
                         : cuda_dw_backward_weights(b, i);
     cuda_workspace ws = cuda_workspace_of(b, i, p != 0);
+    if (c->choice[p].graph)
+        return cuda_conv_graph_run(b, i, &c->graph[p], accumulate, ws.ptr, ws.bytes);
     if (p == 0)
         CUDNN_TRY(b, cudnnConvolutionForward(b->dnn, &one, c->x, cuda_input(b, i, 0), c->w,
                                              cl->w_copy, c->conv[0], fwd_algo(c), ws.ptr, ws.bytes,
@@ -246,6 +251,12 @@ void cuda_conv_name(const backend *b, int i, pass phase, char *buf, size_t len)
     if (c->choice[p].fused) {
         snprintf(buf, len, "cudnn:conv_bias_relu_%s[%s %s]", pass_name(phase), algo,
                  math_name((cudnnMathType_t)c->choice[p].math));
+        return;
+    }
+    if (c->choice[p].graph) {
+        snprintf(buf, len, "cudnn:conv_%s[graph engine %d %s]%s", pass_name(phase),
+                 c->choice[p].engine, c->graph[p].chosen.tensor_core ? "tensor_op" : "fma",
+                 bias ? "+cuda:bias" : "");
         return;
     }
     snprintf(buf, len, "cudnn:conv_%s[%s %s]%s", pass_name(phase), algo,

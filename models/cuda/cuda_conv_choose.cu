@@ -10,13 +10,18 @@
  * same inputs and keep, per pass, whichever was faster once its result
  * matched cuDNN's. The forward of a conv with bias under ReLU tries cuDNN's
  * fused conv+bias+ReLU call against the convolution followed by the own
- * bias+ReLU kernel the same way (--conv-bias). */
+ * bias+ReLU kernel the same way (--conv-bias). Every other pass also tries
+ * the engine configurations of cuDNN's graph API against the legacy call's
+ * algorithm (--conv-api). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cuda_internal.h"
+extern "C" {
+#include "../step.h"
+}
 
 enum { MAX_ALGOS = 16, CONV_PASSES = 3 };
 
@@ -338,6 +343,127 @@ static int try_fused(backend *b, int i, cuda_conv *c, conv_bias_choice mode)
     return 0;
 }
 
+enum { GRAPH_TRIED = 8 };
+/* elements of a result compared: the first images' whole, 4 Mi at most */
+static const int64_t graph_compare_elems = 1 << 22;
+
+/* The pass as the step runs it, with the input gradient zeroed first where
+ * the pass adds to it: a result to compare is the pass's own. */
+static int run_fresh(backend *b, int i, int p, bool accumulate, const pass_tensors &io)
+{
+    if (accumulate)
+        CUDA_TRY(b, cudaMemsetAsync(io.out, 0, (size_t)io.out_elems * b->pp.elem_bytes,
+                                    b->stream));
+    return cuda_conv_run_pass(b, i, p, false, accumulate);
+}
+
+/* --conv-api auto or graph, pass p of a layer that is not depthwise, after
+ * cuDNN's legacy search: the legacy call with the algorithm found, timed on
+ * the layer's buffers (values in [-1, 1]), its result's first
+ * graph_compare_elems elements kept at the end of the search workspace (all
+ * channels of the first images: a layout or indexing error shows there);
+ * then up to GRAPH_TRIED of the engine configurations that heuristics mode A
+ * offers and that fit in what is left, each timed the same way, the fastest
+ * (the least workspace within 2% of it) run once more and compared. A
+ * configuration that cuDNN builds but then refuses to run is passed over. */
+static int try_graph(backend *b, int i, cuda_conv *c, int p, conv_api_choice mode)
+{
+    conv_pass_choice *ch = &c->choice[p];
+    conv_api_trial *t = &ch->api_trial;
+    *t = conv_api_trial{-1.0f, -1.0f, 0, 0, false, false, 0.0};
+    ch->graph = false;
+    bool accumulate = p == 1 && step_grad_accumulates(b->net, i, 0);
+    pass_tensors io = tensors_of(b, i, p);
+    for (int k = 0; k < 2; k++)
+        if (cuda_trial_fill_random(b, io.in[k], io.in_elems[k],
+                                   0x27d4eb2fu * (uint32_t)(p * 2 + k + 1)))
+            return -1;
+    if (time_best(b, [&] { return run_fresh(b, i, p, accumulate, io); }, &t->legacy_ms))
+        return -1;
+    int64_t compare_elems = io.out_elems < graph_compare_elems ? io.out_elems
+                                                               : graph_compare_elems;
+    size_t compare_bytes = (size_t)compare_elems * b->pp.elem_bytes;
+    size_t keep = align_up(compare_bytes) + 256; /* the legacy result, then the maxima */
+    bool compare = keep <= b->search_workspace_bytes;
+    size_t room = compare ? (b->search_workspace_bytes - keep) & ~(size_t)255
+                          : b->search_workspace_bytes;
+    char *copy = (char *)b->search_workspace + room;
+    if (compare) {
+        if (run_fresh(b, i, p, accumulate, io))
+            return -1;
+        CUDA_TRY(b, cudaMemcpyAsync(copy, io.out, compare_bytes, cudaMemcpyDeviceToDevice,
+                                    b->stream));
+    }
+    conv_graph g;
+    conv_graph_plan plans[GRAPH_TRIED];
+    conv_algo_result r[GRAPH_TRIED];
+    int n = 0;
+    if (cuda_conv_graph_build(b, i, p, &g) ||
+        cuda_conv_graph_plans(b, &g, (int64_t)room, plans, GRAPH_TRIED, &n, &t->offered)) {
+        cuda_conv_graph_destroy(&g);
+        return -1;
+    }
+    t->tried = n;
+    auto run_graph = [&] {
+        if (accumulate)
+            CUDA_TRY(b, cudaMemsetAsync(io.out, 0, (size_t)io.out_elems * b->pp.elem_bytes,
+                                        b->stream));
+        return cuda_conv_graph_run(b, i, &g, accumulate, b->search_workspace, room);
+    };
+    for (int k = 0; k < n; k++) {
+        float ms = -1.0f;
+        g.chosen = plans[k];
+        if (time_best(b, run_graph, &ms)) {
+            /* refused at run time: passed over, unless the context broke */
+            cudaGetLastError();
+            if (cudaStreamSynchronize(b->stream) != cudaSuccess) {
+                g.chosen = conv_graph_plan{};
+                for (int q = 0; q < n; q++)
+                    cuda_conv_graph_plan_destroy(&plans[q]);
+                cuda_conv_graph_destroy(&g);
+                return -1;
+            }
+            b->err[0] = '\0';
+            ms = -1.0f;
+        }
+        r[k] = conv_algo_result{ms >= 0.0f, ms, plans[k].workspace};
+    }
+    g.chosen = conv_graph_plan{};
+    int pick = conv_algo_pick(r, n, CONV_ALGO_TIME_TOLERANCE);
+    if (pick >= 0) {
+        t->graph_ms = r[pick].ms;
+        g.chosen = plans[pick];
+        plans[pick] = conv_graph_plan{};
+        if (compare) {
+            double tolerance =
+                p == 2 ? trial_match_tolerance(&b->pp) : fused_match_tolerance(&b->pp);
+            if (run_graph() ||
+                cuda_trial_compare(b, io.out, copy, compare_elems,
+                                   (unsigned *)(copy + align_up(compare_bytes)),
+                                   &t->difference)) {
+                for (int q = 0; q < n; q++)
+                    cuda_conv_graph_plan_destroy(&plans[q]);
+                cuda_conv_graph_destroy(&g);
+                return -1;
+            }
+            t->verified = true;
+            t->matched = t->difference <= tolerance;
+        }
+    }
+    for (int q = 0; q < n; q++)
+        cuda_conv_graph_plan_destroy(&plans[q]);
+    ch->graph = conv_api_choose_graph(mode, t);
+    if (!ch->graph) {
+        cuda_conv_graph_destroy(&g);
+        return 0;
+    }
+    ch->engine = g.chosen.engine;
+    ch->config_rank = g.chosen.config_rank;
+    ch->workspace_bytes = g.chosen.workspace;
+    c->graph[p] = g;
+    return 0;
+}
+
 static int choose_pass(backend *b, int i, cuda_conv *c, int p, depthwise_choice mode)
 {
     if (mode == DEPTHWISE_OWN) {
@@ -401,9 +527,45 @@ static int search_shape(backend *b, int i, cuda_conv *c, const conv_shape *shape
             continue;
         if (choose_pass(b, i, c, p, mode))
             return -1;
+        if (l->groups == 1 && b->cfg.conv_api != CONV_API_LEGACY &&
+            try_graph(b, i, c, p, b->cfg.conv_api))
+            return -1;
     }
-    if (shape->bias_relu && !c->choice[0].own && b->cfg.conv_bias != CONV_BIAS_OWN)
-        return try_fused(b, i, c, b->cfg.conv_bias);
+    if (shape->bias_relu && !c->choice[0].own && b->cfg.conv_bias != CONV_BIAS_OWN) {
+        if (try_fused(b, i, c, b->cfg.conv_bias))
+            return -1;
+        /* the fused call is the legacy API's: the graph's forward goes */
+        if (c->choice[0].fused && c->choice[0].graph) {
+            c->choice[0].graph = false;
+            cuda_conv_graph_destroy(&c->graph[0]);
+        }
+    }
+    return 0;
+}
+
+/* The graph-API plans of the passes that chose it, where the choice came
+ * from --algo-cache or from an earlier layer of the same shape (same_as):
+ * that layer's plan where its backward-data adds to its input gradient as
+ * this one's does, else the same engine's plan built for this layer. */
+static int plan_graph_passes(backend *b, int i, cuda_conv *c, int same_as)
+{
+    for (int p = 0; p < CONV_PASSES; p++) {
+        const conv_pass_choice *ch = &c->choice[p];
+        if (!ch->graph || c->graph[p].chosen.plan)
+            continue;
+        const conv_graph *other = same_as != i ? &b->layers[same_as].conv->graph[p] : NULL;
+        bool accumulates = p == 1 && step_grad_accumulates(b->net, i, 0);
+        if (other && other->chosen.plan && other->accumulates == accumulates) {
+            c->graph[p] = *other;
+            c->graph[p].owns = false;
+            c->graph[p].pack = NULL;
+            continue;
+        }
+        if (cuda_conv_graph_build(b, i, p, &c->graph[p]) ||
+            cuda_conv_graph_plan_again(b, &c->graph[p], ch->engine, ch->config_rank,
+                                       (int64_t)b->search_workspace_bytes))
+            return -1;
+    }
     return 0;
 }
 
@@ -420,6 +582,12 @@ static int query_workspace(backend *b, cuda_conv *c, int p)
     size_t bytes = 0;
     if (ch->own)
         return 0;
+    if (ch->graph) {
+        /* the plan states what it needs: the plan of this process's */
+        if (c->graph[p].chosen.workspace > ch->workspace_bytes)
+            ch->workspace_bytes = c->graph[p].chosen.workspace;
+        return 0;
+    }
     cudnnStatus_t st;
     const char *call;
     if (p == 0) {
@@ -471,6 +639,8 @@ int cuda_conv_choose(backend *b, int i, int same_as)
         }
     }
     b->bias_in_call[i] = c->choice[0].fused;
+    if (plan_graph_passes(b, i, c, same_as))
+        return -1;
     bool refused = false;
     for (int p = 0; p < CONV_PASSES; p++) {
         CUDNN_TRY(b, cudnnSetConvolutionMathType(c->conv[p], (cudnnMathType_t)c->choice[p].math));
@@ -616,11 +786,66 @@ static void describe_conv_bias(const backend *b, char *buf, size_t len)
                 b->cfg.conv_bias == CONV_BIAS_AUTO ? "not used there" : "used as asked");
 }
 
+/* The passes that are not depthwise: which of cuDNN's interfaces runs them,
+ * and what the trial measured. */
+static void describe_conv_api(const backend *b, char *buf, size_t len)
+{
+    int graph[CONV_PASSES] = {0, 0, 0}, passes[CONV_PASSES] = {0, 0, 0}, total = 0, none = 0;
+    trial_sums sums; /* reference the legacy call, alternative the graph API */
+    buf[0] = '\0';
+    for (int i = 0; i < b->net->n_layers; i++) {
+        const layer *l = &b->net->layers[i];
+        const cuda_conv *c = b->layers[i].conv;
+        if (!c || l->groups != 1)
+            continue;
+        for (int p = 0; p < CONV_PASSES; p++) {
+            if (p == 1 && !l->computes_input_grad)
+                continue;
+            const conv_pass_choice *ch = &c->choice[p];
+            const conv_api_trial *t = &ch->api_trial;
+            if (ch->fused)
+                continue;
+            passes[p]++;
+            total++;
+            graph[p] += ch->graph;
+            none += t->graph_ms < 0.0f;
+            sums.add(t->verified, t->matched, t->difference, t->legacy_ms, t->graph_ms,
+                     ch->graph);
+        }
+    }
+    if (!total || (unsigned)b->cfg.conv_api > CONV_API_GRAPH)
+        return;
+    appendf(buf, len,
+            "convolution passes (--conv-api %s): cuDNN's graph API in fwd %d/%d, bwd_data "
+            "%d/%d, bwd_filter %d/%d, its legacy calls in the rest",
+            conv_api_choice_name(b->cfg.conv_api), graph[0], passes[0], graph[1], passes[1],
+            graph[2], passes[2]);
+    if (b->cfg.conv_api == CONV_API_LEGACY)
+        return;
+    appendf(buf, len, "; graph results compared with the legacy ones in %d/%d", sums.compared,
+            total);
+    if (sums.timed)
+        appendf(buf, len, "; timed at plan time, per step: legacy %.2f ms, graph %.2f ms, "
+                          "chosen %.2f ms",
+                sums.reference_ms, sums.alternative_ms, sums.chosen_ms);
+    if (none)
+        appendf(buf, len, "; no graph engine built and fitted in %d", none);
+    if (sums.mismatched)
+        appendf(buf, len,
+                "; GRAPH RESULT DISAGREED in %d (worst relative difference %.3g): %s, a defect "
+                "to report",
+                sums.mismatched, sums.worst,
+                b->cfg.conv_api == CONV_API_AUTO ? "not used there" : "used as asked");
+}
+
 void cuda_conv_describe_choices(const backend *b, char *buf, size_t len)
 {
-    char conv_bias[512];
+    char more[512];
     describe_depthwise(b, buf, len);
-    describe_conv_bias(b, conv_bias, sizeof conv_bias);
-    if (conv_bias[0])
-        appendf(buf, len, "%s%s", buf[0] ? "; " : "", conv_bias);
+    describe_conv_bias(b, more, sizeof more);
+    if (more[0])
+        appendf(buf, len, "%s%s", buf[0] ? "; " : "", more);
+    describe_conv_api(b, more, sizeof more);
+    if (more[0])
+        appendf(buf, len, "%s%s", buf[0] ? "; " : "", more);
 }

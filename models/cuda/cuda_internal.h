@@ -26,6 +26,30 @@ extern "C" {
 
 enum { CUDA_ERR_LEN = 640, CUDA_NO_LAYER = -100 };
 
+/* One engine configuration of cuDNN's graph API finalized into an execution
+ * plan for a convolution pass (cuda_conv_graph.cu). */
+enum { CONV_GRAPH_MAX_OFFERED = 32 };
+struct conv_graph_plan {
+    cudnnBackendDescriptor_t config, plan; /* NULL: none */
+    int engine;                  /* the engine's global index */
+    int config_rank;             /* its place in heuristics mode A's list */
+    bool tensor_core;            /* the engine's TENSOR_CORE note */
+    int64_t workspace;           /* bytes the plan needs */
+};
+
+/* A convolution pass on the graph API: its operation graph (x, w, y in the
+ * forward's roles; backward-data adds to the input gradient where the step
+ * does), the chosen plan, and the variant pack of the pointers last run. */
+struct conv_graph {
+    cudnnBackendDescriptor_t tensors[3], conv, op, graph;
+    conv_graph_plan chosen;
+    bool owns;                   /* false: descriptors and plan are another layer's */
+    int pass;                    /* 0 fwd, 1 bwd_data, 2 bwd_filter */
+    bool accumulates;
+    cudnnBackendDescriptor_t pack;
+    void *packed[4];             /* x, w, y, workspace as packed */
+};
+
 /* A convolution's cuDNN state: descriptors and, per pass, what was chosen
  * once for its shape (cuda_conv_choose.cu): a cuDNN algorithm or, for
  * depthwise layers, the own kernels (cuda_depthwise.cu); for a forward with
@@ -42,6 +66,7 @@ struct cuda_conv {
      * ReLU of cuDNN's fused call */
     cudnnTensorDescriptor_t bias;
     cudnnActivationDescriptor_t relu;
+    conv_graph graph[3];         /* where choice[p].graph: the pass's graph-API plan */
 };
 
 /* A fully connected layer's cuBLASLt state (models/cuda/cuda_fc.cu). */
@@ -139,7 +164,7 @@ struct backend {
     int current_layer;           /* for error messages: a layer, STEP_LOSS, STEP_ALL_LAYERS
                                     or CUDA_NO_LAYER */
     pass current_pass;
-    char choices[1024];         /* backend_stats.choices: depthwise, conv-bias, algorithms */
+    char choices[2048];         /* backend_stats.choices: depthwise, conv-bias, algorithms */
     /* cfg.algo_cache, at plan time: its rows and what keys them here */
     algo_cache algos;
     algo_context algo_ctx;
@@ -253,6 +278,25 @@ cudnnStatus_t cuda_conv_fused_forward(backend *b, int layer, int algo, void *ws,
  * 0, or -1 with cuDNN's status in the backend's error. */
 int cuda_conv_run_fused(backend *b, int layer, int algo, void *ws, size_t bytes);
 void cuda_conv_name(const backend *b, int layer, pass phase, char *buf, size_t len);
+
+/* Convolution passes on cuDNN's graph API (cuda_conv_graph.cu). build: the
+ * operation graph of layer i's pass p, finalized. plans: up to max of the
+ * engine configurations heuristics mode A offers for it (*offered of them,
+ * at most CONV_GRAPH_MAX_OFFERED) that the precision allows, that cuDNN
+ * builds and that need at most max_workspace bytes, as execution plans,
+ * in the heuristics' order. plan_again: the plan of engine `engine` (at
+ * config_rank where it still is there) into g->chosen, or -1 with why.
+ * run: the chosen plan on the layer's buffers; bwd_data's accumulate must
+ * be the graph's. */
+int cuda_conv_graph_build(backend *b, int layer, int p, conv_graph *g);
+int cuda_conv_graph_plans(backend *b, conv_graph *g, int64_t max_workspace,
+                          conv_graph_plan *out, int max, int *n, int *offered);
+int cuda_conv_graph_plan_again(backend *b, conv_graph *g, int engine, int config_rank,
+                               int64_t max_workspace);
+int cuda_conv_graph_run(backend *b, int layer, conv_graph *g, bool accumulate, void *ws,
+                        size_t ws_bytes);
+void cuda_conv_graph_plan_destroy(conv_graph_plan *c);
+void cuda_conv_graph_destroy(conv_graph *g);
 
 /* Depthwise convolution on own kernels (cuda_depthwise.cu), for layers that
  * depthwise_own_fits: the passes of cuda_conv_*, with cuDNN's tensors; the

@@ -280,6 +280,17 @@ bool conv_bias_choose_fused(conv_bias_choice mode, const conv_bias_trial *t)
     return t->fused_ms < t->own_ms;
 }
 
+bool conv_api_choose_graph(conv_api_choice mode, const conv_api_trial *t)
+{
+    if (mode == CONV_API_LEGACY || t->graph_ms < 0.0f)
+        return false;
+    if (mode == CONV_API_GRAPH || t->legacy_ms < 0.0f)
+        return true;
+    if (!t->verified || !t->matched)
+        return false;
+    return t->graph_ms < t->legacy_ms;
+}
+
 double trial_match_tolerance(const precision_plan *pp)
 {
     switch (pp->elem) {

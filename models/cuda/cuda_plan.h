@@ -172,6 +172,26 @@ typedef struct {
  * matched and it was faster, never under own. */
 bool conv_bias_choose_fused(conv_bias_choice mode, const conv_bias_trial *t);
 
+/* --conv-api: a pass (not depthwise) both ways on the same inputs at plan
+ * time: cuDNN's legacy call with the algorithm its search chose, and the
+ * fastest engine configuration of cuDNN's graph API, each timed the same
+ * way (the best of 3 runs on the layer's buffers), the graph's result then
+ * compared with the legacy one's. */
+typedef struct {
+    float legacy_ms;      /* < 0: not timed (no legacy algorithm within the workspace) */
+    float graph_ms;       /* < 0: no engine configuration built and fitted */
+    int offered, tried;   /* configurations the heuristics offered; timed */
+    bool verified;        /* the graph's result was compared with the legacy one's */
+    bool matched;         /* ... and agreed within the precision's tolerance */
+    double difference;    /* max |graph - legacy| / max |legacy| where compared */
+} conv_api_trial;
+
+/* Whether the pass runs on the graph API: under --conv-api graph whenever
+ * an engine configuration was built (a mismatch is then reported, as asked),
+ * under auto where its result matched and it was faster, or where the legacy
+ * calls had nothing within the workspace; never under legacy. */
+bool conv_api_choose_graph(conv_api_choice mode, const conv_api_trial *t);
+
 /* What one pass (forward, backward data, backward filter) of a convolution
  * shape runs, and what the choice was made on: cuda_conv keeps one per pass
  * (cuda_internal.h), the algorithm cache one per row (algo_cache.h), so a
@@ -188,6 +208,11 @@ typedef struct {
      * is then the fused call's), not cuDNN's convolution and the own kernel */
     bool fused;
     conv_bias_trial bias_trial; /* how that was chosen (--conv-bias auto, cudnn) */
+    /* cuDNN's graph API runs the pass (not own, not fused): the engine of
+     * global index `engine`, config_rank-th in heuristics mode A's list */
+    bool graph;
+    int engine, config_rank;
+    conv_api_trial api_trial;   /* how that was chosen (--conv-api auto, graph) */
 } conv_pass_choice;
 
 /* The largest difference a plan-time trial allows between the way it tries

@@ -400,6 +400,12 @@ cudnnStatus_t fused_forward(cudnnHandle_t h, const void *alpha1, const cudnnTens
 
 } // namespace
 
+/* The handle's stream, for the graph API's stand-in (fake_cudnn_graph.cpp). */
+cudaStream_t fake_cudnn_stream(cudnnHandle_t h)
+{
+    return h->stream;
+}
+
 extern "C" {
 
 cudnnStatus_t cudnnCreateActivationDescriptor(cudnnActivationDescriptor_t *d)
