@@ -585,9 +585,10 @@ Test(cuda_train_emu, conv_api_graph_runs_the_step_the_legacy_calls_run, .timeout
         {"graph", "", "--conv-api graph --algo-cache algos.csv"},
         {"cached", "", "--conv-api graph --algo-cache algos.csv --graph"},
         {"refused", "FAKE_CUDNN_GRAPH_REFUSE=1", "--conv-api auto"},
+        {"stem", "FAKE_CUDNN_GRAPH_HEUR_FAIL=3", "--conv-api auto"},
     };
-    double loss[4][4];
-    for (int r = 0; r < 4; r++) {
+    double loss[5][4];
+    for (int r = 0; r < 5; r++) {
         char args[256], file[32];
         format_or_fail(args, sizeof args, SMALL " --warmup 1 --iters 2 %s --out %s.csv",
                        runs[r][2], runs[r][0]);
@@ -602,7 +603,7 @@ Test(cuda_train_emu, conv_api_graph_runs_the_step_the_legacy_calls_run, .timeout
                              runs[r][0], k, loss[r][k], loss[0][k]);
     }
     char *graph = read_text(dir, "graph.out"), *cached = read_text(dir, "cached.out");
-    char *refused = read_text(dir, "refused.out");
+    char *refused = read_text(dir, "refused.out"), *stem = read_text(dir, "stem.out");
     /* resnet18-cifar: 20 convolutions, the stem without backward data */
     const char *all = "cuDNN's graph API in fwd 20/20, bwd_data 19/19, bwd_filter 20/20";
     cr_expect(strstr(graph, all) && strstr(graph, "compared with the legacy ones in 59/59"),
@@ -614,6 +615,16 @@ Test(cuda_train_emu, conv_api_graph_runs_the_step_the_legacy_calls_run, .timeout
     cr_expect(strstr(refused, "cuDNN's graph API in fwd 0/20, bwd_data 0/19, bwd_filter 0/20") &&
                   strstr(refused, "no graph engine built and fitted in 59"),
               "%s", refused);
+    /* the heuristics refusing the stem's graphs (3 input channels) under
+     * auto: its forward and filter gradient on the legacy calls, the rest
+     * on either */
+    cr_expect(strstr(stem, "GRAPH PLAN FAILED in 2 (the legacy call runs them), the first: ") &&
+                  strstr(stem, "conv1"),
+              "%s", stem);
+    char *err = one_line_failure(dir, "FAKE_CUDNN_GRAPH_HEUR_FAIL=3", "stem_graph",
+                                 SMALL " --warmup 0 --iters 1 --conv-api graph --out stem.steps",
+                                 "stem.steps");
+    cr_expect(strstr(err, "heuristics") && strstr(err, "conv1"), "%s", err);
 
     /* the engines each precision takes, by its cache's rows (field 20:
      * the engine; every pass of these runs is on the graph API) */
@@ -642,7 +653,7 @@ Test(cuda_train_emu, conv_api_graph_runs_the_step_the_legacy_calls_run, .timeout
                     "algos.csv >changed.csv",
                     dir),
                  0);
-    char *err = one_line_failure(dir, "", "changed",
+    err = one_line_failure(dir, "", "changed",
                                  SMALL " --warmup 0 --iters 1 --conv-api graph --algo-cache "
                                        "changed.csv --out changed.csv.steps",
                                  "changed.csv.steps");

@@ -344,16 +344,42 @@ static int try_fused(backend *b, int i, cuda_conv *c, conv_bias_choice mode)
 }
 
 enum { GRAPH_TRIED = 8 };
+/* seconds a pass's graph plans may take to build (a runtime-compiled engine
+ * compiles its kernels then) before the ones built so far are the choice */
+static const double graph_build_budget_s = 1.0;
 /* elements of a result compared: the first images' whole, 4 Mi at most */
 static const int64_t graph_compare_elems = 1 << 22;
 
-/* The pass as the step runs it, with the input gradient zeroed first where
- * the pass adds to it: a result to compare is the pass's own. */
+/* A graph-API plan that failed to build where the legacy call can run the
+ * pass: the failure counted and the first one kept for the choices line,
+ * the error cleared; -1 where the stream broke (nothing can run then). */
+static int graph_fallback(backend *b)
+{
+    cudaGetLastError();
+    if (cudaStreamSynchronize(b->stream) != cudaSuccess)
+        return -1;
+    if (!b->graph_failures++)
+        snprintf(b->graph_failure, sizeof b->graph_failure, "%s", b->err);
+    b->err[0] = '\0';
+    return 0;
+}
+
+/* The pass as the step runs it, from fresh_start's values where it adds to
+ * its output. */
+static const uint32_t graph_start_seed = 0x165667b1u;
+
+/* Where the pass adds to its output (backward data under a branch), the
+ * values it adds to, the same each time: a result that ignored them, or
+ * overwrote them, differs from one that added. */
+static int fresh_start(backend *b, bool accumulate, const pass_tensors &io)
+{
+    return accumulate ? cuda_trial_fill_random(b, io.out, io.out_elems, graph_start_seed) : 0;
+}
+
 static int run_fresh(backend *b, int i, int p, bool accumulate, const pass_tensors &io)
 {
-    if (accumulate)
-        CUDA_TRY(b, cudaMemsetAsync(io.out, 0, (size_t)io.out_elems * b->pp.elem_bytes,
-                                    b->stream));
+    if (fresh_start(b, accumulate, io))
+        return -1;
     return cuda_conv_run_pass(b, i, p, false, accumulate);
 }
 
@@ -363,7 +389,8 @@ static int run_fresh(backend *b, int i, int p, bool accumulate, const pass_tenso
  * graph_compare_elems elements kept at the end of the search workspace (all
  * channels of the first images: a layout or indexing error shows there);
  * then up to GRAPH_TRIED of the engine configurations that heuristics mode A
- * offers and that fit in what is left, each timed the same way, the fastest
+ * offers and that fit in what is left (those built within
+ * graph_build_budget_s), each timed the same way, the fastest
  * (the least workspace within 2% of it) run once more and compared. A
  * configuration that cuDNN builds but then refuses to run is passed over. */
 static int try_graph(backend *b, int i, cuda_conv *c, int p, conv_api_choice mode)
@@ -378,7 +405,9 @@ static int try_graph(backend *b, int i, cuda_conv *c, int p, conv_api_choice mod
         if (cuda_trial_fill_random(b, io.in[k], io.in_elems[k],
                                    0x27d4eb2fu * (uint32_t)(p * 2 + k + 1)))
             return -1;
-    if (time_best(b, [&] { return run_fresh(b, i, p, accumulate, io); }, &t->legacy_ms))
+    /* timed as the step runs it (adding to whatever is there) */
+    if (time_best(b, [&] { return cuda_conv_run_pass(b, i, p, false, accumulate); },
+                  &t->legacy_ms))
         return -1;
     int64_t compare_elems = io.out_elems < graph_compare_elems ? io.out_elems
                                                                : graph_compare_elems;
@@ -399,15 +428,15 @@ static int try_graph(backend *b, int i, cuda_conv *c, int p, conv_api_choice mod
     conv_algo_result r[GRAPH_TRIED];
     int n = 0;
     if (cuda_conv_graph_build(b, i, p, &g) ||
-        cuda_conv_graph_plans(b, &g, (int64_t)room, plans, GRAPH_TRIED, &n, &t->offered)) {
+        cuda_conv_graph_plans(b, &g, (int64_t)room, -1, graph_build_budget_s, plans, GRAPH_TRIED,
+                              &n, &t->offered)) {
+        /* under auto the legacy call has the pass: a graph the heuristics
+         * refuse (a shape of cuDNN's, or a defect here) costs no run */
         cuda_conv_graph_destroy(&g);
-        return -1;
+        return mode == CONV_API_AUTO ? graph_fallback(b) : -1;
     }
     t->tried = n;
     auto run_graph = [&] {
-        if (accumulate)
-            CUDA_TRY(b, cudaMemsetAsync(io.out, 0, (size_t)io.out_elems * b->pp.elem_bytes,
-                                        b->stream));
         return cuda_conv_graph_run(b, i, &g, accumulate, b->search_workspace, room);
     };
     for (int k = 0; k < n; k++) {
@@ -437,7 +466,7 @@ static int try_graph(backend *b, int i, cuda_conv *c, int p, conv_api_choice mod
         if (compare) {
             double tolerance =
                 p == 2 ? trial_match_tolerance(&b->pp) : fused_match_tolerance(&b->pp);
-            if (run_graph() ||
+            if (fresh_start(b, accumulate, io) || run_graph() ||
                 cuda_trial_compare(b, io.out, copy, compare_elems,
                                    (unsigned *)(copy + align_up(compare_bytes)),
                                    &t->difference)) {
@@ -563,8 +592,18 @@ static int plan_graph_passes(backend *b, int i, cuda_conv *c, int same_as)
         }
         if (cuda_conv_graph_build(b, i, p, &c->graph[p]) ||
             cuda_conv_graph_plan_again(b, &c->graph[p], ch->engine, ch->config_rank,
-                                       (int64_t)b->search_workspace_bytes))
-            return -1;
+                                       (int64_t)b->search_workspace_bytes)) {
+            /* a layer of a searched shape whose backward-data adds where the
+             * searched one's overwrote (or the reverse), or any under auto:
+             * the legacy call, which the search chose too, runs the pass; a
+             * row of --algo-cache asked for under graph stops the run */
+            cuda_conv_graph_destroy(&c->graph[p]);
+            if (c->from_cache && same_as == i && b->cfg.conv_api == CONV_API_GRAPH)
+                return -1;
+            c->choice[p].graph = false;
+            if (graph_fallback(b))
+                return -1;
+        }
     }
     return 0;
 }
@@ -791,6 +830,7 @@ static void describe_conv_bias(const backend *b, char *buf, size_t len)
 static void describe_conv_api(const backend *b, char *buf, size_t len)
 {
     int graph[CONV_PASSES] = {0, 0, 0}, passes[CONV_PASSES] = {0, 0, 0}, total = 0, none = 0;
+    long offered = 0, tried = 0;
     trial_sums sums; /* reference the legacy call, alternative the graph API */
     buf[0] = '\0';
     for (int i = 0; i < b->net->n_layers; i++) {
@@ -809,6 +849,7 @@ static void describe_conv_api(const backend *b, char *buf, size_t len)
             total++;
             graph[p] += ch->graph;
             none += t->graph_ms < 0.0f;
+            offered += t->offered, tried += t->tried;
             sums.add(t->verified, t->matched, t->difference, t->legacy_ms, t->graph_ms,
                      ch->graph);
         }
@@ -822,14 +863,19 @@ static void describe_conv_api(const backend *b, char *buf, size_t len)
             graph[2], passes[2]);
     if (b->cfg.conv_api == CONV_API_LEGACY)
         return;
-    appendf(buf, len, "; graph results compared with the legacy ones in %d/%d", sums.compared,
-            total);
+    appendf(buf, len,
+            "; engine configurations timed: %ld of the %ld the heuristics offered; graph "
+            "results compared with the legacy ones in %d/%d",
+            tried, offered, sums.compared, total);
     if (sums.timed)
         appendf(buf, len, "; timed at plan time, per step: legacy %.2f ms, graph %.2f ms, "
                           "chosen %.2f ms",
                 sums.reference_ms, sums.alternative_ms, sums.chosen_ms);
     if (none)
         appendf(buf, len, "; no graph engine built and fitted in %d", none);
+    if (b->graph_failures)
+        appendf(buf, len, "; GRAPH PLAN FAILED in %d (the legacy call runs them), the first: %s",
+                b->graph_failures, b->graph_failure);
     if (sums.mismatched)
         appendf(buf, len,
                 "; GRAPH RESULT DISAGREED in %d (worst relative difference %.3g): %s, a defect "

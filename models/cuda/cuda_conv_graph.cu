@@ -9,6 +9,7 @@
  * and their attributes as cudnn_graph_v9.h names them, every call checked. */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "cuda_internal.h"
 extern "C" {
@@ -207,30 +208,62 @@ static int engine_of(backend *b, cudnnBackendDescriptor_t config, conv_graph_pla
 }
 
 /* config finalized into an execution plan in c: 0 (c->plan NULL where cuDNN
- * cannot build it for this graph: not an error, another engine may) or -1. */
+ * cannot build it for this graph: not an error, another engine may) or -1,
+ * the plan destroyed. */
 static int finalize_plan(backend *b, cudnnBackendDescriptor_t config, conv_graph_plan *c)
 {
     if (make(b, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &c->plan))
         return -1;
-    SET(b, c->plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &b->dnn);
-    SET(b, c->plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-        &config);
+    int64_t got = 0;
+    cudnnStatus_t st = cudnnBackendSetAttribute(c->plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE,
+                                                CUDNN_TYPE_HANDLE, 1, &b->dnn);
+    if (st == CUDNN_STATUS_SUCCESS)
+        st = cudnnBackendSetAttribute(c->plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+                                      CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &config);
+    if (st != CUDNN_STATUS_SUCCESS) {
+        destroy(&c->plan);
+        return cudnn_fail_call(b, __FILE__, __LINE__, "cudnnBackendSetAttribute(plan)", st);
+    }
     if (cudnnBackendFinalize(c->plan) != CUDNN_STATUS_SUCCESS) {
         destroy(&c->plan);
         return 0;
     }
-    int64_t got = 0;
-    CUDNN_TRY(b, cudnnBackendGetAttribute(c->plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                          CUDNN_TYPE_INT64, 1, &got, &c->workspace));
+    st = cudnnBackendGetAttribute(c->plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                  CUDNN_TYPE_INT64, 1, &got, &c->workspace);
+    if (st != CUDNN_STATUS_SUCCESS) {
+        destroy(&c->plan);
+        return cudnn_fail_call(b, __FILE__, __LINE__, "cudnnBackendGetAttribute(plan workspace)",
+                               st);
+    }
     return 0;
 }
 
-int cuda_conv_graph_plans(backend *b, conv_graph *g, int64_t max_workspace, conv_graph_plan *out,
-                          int max, int *n, int *offered)
+/* What config says it needs before a plan is built from it (building may
+ * compile kernels): -1 where this cuDNN does not say (before 9.2). */
+static int64_t config_workspace(cudnnBackendDescriptor_t config)
+{
+    int64_t got = 0, bytes = -1;
+    if (cudnnBackendGetAttribute(config, CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1,
+                                 &got, &bytes) != CUDNN_STATUS_SUCCESS ||
+        got != 1)
+        return -1;
+    return bytes;
+}
+
+static double seconds_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+int cuda_conv_graph_plans(backend *b, conv_graph *g, int64_t max_workspace, int only_engine,
+                          double budget_s, conv_graph_plan *out, int max, int *n, int *offered)
 {
     cudnnBackendDescriptor_t heur = NULL, configs[CONV_GRAPH_MAX_OFFERED] = {NULL};
     int64_t count = 0;
     int rc = -1;
+    double start = 0.0;
     *n = *offered = 0;
     cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
     if (make(b, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur))
@@ -266,15 +299,23 @@ int cuda_conv_graph_plans(backend *b, conv_graph *g, int64_t max_workspace, conv
         count = got < count ? got : count;
     }
     *offered = (int)count;
+    start = seconds_now();
     for (int64_t k = 0; k < count && *n < max; k++) {
+        /* building a plan may compile its kernels (runtime-compiled
+         * engines): past the budget, the plans built so far are the choice */
+        if (budget_s >= 0.0 && *n > 0 && seconds_now() - start > budget_s)
+            break;
         conv_graph_plan c = {};
         bool allowed = false;
         const char *why = "";
         c.config_rank = (int)k;
         if (engine_of(b, configs[k], &c, &allowed, &why))
             goto done;
-        if (!allowed || finalize_plan(b, configs[k], &c))
+        if (!allowed || (only_engine >= 0 && c.engine != only_engine) ||
+            config_workspace(configs[k]) > max_workspace)
             continue;
+        if (finalize_plan(b, configs[k], &c))
+            goto done;
         if (c.plan && c.workspace <= max_workspace) {
             c.config = configs[k];
             configs[k] = NULL; /* the plan's now */
@@ -299,7 +340,8 @@ int cuda_conv_graph_plan_again(backend *b, conv_graph *g, int engine, int config
 {
     conv_graph_plan found[CONV_GRAPH_MAX_OFFERED];
     int n = 0, offered = 0, pick = -1;
-    if (cuda_conv_graph_plans(b, g, max_workspace, found, CONV_GRAPH_MAX_OFFERED, &n, &offered))
+    if (cuda_conv_graph_plans(b, g, max_workspace, engine, -1.0, found, CONV_GRAPH_MAX_OFFERED,
+                              &n, &offered))
         return -1;
     /* the same rank where it still holds the engine, else the engine's
      * first configuration */

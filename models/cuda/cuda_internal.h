@@ -173,6 +173,10 @@ struct backend {
     char algo_cache_unsaved[CUDA_ERR_LEN]; /* why the searched choices were not written */
     int own_failures;            /* own depthwise launches that failed at plan time */
     char own_failure[CUDA_ERR_LEN]; /* the first one's error */
+    int graph_failures;          /* passes whose graph-API plan failed to build (--conv-api
+                                    auto, or a same-shape layer's plan rebuilt): the legacy
+                                    call runs them */
+    char graph_failure[CUDA_ERR_LEN]; /* the first one's error */
     int fused_refusals;          /* bias_relu shapes whose fused forward cuDNN refused */
     char fused_refusal[160];     /* the first one's layer and cuDNN's status */
     char err[CUDA_ERR_LEN];
@@ -284,13 +288,15 @@ void cuda_conv_name(const backend *b, int layer, pass phase, char *buf, size_t l
  * engine configurations heuristics mode A offers for it (*offered of them,
  * at most CONV_GRAPH_MAX_OFFERED) that the precision allows, that cuDNN
  * builds and that need at most max_workspace bytes, as execution plans,
- * in the heuristics' order. plan_again: the plan of engine `engine` (at
+ * in the heuristics' order; only engine only_engine's where it is >= 0, and
+ * none begun once budget_s seconds went into building them (< 0: no
+ * budget) and one is built. plan_again: the plan of engine `engine` (at
  * config_rank where it still is there) into g->chosen, or -1 with why.
  * run: the chosen plan on the layer's buffers; bwd_data's accumulate must
  * be the graph's. */
 int cuda_conv_graph_build(backend *b, int layer, int p, conv_graph *g);
-int cuda_conv_graph_plans(backend *b, conv_graph *g, int64_t max_workspace,
-                          conv_graph_plan *out, int max, int *n, int *offered);
+int cuda_conv_graph_plans(backend *b, conv_graph *g, int64_t max_workspace, int only_engine,
+                          double budget_s, conv_graph_plan *out, int max, int *n, int *offered);
 int cuda_conv_graph_plan_again(backend *b, conv_graph *g, int engine, int config_rank,
                                int64_t max_workspace);
 int cuda_conv_graph_run(backend *b, int layer, conv_graph *g, bool accumulate, void *ws,

@@ -11,7 +11,8 @@
  * strides describe (NCHW or NHWC; filters KCRS or KRSC), alpha and beta as
  * set on the operation, the pointers of the variant pack by unique id.
  * FAKE_CUDNN_GRAPH_REFUSE=1: no execution plan finalizes (a cuDNN with no
- * engine for the graph). */
+ * engine for the graph); FAKE_CUDNN_GRAPH_HEUR_FAIL=C: the heuristics refuse
+ * every graph whose input has C channels (CUDNN_STATUS_NOT_SUPPORTED). */
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -375,6 +376,13 @@ cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t d)
         if (refuse && strcmp(refuse, "1") == 0)
             return CUDNN_STATUS_NOT_SUPPORTED;
     }
+    const char *heur_fail = getenv("FAKE_CUDNN_GRAPH_HEUR_FAIL");
+    if (e->type == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR && heur_fail) {
+        const desc *op = op_of_graph(get<desc *>(e, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH));
+        const desc *x = get<desc *>(op, OPERATION_ATTRS[pass_of(op->type)][0]);
+        if (get<int64_t>(x, CUDNN_ATTR_TENSOR_DIMENSIONS, 1) == atoll(heur_fail))
+            return CUDNN_STATUS_NOT_SUPPORTED;
+    }
     e->finalized = true;
     return CUDNN_STATUS_SUCCESS;
 }
@@ -431,6 +439,13 @@ cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const d,
             ((cudnnBackendNumericalNote_t *)values)[k] = notes[k];
         return CUDNN_STATUS_SUCCESS;
     }
+    case CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE:
+        if (type != CUDNN_TYPE_INT64 || requested < 1 ||
+            e->type != CUDNN_BACKEND_ENGINECFG_DESCRIPTOR)
+            return CUDNN_STATUS_BAD_PARAM;
+        *(int64_t *)values = workspace_of(e->engine, pass_of(op_of_graph(e->graph)->type));
+        *count = 1;
+        return CUDNN_STATUS_SUCCESS;
     case CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE: {
         if (type != CUDNN_TYPE_INT64 || requested < 1 ||
             e->type != CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR)
