@@ -299,10 +299,11 @@ stage_train() {
     read -r ok skipped failed <<<"$(awk -F, "$count" "$run/configs.csv" 2>/dev/null || echo 0 0 0)"
     result "run folder $run: $ok processes ok, $failed not$( ((skipped)) && echo ", $skipped skipped here (the GPU cannot run them: configs.csv says why)") (bench.sh exit $rc); report: $([[ -f $run/report.html ]] && echo "$run/report.html" || echo none)"
     grep -E 'failed|FAILED' "$dir/bench.log" | head -n 8 | sed 's/^/  /' >>"$dir/result.txt"
-    # what --depthwise auto chose for MobileNetV2 and --conv-bias auto for
-    # VGG-16, and what both sides cost
-    grep -EH '^(depthwise convolutions|convolutions with bias under ReLU)' "$run"/logs/*.log \
-        2>/dev/null | sed "s|^$run/logs/|  |" | head -n 6 >>"$dir/result.txt"
+    # what --depthwise auto chose for MobileNetV2, --conv-bias auto for VGG-16
+    # and --conv-api auto for every network (cuDNN's graph API against its
+    # legacy calls), and what both sides cost
+    grep -EH '^(depthwise convolutions|convolutions with bias under ReLU|convolution passes)' \
+        "$run"/logs/*.log 2>/dev/null | sed "s|^$run/logs/|  |" | head -n 10 >>"$dir/result.txt"
     time_shares "$run/kernels.csv" >>"$dir/result.txt"
     roof_shares "$run/roofline.csv" >>"$dir/result.txt"
     return $rc
