@@ -427,7 +427,7 @@ static int try_graph(backend *b, int i, cuda_conv *c, int p, conv_api_choice mod
     conv_graph_plan plans[GRAPH_TRIED];
     conv_algo_result r[GRAPH_TRIED];
     int n = 0;
-    if (cuda_conv_graph_build(b, i, p, &g) ||
+    if (cuda_conv_graph_build(b, i, p, accumulate, &g) ||
         cuda_conv_graph_plans(b, &g, (int64_t)room, -1, graph_build_budget_s, plans, GRAPH_TRIED,
                               &n, &t->offered)) {
         /* under auto the legacy call has the pass: a graph the heuristics
@@ -588,9 +588,10 @@ static int plan_graph_passes(backend *b, int i, cuda_conv *c, int same_as)
             c->graph[p] = *other;
             c->graph[p].owns = false;
             c->graph[p].pack = NULL;
+            c->graph[p].flipped = NULL;
             continue;
         }
-        if (cuda_conv_graph_build(b, i, p, &c->graph[p]) ||
+        if (cuda_conv_graph_build(b, i, p, accumulates, &c->graph[p]) ||
             cuda_conv_graph_plan_again(b, &c->graph[p], ch->engine, ch->config_rank,
                                        (int64_t)b->search_workspace_bytes)) {
             /* a layer of a searched shape whose backward-data adds where the

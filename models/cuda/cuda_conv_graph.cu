@@ -7,14 +7,13 @@
  * finalized into an execution plan; the variant pack (the pointers) is built
  * once and again only where a pointer moved. Thin wrappers: the descriptors
  * and their attributes as cudnn_graph_v9.h names them, every call checked. */
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "cuda_internal.h"
-extern "C" {
-#include "../step.h"
-}
 
 enum { UID_X = 'x', UID_W = 'w', UID_Y = 'y' };
 
@@ -112,14 +111,14 @@ static int make_op(backend *b, int p, float beta, conv_graph *g)
     return 0;
 }
 
-int cuda_conv_graph_build(backend *b, int i, int p, conv_graph *g)
+int cuda_conv_graph_build(backend *b, int i, int p, bool accumulates, conv_graph *g)
 {
     const layer *l = &b->net->layers[i];
     int64_t n = b->cfg.batch;
     *g = conv_graph{};
     g->owns = true;
     g->pass = p;
-    g->accumulates = p == 1 && step_grad_accumulates(b->net, i, 0);
+    g->accumulates = p == 1 && accumulates;
     if (make_tensor(b, &g->tensors[0], UID_X, n, l->in_shape.c, l->in_shape.h, l->in_shape.w) ||
         make_tensor(b, &g->tensors[1], UID_W, l->out_channels, l->in_shape.c, l->kernel,
                     l->kernel) ||
@@ -149,6 +148,10 @@ void cuda_conv_graph_plan_destroy(conv_graph_plan *c)
 
 void cuda_conv_graph_destroy(conv_graph *g)
 {
+    if (g->flipped) {
+        cuda_conv_graph_destroy(g->flipped);
+        free(g->flipped);
+    }
     destroy(&g->pack);
     if (g->owns) {
         cuda_conv_graph_plan_destroy(&g->chosen);
@@ -376,12 +379,29 @@ int cuda_conv_graph_run(backend *b, int i, conv_graph *g, bool accumulate, void 
     int p = g->pass;
     if (!g->chosen.plan)
         return cuda_fail(b, "the graph API's plan of this pass was never built");
-    if (accumulate != g->accumulates)
-        return cuda_fail(b,
-                         "the backward-data plan was built to %s the input gradient, the "
-                         "step asks to %s it",
-                         g->accumulates ? "add to" : "overwrite",
-                         accumulate ? "add to" : "overwrite");
+    if (accumulate != g->accumulates) {
+        /* a caller outside the step (a layer check) asks for the other
+         * beta: the same engine's plan for it, built once, outside a capture */
+        if (!g->flipped) {
+            if (b->capturing)
+                return cuda_fail(b, "the backward-data plan was built to %s the input "
+                                    "gradient, the captured step asks to %s it",
+                                 g->accumulates ? "add to" : "overwrite",
+                                 accumulate ? "add to" : "overwrite");
+            conv_graph *f = (conv_graph *)calloc(1, sizeof *f);
+            if (!f)
+                return cuda_fail(b, "out of host memory");
+            if (cuda_conv_graph_build(b, i, p, accumulate, f) ||
+                cuda_conv_graph_plan_again(b, f, g->chosen.engine, g->chosen.config_rank,
+                                           INT64_MAX)) {
+                cuda_conv_graph_destroy(f);
+                free(f);
+                return -1;
+            }
+            g->flipped = f;
+        }
+        return cuda_conv_graph_run(b, i, g->flipped, accumulate, ws, ws_bytes);
+    }
     if ((int64_t)ws_bytes < g->chosen.workspace)
         return cuda_fail(b, "the graph API's plan needs %lld bytes of workspace, the pass has %zu",
                          (long long)g->chosen.workspace, ws_bytes);

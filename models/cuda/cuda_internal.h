@@ -48,6 +48,9 @@ struct conv_graph {
     bool accumulates;
     cudnnBackendDescriptor_t pack;
     void *packed[4];             /* x, w, y, workspace as packed */
+    /* backward-data run with the other beta (a layer check's call, not the
+     * step's): the same engine's plan for it, built at the first such call */
+    conv_graph *flipped;
 };
 
 /* A convolution's cuDNN state: descriptors and, per pass, what was chosen
@@ -293,8 +296,9 @@ void cuda_conv_name(const backend *b, int layer, pass phase, char *buf, size_t l
  * budget) and one is built. plan_again: the plan of engine `engine` (at
  * config_rank where it still is there) into g->chosen, or -1 with why.
  * run: the chosen plan on the layer's buffers; bwd_data's accumulate must
- * be the graph's. */
-int cuda_conv_graph_build(backend *b, int layer, int p, conv_graph *g);
+ * be the graph's, or the same engine's plan for the other is built (once,
+ * not under capture). */
+int cuda_conv_graph_build(backend *b, int layer, int p, bool accumulates, conv_graph *g);
 int cuda_conv_graph_plans(backend *b, conv_graph *g, int64_t max_workspace, int only_engine,
                           double budget_s, conv_graph_plan *out, int max, int *n, int *offered);
 int cuda_conv_graph_plan_again(backend *b, conv_graph *g, int engine, int config_rank,

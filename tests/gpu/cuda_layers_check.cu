@@ -15,7 +15,8 @@
  *   bf16  3e-2 forward, 5e-2 gradients: 8 significant bits, likewise
  *
  * The depthwise cases run three times: --depthwise auto, own (the suite's
- * kernels, cuda_depthwise.cu) and cudnn, each against the reference. */
+ * kernels, cuda_depthwise.cu) and cudnn, each against the reference; the
+ * other convolution cases likewise under --conv-api auto, graph and legacy. */
 #include <stdio.h>
 #include <string.h>
 
@@ -71,13 +72,19 @@ int main(void)
             continue;
         }
         for (int k = 0; k < n_cases; k++) {
-            /* depthwise cases: also each side of --depthwise forced (auto may
-             * take either on these small shapes) */
+            /* depthwise cases: also each side of --depthwise forced, other
+             * convolutions each side of --conv-api (auto may take either on
+             * these small shapes; the graph API's backward data is also
+             * checked adding to a gradient, which the step of these layers
+             * does not: the same engine's plan for that beta) */
             bool depthwise = !strncmp(cases[k].name, "depthwise", 9);
+            bool conv = !depthwise && !strncmp(cases[k].name, "conv", 4);
             static const char *const sides[] = {"", " [own kernels]", " [cuDNN]"};
-            for (int side = 0; side < (depthwise ? 3 : 1); side++) {
+            static const char *const api_sides[] = {"", " [graph API]", " [legacy calls]"};
+            for (int side = 0; side < (depthwise || conv ? 3 : 1); side++) {
                 char label[160];
-                snprintf(label, sizeof label, "%s%s", cases[k].name, sides[side]);
+                snprintf(label, sizeof label, "%s%s", cases[k].name,
+                         conv ? api_sides[side] : sides[side]);
                 run_ctx ctx = {&tally, name, label};
                 layer_check_env env;
                 memset(&env, 0, sizeof env);
@@ -87,9 +94,12 @@ int main(void)
                 env.cfg.prec = precisions[p].prec;
                 env.cfg.no_fusion = true;
                 env.cfg.initial_loss_scale = 1.0f; /* room for the test's gradients in fp16 */
-                env.cfg.depthwise = side == 1   ? DEPTHWISE_OWN
-                                    : side == 2 ? DEPTHWISE_CUDNN
-                                                : DEPTHWISE_AUTO;
+                env.cfg.depthwise = depthwise && side == 1   ? DEPTHWISE_OWN
+                                    : depthwise && side == 2 ? DEPTHWISE_CUDNN
+                                                             : DEPTHWISE_AUTO;
+                env.cfg.conv_api = conv && side == 1   ? CONV_API_GRAPH
+                                   : conv && side == 2 ? CONV_API_LEGACY
+                                                       : CONV_API_AUTO;
                 env.tol = precisions[p].tol;
                 env.weight_bits = precisions[p].weight_bits;
                 env.expect = expect;
