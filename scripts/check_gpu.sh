@@ -596,6 +596,7 @@ stage_perf() {
             fi
         fi
         perf_rows "$prec"
+        conv_api_lines "$prec"
         done_precs+=("$prec")
         perf_goals # a deadline may end the stage here
     done
@@ -604,6 +605,19 @@ stage_perf() {
         perf_goals
     fi
     return $status
+}
+
+# What --conv-api auto chose in PREC's eager runs of ours: how many
+# convolution passes ran on cuDNN's graph API, and the legacy and graph time
+# per step at plan time (the first GPU to run this says whether the graph
+# API's engines pay).
+conv_api_lines() { # PREC
+    local log
+    for log in "$OUT/perf/logs/ours-"*"-$1-eager.log"; do
+        [[ -f $log ]] || continue
+        sed -n 's/.*\(convolution passes (--conv-api.*\)/\1/p' "$log" | sed 's/; convolution algorithms.*//' |
+            head -n 1 | sed "s|^|  $(basename "$log" -eager.log | sed 's/^ours-//'): |" >>"$OUT/perf/result.txt"
+    done
 }
 
 # The count of the goals, one line kept last and current.
