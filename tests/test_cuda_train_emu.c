@@ -576,8 +576,9 @@ Test(cuda_train_emu, the_algorithm_cache_serves_the_next_process, .timeout = 600
  * offer stops the run with one line; where no engine's plan can be built
  * auto runs the legacy calls and says so; fp32 runs only an engine without
  * the TENSOR_CORE note (the stand-in's 0), bf16 only one with it (1), and
- * neither the one that down-converts its inputs (2, whose results are NaN). */
-Test(cuda_train_emu, conv_api_graph_runs_the_step_the_legacy_calls_run, .timeout = 900)
+ * neither the one that down-converts its inputs (2, whose results are NaN).
+ * About 90 s here, 13 minutes under make test-asan-emu. */
+Test(cuda_train_emu, conv_api_graph_runs_the_step_the_legacy_calls_run, .timeout = 1500)
 {
     char *dir = temp_dir();
     static const char *const runs[][3] = {
