@@ -364,8 +364,6 @@ static int graph_fallback(backend *b)
     return 0;
 }
 
-/* The pass as the step runs it, from fresh_start's values where it adds to
- * its output. */
 static const uint32_t graph_start_seed = 0x165667b1u;
 
 /* Where the pass adds to its output (backward data under a branch), the
@@ -376,6 +374,8 @@ static int fresh_start(backend *b, bool accumulate, const pass_tensors &io)
     return accumulate ? cuda_trial_fill_random(b, io.out, io.out_elems, graph_start_seed) : 0;
 }
 
+/* The pass as the step runs it, from fresh_start's values where it adds to
+ * its output. */
 static int run_fresh(backend *b, int i, int p, bool accumulate, const pass_tensors &io)
 {
     if (fresh_start(b, accumulate, io))
@@ -439,6 +439,12 @@ static int try_graph(backend *b, int i, cuda_conv *c, int p, conv_api_choice mod
     auto run_graph = [&] {
         return cuda_conv_graph_run(b, i, &g, accumulate, b->search_workspace, room);
     };
+    auto release = [&] { /* the plans not chosen, and g where nothing is */
+        for (int q = 0; q < n; q++)
+            cuda_conv_graph_plan_destroy(&plans[q]);
+        if (!ch->graph)
+            cuda_conv_graph_destroy(&g);
+    };
     for (int k = 0; k < n; k++) {
         float ms = -1.0f;
         g.chosen = plans[k];
@@ -447,9 +453,7 @@ static int try_graph(backend *b, int i, cuda_conv *c, int p, conv_api_choice mod
             cudaGetLastError();
             if (cudaStreamSynchronize(b->stream) != cudaSuccess) {
                 g.chosen = conv_graph_plan{};
-                for (int q = 0; q < n; q++)
-                    cuda_conv_graph_plan_destroy(&plans[q]);
-                cuda_conv_graph_destroy(&g);
+                release();
                 return -1;
             }
             b->err[0] = '\0';
@@ -470,22 +474,17 @@ static int try_graph(backend *b, int i, cuda_conv *c, int p, conv_api_choice mod
                 cuda_trial_compare(b, io.out, copy, compare_elems,
                                    (unsigned *)(copy + align_up(compare_bytes)),
                                    &t->difference)) {
-                for (int q = 0; q < n; q++)
-                    cuda_conv_graph_plan_destroy(&plans[q]);
-                cuda_conv_graph_destroy(&g);
+                release();
                 return -1;
             }
             t->verified = true;
             t->matched = t->difference <= tolerance;
         }
     }
-    for (int q = 0; q < n; q++)
-        cuda_conv_graph_plan_destroy(&plans[q]);
     ch->graph = conv_api_choose_graph(mode, t);
-    if (!ch->graph) {
-        cuda_conv_graph_destroy(&g);
+    release();
+    if (!ch->graph)
         return 0;
-    }
     ch->engine = g.chosen.engine;
     ch->config_rank = g.chosen.config_rank;
     ch->workspace_bytes = g.chosen.workspace;
