@@ -165,15 +165,14 @@ void cuda_conv_graph_destroy(conv_graph *g)
 }
 
 /* What the engine of config says of itself: its global index, and whether
- * the precision may run it (allowed false with why). A precision runs on
+ * the precision may run it. A precision runs on
  * the engines of its math: fp32 on none with the TENSOR_CORE note (that is
  * TF32 on fp32 data), tf32, fp16 and bf16 on those with it (the legacy
  * calls ask for tensor-op math there), so that a row measures the
  * precision it names; none takes an engine that down-converts its inputs
  * or reduces in reduced precision: the precision plan accumulates in fp32,
  * as the legacy calls' FLOAT compute type does. */
-static int engine_of(backend *b, cudnnBackendDescriptor_t config, conv_graph_plan *c, bool *allowed,
-                     const char **why)
+static int engine_of(backend *b, cudnnBackendDescriptor_t config, conv_graph_plan *c, bool *allowed)
 {
     cudnnBackendDescriptor_t engine = NULL;
     if (make(b, CUDNN_BACKEND_ENGINE_DESCRIPTOR, &engine))
@@ -196,17 +195,15 @@ static int engine_of(backend *b, cudnnBackendDescriptor_t config, conv_graph_pla
     c->engine = (int)index;
     c->tensor_core = false;
     *allowed = true;
-    *why = "";
     for (int64_t k = 0; k < n_notes && k < CUDNN_NUMERICAL_NOTE_TYPE_COUNT; k++) {
         if (notes[k] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE)
             c->tensor_core = true;
-        if (notes[k] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS)
-            *allowed = false, *why = "down-converts its inputs";
-        if (notes[k] == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION)
-            *allowed = false, *why = "reduces in reduced precision";
+        if (notes[k] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS ||
+            notes[k] == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION)
+            *allowed = false;
     }
     if (c->tensor_core != b->pp.tensor_cores)
-        *allowed = false, *why = c->tensor_core ? "runs on tensor cores" : "runs without them";
+        *allowed = false;
     return 0;
 }
 
@@ -310,9 +307,8 @@ int cuda_conv_graph_plans(backend *b, conv_graph *g, int64_t max_workspace, int 
             break;
         conv_graph_plan c = {};
         bool allowed = false;
-        const char *why = "";
         c.config_rank = (int)k;
-        if (engine_of(b, configs[k], &c, &allowed, &why))
+        if (engine_of(b, configs[k], &c, &allowed))
             goto done;
         if (!allowed || (only_engine >= 0 && c.engine != only_engine) ||
             config_workspace(configs[k]) > max_workspace)
