@@ -40,7 +40,9 @@ for program in train allreduce scaling_model; do
         exit 0
     fi
 done
-if ! "$BIN/train" --help 2>/dev/null | grep -q -- '--ddp'; then
+# the help read whole first: grep -q leaving a pipe early kills a writer still
+# writing (SIGPIPE), which pipefail takes for a train without --ddp
+if ! train_help=$("$BIN/train" --help 2>/dev/null) || ! grep -q -- '--ddp' <<<"$train_help"; then
     say "skipped ($BIN/train has no --ddp)"
     exit 0
 fi
