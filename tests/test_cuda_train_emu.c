@@ -659,6 +659,22 @@ Test(cuda_train_emu, conv_api_graph_runs_the_step_the_legacy_calls_run, .timeout
                                        "changed.csv --out changed.csv.steps",
                                  "changed.csv.steps");
     cr_expect(strstr(err, "no longer offers engine 7") != NULL, "%s", err);
+
+    /* rows whose engine is offered at another rank (field 21): the engine's
+     * first configuration there, each counted on the choices line */
+    cr_assert_eq(sh("cd '%s' && awk -F, -v OFS=, 'NR > 1 && $19 == 1 { $21 = 6 } { print }' "
+                    "algos.csv >moved.csv",
+                    dir),
+                 0);
+    cr_assert_eq(emulated_train(dir, "", "moved",
+                                SMALL " --warmup 0 --iters 1 --conv-api graph --algo-cache "
+                                      "moved.csv --out moved.steps"),
+                 0, "%s", read_text(dir, "moved.err"));
+    char *moved = read_text(dir, "moved.out");
+    const char *rebuilt = " plans built from another configuration of their engine than the one "
+                          "timed";
+    cr_expect(strstr(moved, all) && strstr(moved, rebuilt), "%s", moved);
+    cr_expect(!strstr(cached, rebuilt), "%s", cached);
     remove_temp_dir(dir);
 }
 

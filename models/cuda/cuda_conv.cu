@@ -13,7 +13,7 @@
 
 #include "cuda_internal.h"
 
-static cudnnDataType_t dnn_type(elem_type e)
+cudnnDataType_t cudnn_data_type(elem_type e)
 {
     return e == ELEM_F16 ? CUDNN_DATA_HALF : e == ELEM_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
 }
@@ -43,7 +43,7 @@ int cuda_conv_setup(backend *b, int i)
         return cuda_fail(b, "out of host memory");
     b->layers[i].conv = c;
     cudnnTensorFormat_t fmt = b->pp.layout == LAYOUT_NHWC ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
-    cudnnDataType_t dt = dnn_type(b->pp.elem);
+    cudnnDataType_t dt = cudnn_data_type(b->pp.elem);
     int n = b->cfg.batch;
     CUDNN_TRY(b, cudnnCreateTensorDescriptor(&c->x));
     CUDNN_TRY(b, cudnnCreateTensorDescriptor(&c->y));

@@ -876,6 +876,11 @@ static void describe_conv_api(const backend *b, char *buf, size_t len)
     if (b->graph_failures)
         appendf(buf, len, "; GRAPH PLAN FAILED in %d (the legacy call runs them), the first: %s",
                 b->graph_failures, b->graph_failure);
+    if (b->graph_rank_moves)
+        appendf(buf, len,
+                "; %d plans built from another configuration of their engine than the one "
+                "timed (the heuristics ranked it elsewhere: another cuDNN or device?)",
+                b->graph_rank_moves);
     if (sums.mismatched)
         appendf(buf, len,
                 "; GRAPH RESULT DISAGREED in %d (worst relative difference %.3g): %s, a defect "

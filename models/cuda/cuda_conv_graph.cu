@@ -17,13 +17,6 @@
 
 enum { UID_X = 'x', UID_W = 'w', UID_Y = 'y' };
 
-static cudnnDataType_t graph_type(elem_type e)
-{
-    return e == ELEM_F16    ? CUDNN_DATA_HALF
-           : e == ELEM_BF16 ? CUDNN_DATA_BFLOAT16
-                            : CUDNN_DATA_FLOAT;
-}
-
 static int make(backend *b, cudnnBackendDescriptorType_t type, cudnnBackendDescriptor_t *d)
 {
     CUDNN_TRY(b, cudnnBackendCreateDescriptor(type, d));
@@ -41,7 +34,7 @@ static int make_tensor(backend *b, cudnnBackendDescriptor_t *d, int64_t uid, int
     int64_t dims[4] = {n, c, h, w};
     int64_t nchw[4] = {c * h * w, h * w, w, 1}, nhwc[4] = {c * h * w, 1, w * c, c};
     const int64_t *strides = b->pp.layout == LAYOUT_NHWC ? nhwc : nchw;
-    cudnnDataType_t type = graph_type(b->pp.elem);
+    cudnnDataType_t type = cudnn_data_type(b->pp.elem);
     int64_t alignment = 16;
     if (make(b, CUDNN_BACKEND_TENSOR_DESCRIPTOR, d))
         return -1;
@@ -347,6 +340,7 @@ int cuda_conv_graph_plan_again(backend *b, conv_graph *g, int engine, int config
     for (int k = 0; k < n && pick < 0; k++)
         if (found[k].engine == engine && found[k].config_rank == config_rank)
             pick = k;
+    bool same_rank = pick >= 0;
     for (int k = 0; k < n && pick < 0; k++)
         if (found[k].engine == engine)
             pick = k;
@@ -364,6 +358,10 @@ int cuda_conv_graph_plan_again(backend *b, conv_graph *g, int engine, int config
                          : g->pass == 1 ? "backward-data"
                                         : "backward-filter",
                          max_workspace / 1048576.0, offered);
+    /* the knobs may differ from the configuration that was timed: counted
+     * on the choices line */
+    if (!same_rank)
+        b->graph_rank_moves++;
     g->chosen = found[pick];
     return 0;
 }

@@ -180,6 +180,9 @@ struct backend {
                                     auto, or a same-shape layer's plan rebuilt): the legacy
                                     call runs them */
     char graph_failure[CUDA_ERR_LEN]; /* the first one's error */
+    int graph_rank_moves;        /* graph-API plans rebuilt (--algo-cache, a same-shape
+                                    layer) from their engine's first configuration: the
+                                    heuristics no longer ranked the timed one where it was */
     int fused_refusals;          /* bias_relu shapes whose fused forward cuDNN refused */
     char fused_refusal[160];     /* the first one's layer and cuDNN's status */
     char err[CUDA_ERR_LEN];
@@ -192,6 +195,10 @@ int cuda_fail_call(backend *b, const char *file, int line, const char *call, con
  * (a bare NOT_SUPPORTED does not say what it objected to) */
 int cudnn_fail_call(backend *b, const char *file, int line, const char *call, cudnnStatus_t st);
 int cuda_fail(backend *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* cuDNN's name for the storage type of the activations and weights (both of
+ * its APIs: the legacy descriptors and the graph API's tensors) */
+cudnnDataType_t cudnn_data_type(elem_type e);
 
 #define CUDA_TRY(b, call)                                                                     \
     do {                                                                                      \
