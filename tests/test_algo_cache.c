@@ -101,8 +101,9 @@ static algo_choice row(const char *key, int pass, int algo)
                                 .bias_trial = {.own_ms = 0.5f, .fused_ms = pass == 0 ? 0.375f : -1.0f,
                                                .verified = pass == 0, .matched = pass == 0,
                                                .difference = pass == 0 ? 1.5e-3 : 0.0},
-                                .graph = pass == 2, .engine = pass == 2 ? 17 : -1,
-                                .config_rank = pass == 2 ? 3 : -1,
+                                /* the forward fused on the graph API */
+                                .graph = pass != 1, .engine = pass != 1 ? 17 : -1,
+                                .config_rank = pass != 1 ? 3 : -1,
                                 .api_trial = {.legacy_ms = 0.75f,
                                               .graph_ms = pass == 1 ? -1.0f : 0.625f,
                                               .offered = 12, .tried = pass == 1 ? 0 : 8,

@@ -55,7 +55,7 @@ Test(cuda_emu, every_layer_of_the_cuda_backend_on_the_host, .timeout = 600)
     expect_host_check_passes("cuda_layers_check");
 }
 
-Test(cuda_emu, whole_cuda_steps_on_the_host_match_the_cpu_backend, .timeout = 1200)
+Test(cuda_emu, whole_cuda_steps_on_the_host_match_the_cpu_backend, .timeout = 1800)
 {
     expect_host_check_passes("cuda_train_check");
 }

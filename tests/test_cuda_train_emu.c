@@ -678,6 +678,57 @@ Test(cuda_train_emu, conv_api_graph_runs_the_step_the_legacy_calls_run, .timeout
     remove_temp_dir(dir);
 }
 
+/* VGG-16's forwards with bias under ReLU on the graph API's convolution with
+ * the bias and ReLU in its epilogue (--conv-bias cudnn --conv-api graph):
+ * all 13 there, written to --algo-cache and built again from it by the next
+ * process without a search; where the heuristics take no graph of more than
+ * one operation (FAKE_CUDNN_GRAPH_NO_FUSION), the legacy fused call runs
+ * them and the line says why. The stand-ins compute both fused ways as one
+ * (in double, rounded once): the same losses to the bit. */
+Test(cuda_train_emu, conv_bias_relu_on_the_graph_api_is_cached_and_built_again, .timeout = 900)
+{
+    char *dir = temp_dir();
+    static const char *const runs[][3] = {
+        {"searched", "", "--algo-cache vgg.csv"},
+        {"cached", "", "--algo-cache vgg.csv"},
+        {"unfused", "FAKE_CUDNN_GRAPH_NO_FUSION=1", ""},
+    };
+    double loss[3][2];
+    char *out[3];
+    for (int r = 0; r < 3; r++) {
+        char args[320], file[32];
+        format_or_fail(args, sizeof args,
+                       "--model vgg16 --res 32 --batch 2 --precision bf16 --warmup 0 --iters 2 "
+                       "--conv-bias cudnn --conv-api graph %s --out %s.csv",
+                       runs[r][2], runs[r][0]);
+        format_or_fail(file, sizeof file, "%s.err", runs[r][0]);
+        cr_assert_eq(emulated_train(dir, runs[r][1], runs[r][0], args), 0, "%s",
+                     read_text(dir, file));
+        format_or_fail(file, sizeof file, "%s.csv", runs[r][0]);
+        cr_assert_eq(read_losses(dir, file, loss[r], 2), 2, "%s", runs[r][0]);
+        format_or_fail(file, sizeof file, "%s.out", runs[r][0]);
+        out[r] = read_text(dir, file);
+        for (int k = 0; k < 2 && r > 0; k++)
+            cr_expect_eq(loss[r][k], loss[0][k], "%s step %d: %.9g, searched %.9g", runs[r][0],
+                         k, loss[r][k], loss[0][k]);
+    }
+    const char *all = "cuDNN's fused conv+bias+ReLU in 13 (on its graph API in 13)";
+    cr_expect(strstr(out[0], all) && strstr(out[0], " searched"), "%s", out[0]);
+    cr_expect(strstr(out[1], all) && strstr(out[1], ", 0 searched"), "%s", out[1]);
+    cr_expect(strstr(out[2], "cuDNN's fused conv+bias+ReLU in 13 (on its graph API in 0)") &&
+                  strstr(out[2], "; the graph API built no conv+bias+ReLU plan in "),
+              "%s", out[2]);
+    /* the cache's forward rows: fused (field 13) on the graph API (field 19) */
+    cr_assert_eq(sh("cd '%s' && awk -F, 'NR > 1 && $2 == 0 && !($13 == 1 && $19 == 1)' vgg.csv "
+                    ">other.rows && awk -F, 'NR > 1 && $2 == 0' vgg.csv | wc -l >fwd.count",
+                    dir),
+                 0);
+    char *other = read_text(dir, "other.rows"), *count = read_text(dir, "fwd.count");
+    cr_expect_str_eq(other, "", "forward rows not fused on the graph API:\n%s", other);
+    cr_expect(atoi(count) > 0, "%s", count);
+    remove_temp_dir(dir);
+}
+
 /* cuBLASLt's heuristic offering no algorithm for a fully connected layer
  * fails the setup with one line naming the layer and the GEMM (before, the
  * step passed cublasLtMatmul no algorithm, which asks the same heuristic

@@ -153,7 +153,8 @@ static const char *parse_row(char *line, algo_choice *c)
         return "bad graph_matched";
     if (!parse_float(f[27], &graph_diff))
         return "bad graph_difference";
-    if (ch->graph && (ch->own || ch->fused || engine < 0 || rank < 0))
+    /* graph and fused: the graph API's conv+bias+ReLU */
+    if (ch->graph && (ch->own || engine < 0 || rank < 0))
         return "graph outside a cuDNN convolution, or without its engine";
     ch->engine = (int)engine, ch->config_rank = (int)rank;
     at->legacy_ms = (float)legacy, at->graph_ms = (float)graph;

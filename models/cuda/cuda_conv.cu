@@ -173,9 +173,13 @@ int cuda_conv_run_pass(backend *b, int i, int p, bool own, bool accumulate)
 
 int cuda_conv_forward(backend *b, int i)
 {
-    const conv_pass_choice *ch = &b->layers[i].conv->choice[0];
+    cuda_conv *c = b->layers[i].conv;
+    const conv_pass_choice *ch = &c->choice[0];
     if (ch->fused) {
         cuda_workspace ws = cuda_workspace_of(b, i, false);
+        /* on the graph API the plan's epilogue adds the bias and applies the ReLU */
+        if (ch->graph)
+            return cuda_conv_graph_run(b, i, &c->graph[0], false, ws.ptr, ws.bytes);
         return cuda_conv_run_fused(b, i, ch->algo, ws.ptr, ws.bytes);
     }
     if (cuda_conv_run_pass(b, i, 0, ch->own, false))
@@ -246,6 +250,11 @@ void cuda_conv_name(const backend *b, int i, pass phase, char *buf, size_t len)
                                             : false;
     if (c->choice[p].own) {
         snprintf(buf, len, "cuda:dwconv_%s%s", pass_name(phase), bias ? "+cuda:bias" : "");
+        return;
+    }
+    if (c->choice[p].fused && c->choice[p].graph) {
+        snprintf(buf, len, "cudnn:conv_bias_relu_%s[graph engine %d %s]", pass_name(phase),
+                 c->choice[p].engine, c->graph[p].chosen.tensor_core ? "tensor_op" : "fma");
         return;
     }
     if (c->choice[p].fused) {

@@ -265,84 +265,6 @@ static int try_fused_call(backend *b, int i, cuda_conv *c, int algo, size_t room
     return 0;
 }
 
-/* --conv-bias auto or cudnn, the forward of a bias_relu shape: the own way
- * (cuDNN's convolution, then the own bias+ReLU kernel) and cuDNN's fused
- * call on the same inputs (values in [-1, 1]; nothing is live at plan time,
- * and the parameters are written after create), the first's output kept at
- * the end of the search workspace and compared with the second's. The fused
- * call runs the searched algorithm or, where cuDNN refuses it, the implicit
- * precomputed GEMM, the algorithm cuDNN documents for every activation the
- * call takes. */
-static int try_fused(backend *b, int i, cuda_conv *c, conv_bias_choice mode)
-{
-    const layer *l = &b->net->layers[i];
-    cuda_layer *cl = &b->layers[i];
-    conv_pass_choice *ch = &c->choice[0];
-    conv_bias_trial *t = &ch->bias_trial;
-    *t = conv_bias_trial{-1.0f, -1.0f, false, false, 0.0};
-    pass_tensors io = tensors_of(b, i, 0);
-    for (int k = 0; k < 2; k++)
-        if (cuda_trial_fill_random(b, io.in[k], io.in_elems[k], 0x85ebca6bu * (uint32_t)(k + 1)))
-            return -1;
-    if (cuda_trial_fill_random(b, cl->bias_copy, l->out_channels, 0xc2b2ae35u))
-        return -1;
-    size_t out_bytes = (size_t)io.out_elems * b->pp.elem_bytes;
-    size_t keep = align_up(out_bytes) + 256; /* the own output, then the maxima */
-    ch->fused = false;
-    if (time_best(b, [&] { return cuda_conv_forward(b, i); }, &t->own_ms))
-        return -1;
-    char why[96] = "no room to compare in the search workspace";
-    size_t room = 0, bytes = 0;
-    int algo = -1;
-    const cudnnMathType_t searched_math = (cudnnMathType_t)ch->math,
-                          base_math = b->pp.tensor_cores ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
-    cudnnMathType_t math = searched_math;
-    if (keep <= b->search_workspace_bytes) {
-        room = (b->search_workspace_bytes - keep) & ~(size_t)255;
-        char *copy = (char *)b->search_workspace + room;
-        CUDA_TRY(b, cudaMemcpyAsync(copy, cl->out, out_bytes, cudaMemcpyDeviceToDevice,
-                                    b->stream));
-        /* the fallback in the precision's own math type, not the one Find
-         * reported for the searched algorithm (which may be the default) */
-        const int precomp = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
-        int algos[2] = {ch->algo, precomp};
-        cudnnMathType_t maths[2] = {searched_math, base_math};
-        for (int k = 0; k < (ch->algo == precomp ? 1 : 2) && algo < 0; k++) {
-            bool ran = false;
-            CUDNN_TRY(b, cudnnSetConvolutionMathType(c->conv[0], maths[k]));
-            if (try_fused_call(b, i, c, algos[k], room, &bytes, &ran, why, sizeof why))
-                return -1;
-            if (ran) {
-                algo = algos[k];
-                math = maths[k];
-            }
-        }
-        if (algo >= 0) {
-            auto fused = [&] {
-                return cuda_conv_run_fused(b, i, algo, b->search_workspace, bytes);
-            };
-            if (time_best(b, fused, &t->fused_ms))
-                return -1;
-            if (cuda_trial_compare(b, cl->out, copy, io.out_elems,
-                                   (unsigned *)(copy + align_up(out_bytes)), &t->difference))
-                return -1;
-            t->verified = true;
-            t->matched = t->difference <= fused_match_tolerance(&b->pp);
-        }
-    }
-    if (algo < 0 && !b->fused_refusals++)
-        snprintf(b->fused_refusal, sizeof b->fused_refusal, "%s, %s", l->name, why);
-    ch->fused = conv_bias_choose_fused(mode, t);
-    if (ch->fused) {
-        ch->algo = algo;
-        ch->math = math;
-        ch->workspace_bytes = (int64_t)bytes;
-    } else {
-        CUDNN_TRY(b, cudnnSetConvolutionMathType(c->conv[0], searched_math));
-    }
-    return 0;
-}
-
 enum { GRAPH_TRIED = 8 };
 /* seconds a pass's graph plans may take to build (a runtime-compiled engine
  * compiles its kernels then) before the ones built so far are the choice */
@@ -381,6 +303,45 @@ static int run_fresh(backend *b, int i, int p, bool accumulate, const pass_tenso
     if (fresh_start(b, accumulate, io))
         return -1;
     return cuda_conv_run_pass(b, i, p, false, accumulate);
+}
+
+/* Each of g's n plans timed on the layer's buffers as the step runs it (a
+ * configuration that cuDNN builds but then refuses to run is passed over),
+ * the fastest (the least workspace within CONV_ALGO_TIME_TOLERANCE of it)
+ * left in g->chosen with its time in *ms; g->chosen empty where none ran.
+ * The other plans are destroyed. -1: the context broke. */
+static int pick_plan(backend *b, int i, conv_graph *g, conv_graph_plan *plans, int n,
+                     bool accumulate, size_t room, float *ms)
+{
+    conv_algo_result r[GRAPH_TRIED] = {};
+    int rc = 0;
+    n = n < GRAPH_TRIED ? n : GRAPH_TRIED;
+    auto run_graph = [&] {
+        return cuda_conv_graph_run(b, i, g, accumulate, b->search_workspace, room);
+    };
+    for (int k = 0; k < n && !rc; k++) {
+        float t = -1.0f;
+        g->chosen = plans[k];
+        if (time_best(b, run_graph, &t)) {
+            cudaGetLastError();
+            if (cudaStreamSynchronize(b->stream) != cudaSuccess)
+                rc = -1; /* the error stays the backend's */
+            else
+                b->err[0] = '\0';
+            t = -1.0f;
+        }
+        r[k] = conv_algo_result{t >= 0.0f, t, plans[k].workspace};
+    }
+    g->chosen = conv_graph_plan{};
+    int pick = rc ? -1 : conv_algo_pick(r, n, CONV_ALGO_TIME_TOLERANCE);
+    if (pick >= 0) {
+        *ms = r[pick].ms;
+        g->chosen = plans[pick];
+        plans[pick] = conv_graph_plan{};
+    }
+    for (int k = 0; k < n; k++)
+        cuda_conv_graph_plan_destroy(&plans[k]);
+    return rc;
 }
 
 /* --conv-api auto or graph, pass p of a layer that is not depthwise, after
@@ -425,9 +386,8 @@ static int try_graph(backend *b, int i, cuda_conv *c, int p, conv_api_choice mod
     }
     conv_graph g;
     conv_graph_plan plans[GRAPH_TRIED];
-    conv_algo_result r[GRAPH_TRIED];
     int n = 0;
-    if (cuda_conv_graph_build(b, i, p, accumulate, &g) ||
+    if (cuda_conv_graph_build(b, i, p, accumulate, false, &g) ||
         cuda_conv_graph_plans(b, &g, (int64_t)room, -1, graph_build_budget_s, plans, GRAPH_TRIED,
                               &n, &t->offered)) {
         /* under auto the legacy call has the pass: a graph the heuristics
@@ -436,59 +396,188 @@ static int try_graph(backend *b, int i, cuda_conv *c, int p, conv_api_choice mod
         return mode == CONV_API_AUTO ? graph_fallback(b) : -1;
     }
     t->tried = n;
-    auto run_graph = [&] {
-        return cuda_conv_graph_run(b, i, &g, accumulate, b->search_workspace, room);
-    };
-    auto release = [&] { /* the plans not chosen, and g where nothing is */
-        for (int q = 0; q < n; q++)
-            cuda_conv_graph_plan_destroy(&plans[q]);
-        if (!ch->graph)
-            cuda_conv_graph_destroy(&g);
-    };
-    for (int k = 0; k < n; k++) {
-        float ms = -1.0f;
-        g.chosen = plans[k];
-        if (time_best(b, run_graph, &ms)) {
-            /* refused at run time: passed over, unless the context broke */
-            cudaGetLastError();
-            if (cudaStreamSynchronize(b->stream) != cudaSuccess) {
-                g.chosen = conv_graph_plan{};
-                release();
-                return -1;
-            }
-            b->err[0] = '\0';
-            ms = -1.0f;
-        }
-        r[k] = conv_algo_result{ms >= 0.0f, ms, plans[k].workspace};
+    if (pick_plan(b, i, &g, plans, n, accumulate, room, &t->graph_ms)) {
+        cuda_conv_graph_destroy(&g);
+        return -1;
     }
-    g.chosen = conv_graph_plan{};
-    int pick = conv_algo_pick(r, n, CONV_ALGO_TIME_TOLERANCE);
-    if (pick >= 0) {
-        t->graph_ms = r[pick].ms;
-        g.chosen = plans[pick];
-        plans[pick] = conv_graph_plan{};
-        if (compare) {
-            double tolerance =
-                p == 2 ? trial_match_tolerance(&b->pp) : fused_match_tolerance(&b->pp);
-            if (fresh_start(b, accumulate, io) || run_graph() ||
-                cuda_trial_compare(b, io.out, copy, compare_elems,
-                                   (unsigned *)(copy + align_up(compare_bytes)),
-                                   &t->difference)) {
-                release();
-                return -1;
-            }
-            t->verified = true;
-            t->matched = t->difference <= tolerance;
+    if (g.chosen.plan && compare) {
+        double tolerance = p == 2 ? trial_match_tolerance(&b->pp) : fused_match_tolerance(&b->pp);
+        if (fresh_start(b, accumulate, io) ||
+            cuda_conv_graph_run(b, i, &g, accumulate, b->search_workspace, room) ||
+            cuda_trial_compare(b, io.out, copy, compare_elems,
+                               (unsigned *)(copy + align_up(compare_bytes)), &t->difference)) {
+            cuda_conv_graph_destroy(&g);
+            return -1;
         }
+        t->verified = true;
+        t->matched = t->difference <= tolerance;
     }
     ch->graph = conv_api_choose_graph(mode, t);
-    release();
-    if (!ch->graph)
+    if (!ch->graph) {
+        cuda_conv_graph_destroy(&g);
         return 0;
+    }
     ch->engine = g.chosen.engine;
     ch->config_rank = g.chosen.config_rank;
     ch->workspace_bytes = g.chosen.workspace;
     c->graph[p] = g;
+    return 0;
+}
+
+/* --conv-api auto or graph, the forward of a bias_relu shape: the
+ * convolution with the bias and the ReLU in its epilogue on the graph API
+ * (g), up to GRAPH_TRIED configurations timed, the fastest run once more and
+ * its output compared with the own result at `copy`. g->chosen empty where
+ * no plan was built or ran: the heuristics refusing the graph (cuDNN has no
+ * fusion engine for it) is counted, not an error, the other ways remain. */
+static int try_graph_fused(backend *b, int i, size_t room, char *copy, const pass_tensors &io,
+                           conv_graph *g, float *ms, double *difference)
+{
+    conv_graph_plan plans[GRAPH_TRIED];
+    int n = 0, offered = 0;
+    if (cuda_conv_graph_build(b, i, 0, false, true, g) ||
+        cuda_conv_graph_plans(b, g, (int64_t)room, -1, graph_build_budget_s, plans, GRAPH_TRIED,
+                              &n, &offered)) {
+        cuda_conv_graph_destroy(g);
+        cudaGetLastError();
+        CUDA_TRY(b, cudaStreamSynchronize(b->stream));
+        if (!b->graph_fused_none++)
+            snprintf(b->graph_fused_why, sizeof b->graph_fused_why, "%s", b->err);
+        b->err[0] = '\0';
+        return 0;
+    }
+    if (pick_plan(b, i, g, plans, n, false, room, ms)) {
+        cuda_conv_graph_destroy(g);
+        return -1;
+    }
+    if (!g->chosen.plan) {
+        cuda_conv_graph_destroy(g);
+        if (!b->graph_fused_none++)
+            snprintf(b->graph_fused_why, sizeof b->graph_fused_why,
+                     "%s: %d configurations offered, none built and ran within %.0f MiB",
+                     b->net->layers[i].name, offered, room / 1048576.0);
+        return 0;
+    }
+    size_t out_bytes = (size_t)io.out_elems * b->pp.elem_bytes;
+    if (cuda_conv_graph_run(b, i, g, false, b->search_workspace, room) ||
+        cuda_trial_compare(b, io.out, copy, io.out_elems,
+                           (unsigned *)(copy + align_up(out_bytes)), difference)) {
+        cuda_conv_graph_destroy(g);
+        return -1;
+    }
+    return 0;
+}
+
+/* --conv-bias auto or cudnn, the forward of a bias_relu shape: the own way
+ * (cuDNN's convolution, on whichever API its search chose, then the own
+ * bias+ReLU kernel) and cuDNN's fused conv+bias+ReLU on the same inputs
+ * (values in [-1, 1]; nothing is live at plan time, and the parameters are
+ * written after create), the first's output kept at the end of the search
+ * workspace and compared with each fused one's. Fused two ways: the legacy
+ * API's call, with the searched algorithm or, where cuDNN refuses it, the
+ * implicit precomputed GEMM, the algorithm cuDNN documents for every
+ * activation the call takes; and (--conv-api auto or graph) the graph API's
+ * convolution with the bias and ReLU in its epilogue. The fused way that
+ * stands for the trial: under --conv-api graph the graph API's where it
+ * built one, else the faster of those whose result matched (of both, where
+ * neither matched: a mismatch is then reported). */
+static int try_fused(backend *b, int i, cuda_conv *c, conv_bias_choice mode)
+{
+    const layer *l = &b->net->layers[i];
+    cuda_layer *cl = &b->layers[i];
+    conv_pass_choice *ch = &c->choice[0];
+    conv_bias_trial *t = &ch->bias_trial;
+    *t = conv_bias_trial{-1.0f, -1.0f, false, false, 0.0};
+    pass_tensors io = tensors_of(b, i, 0);
+    for (int k = 0; k < 2; k++)
+        if (cuda_trial_fill_random(b, io.in[k], io.in_elems[k], 0x85ebca6bu * (uint32_t)(k + 1)))
+            return -1;
+    if (cuda_trial_fill_random(b, cl->bias_copy, l->out_channels, 0xc2b2ae35u))
+        return -1;
+    size_t out_bytes = (size_t)io.out_elems * b->pp.elem_bytes;
+    size_t keep = align_up(out_bytes) + 256; /* the own output, then the maxima */
+    ch->fused = false;
+    if (time_best(b, [&] { return cuda_conv_forward(b, i); }, &t->own_ms))
+        return -1;
+    char why[96] = "no room to compare in the search workspace";
+    size_t room = 0, bytes = 0;
+    int algo = -1;
+    const cudnnMathType_t searched_math = (cudnnMathType_t)ch->math,
+                          base_math = b->pp.tensor_cores ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
+    cudnnMathType_t math = searched_math;
+    float legacy_ms = -1.0f, graph_ms = -1.0f;
+    double legacy_difference = 0.0, graph_difference = 0.0;
+    conv_graph fused_graph = {};
+    if (keep <= b->search_workspace_bytes) {
+        room = (b->search_workspace_bytes - keep) & ~(size_t)255;
+        char *copy = (char *)b->search_workspace + room;
+        CUDA_TRY(b, cudaMemcpyAsync(copy, cl->out, out_bytes, cudaMemcpyDeviceToDevice,
+                                    b->stream));
+        /* the fallback in the precision's own math type, not the one Find
+         * reported for the searched algorithm (which may be the default) */
+        const int precomp = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+        int algos[2] = {ch->algo, precomp};
+        cudnnMathType_t maths[2] = {searched_math, base_math};
+        for (int k = 0; k < (ch->algo == precomp ? 1 : 2) && algo < 0; k++) {
+            bool ran = false;
+            CUDNN_TRY(b, cudnnSetConvolutionMathType(c->conv[0], maths[k]));
+            if (try_fused_call(b, i, c, algos[k], room, &bytes, &ran, why, sizeof why))
+                return -1;
+            if (ran) {
+                algo = algos[k];
+                math = maths[k];
+            }
+        }
+        if (algo >= 0) {
+            auto fused = [&] {
+                return cuda_conv_run_fused(b, i, algo, b->search_workspace, bytes);
+            };
+            if (time_best(b, fused, &legacy_ms) ||
+                cuda_trial_compare(b, cl->out, copy, io.out_elems,
+                                   (unsigned *)(copy + align_up(out_bytes)), &legacy_difference))
+                return -1;
+        }
+        CUDNN_TRY(b, cudnnSetConvolutionMathType(c->conv[0], searched_math));
+        if (b->cfg.conv_api != CONV_API_LEGACY &&
+            try_graph_fused(b, i, room, copy, io, &fused_graph, &graph_ms, &graph_difference))
+            return -1;
+    }
+    if (algo < 0 && !b->fused_refusals++)
+        snprintf(b->fused_refusal, sizeof b->fused_refusal, "%s, %s", l->name, why);
+    /* the fused way that stands for the trial */
+    double tolerance = fused_match_tolerance(&b->pp);
+    bool legacy_ok = algo >= 0 && legacy_difference <= tolerance,
+         graph_ok = fused_graph.chosen.plan && graph_difference <= tolerance;
+    bool use_graph = fused_graph.chosen.plan &&
+                     (b->cfg.conv_api == CONV_API_GRAPH || algo < 0 || (graph_ok && !legacy_ok) ||
+                      (graph_ok == legacy_ok && graph_ms < legacy_ms));
+    if (algo >= 0 || use_graph) {
+        t->fused_ms = use_graph ? graph_ms : legacy_ms;
+        t->difference = use_graph ? graph_difference : legacy_difference;
+        t->verified = true;
+        t->matched = t->difference <= tolerance;
+    }
+    ch->fused = conv_bias_choose_fused(mode, t);
+    if (!ch->fused) {
+        cuda_conv_graph_destroy(&fused_graph);
+        return 0;
+    }
+    /* the fused way replaces the forward's plain graph-API plan, if any */
+    if (ch->graph)
+        cuda_conv_graph_destroy(&c->graph[0]);
+    ch->graph = use_graph;
+    if (use_graph) {
+        ch->engine = fused_graph.chosen.engine;
+        ch->config_rank = fused_graph.chosen.config_rank;
+        ch->workspace_bytes = fused_graph.chosen.workspace;
+        c->graph[0] = fused_graph;
+        return 0;
+    }
+    cuda_conv_graph_destroy(&fused_graph);
+    ch->algo = algo;
+    ch->math = math;
+    ch->workspace_bytes = (int64_t)bytes;
+    CUDNN_TRY(b, cudnnSetConvolutionMathType(c->conv[0], math));
     return 0;
 }
 
@@ -559,15 +648,8 @@ static int search_shape(backend *b, int i, cuda_conv *c, const conv_shape *shape
             try_graph(b, i, c, p, b->cfg.conv_api))
             return -1;
     }
-    if (shape->bias_relu && !c->choice[0].own && b->cfg.conv_bias != CONV_BIAS_OWN) {
-        if (try_fused(b, i, c, b->cfg.conv_bias))
-            return -1;
-        /* the fused call is the legacy API's: the graph's forward goes */
-        if (c->choice[0].fused && c->choice[0].graph) {
-            c->choice[0].graph = false;
-            cuda_conv_graph_destroy(&c->graph[0]);
-        }
-    }
+    if (shape->bias_relu && !c->choice[0].own && b->cfg.conv_bias != CONV_BIAS_OWN)
+        return try_fused(b, i, c, b->cfg.conv_bias);
     return 0;
 }
 
@@ -590,7 +672,7 @@ static int plan_graph_passes(backend *b, int i, cuda_conv *c, int same_as)
             c->graph[p].flipped = NULL;
             continue;
         }
-        if (cuda_conv_graph_build(b, i, p, accumulates, &c->graph[p]) ||
+        if (cuda_conv_graph_build(b, i, p, accumulates, p == 0 && ch->fused, &c->graph[p]) ||
             cuda_conv_graph_plan_again(b, &c->graph[p], ch->engine, ch->config_rank,
                                        (int64_t)b->search_workspace_bytes)) {
             /* a layer of a searched shape whose backward-data adds where the
@@ -601,6 +683,11 @@ static int plan_graph_passes(backend *b, int i, cuda_conv *c, int same_as)
             if (c->from_cache && same_as == i && b->cfg.conv_api == CONV_API_GRAPH)
                 return -1;
             c->choice[p].graph = false;
+            /* a fused forward of the graph API's: the convolution and the
+             * own bias kernel (the legacy fused call was not what the trial
+             * chose, and may refuse the searched algorithm) */
+            if (p == 0)
+                c->choice[0].fused = false;
             if (graph_fallback(b))
                 return -1;
         }
@@ -677,9 +764,9 @@ int cuda_conv_choose(backend *b, int i, int same_as)
             b->shapes_searched++;
         }
     }
-    b->bias_in_call[i] = c->choice[0].fused;
     if (plan_graph_passes(b, i, c, same_as))
         return -1;
+    b->bias_in_call[i] = c->choice[0].fused;
     bool refused = false;
     for (int p = 0; p < CONV_PASSES; p++) {
         CUDNN_TRY(b, cudnnSetConvolutionMathType(c->conv[p], (cudnnMathType_t)c->choice[p].math));
@@ -785,7 +872,7 @@ static void describe_depthwise(const backend *b, char *buf, size_t len)
  * measured ("" where no layer has one). */
 static void describe_conv_bias(const backend *b, char *buf, size_t len)
 {
-    int layers = 0, fused = 0, refused = 0;
+    int layers = 0, fused = 0, fused_graph = 0, refused = 0;
     trial_sums sums; /* reference the own bias kernel, alternative cuDNN's fused call */
     buf[0] = '\0';
     for (int i = 0; i < b->net->n_layers; i++) {
@@ -798,6 +885,7 @@ static void describe_conv_bias(const backend *b, char *buf, size_t len)
         const conv_bias_trial *t = &ch->bias_trial;
         layers++;
         fused += ch->fused;
+        fused_graph += ch->fused && ch->graph;
         refused += t->fused_ms < 0.0f;
         sums.add(t->verified, t->matched, t->difference, t->own_ms, t->fused_ms, ch->fused);
     }
@@ -805,8 +893,9 @@ static void describe_conv_bias(const backend *b, char *buf, size_t len)
         return;
     appendf(buf, len,
             "convolutions with bias under ReLU (--conv-bias %s, %d layers): cuDNN's fused "
-            "conv+bias+ReLU in %d, cuDNN's convolution + the own bias+ReLU kernel in %d",
-            conv_bias_choice_name(b->cfg.conv_bias), layers, fused, layers - fused);
+            "conv+bias+ReLU in %d (on its graph API in %d), cuDNN's convolution + the own "
+            "bias+ReLU kernel in %d",
+            conv_bias_choice_name(b->cfg.conv_bias), layers, fused, fused_graph, layers - fused);
     if (b->cfg.conv_bias == CONV_BIAS_OWN)
         return;
     appendf(buf, len, "; fused results compared in %d/%d", sums.compared, layers);
@@ -817,6 +906,9 @@ static void describe_conv_bias(const backend *b, char *buf, size_t len)
     if (refused)
         appendf(buf, len, "; cuDNN refused the fused call in %d%s%s", refused,
                 b->fused_refusals ? ", the first: " : "", b->fused_refusal);
+    if (b->graph_fused_none)
+        appendf(buf, len, "; the graph API built no conv+bias+ReLU plan in %d shapes, the first: %s",
+                b->graph_fused_none, b->graph_fused_why);
     if (sums.mismatched)
         appendf(buf, len,
                 "; FUSED RESULT DISAGREED in %d (worst relative difference %.3g): %s, a "

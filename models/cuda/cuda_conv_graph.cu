@@ -15,7 +15,9 @@
 
 #include "cuda_internal.h"
 
-enum { UID_X = 'x', UID_W = 'w', UID_Y = 'y' };
+/* the tensors' unique ids: the pass's, the bias, and the epilogue's virtual
+ * intermediates (the convolution's sum, the sum plus bias) */
+enum { UID_X = 'x', UID_W = 'w', UID_Y = 'y', UID_BIAS = 'b', UID_SUM = 's', UID_BIASED = 'a' };
 
 static int make(backend *b, cudnnBackendDescriptorType_t type, cudnnBackendDescriptor_t *d)
 {
@@ -27,14 +29,15 @@ static int make(backend *b, cudnnBackendDescriptorType_t type, cudnnBackendDescr
     CUDNN_TRY((b), cudnnBackendSetAttribute((d), (name), (type), (count), (value)))
 
 /* A 4-d tensor (N, C, H, W) in the backend's layout, through its strides:
- * NHWC's innermost dimension is C. A filter (K, C, R, S) likewise (KRSC). */
-static int make_tensor(backend *b, cudnnBackendDescriptor_t *d, int64_t uid, int64_t n, int64_t c,
-                       int64_t h, int64_t w)
+ * NHWC's innermost dimension is C. A filter (K, C, R, S) likewise (KRSC).
+ * A virtual one (an intermediate of the graph, in no buffer) holds fp32. */
+static int make_tensor_of(backend *b, cudnnBackendDescriptor_t *d, int64_t uid, int64_t n,
+                          int64_t c, int64_t h, int64_t w, bool is_virtual)
 {
     int64_t dims[4] = {n, c, h, w};
     int64_t nchw[4] = {c * h * w, h * w, w, 1}, nhwc[4] = {c * h * w, 1, w * c, c};
     const int64_t *strides = b->pp.layout == LAYOUT_NHWC ? nhwc : nchw;
-    cudnnDataType_t type = cudnn_data_type(b->pp.elem);
+    cudnnDataType_t type = is_virtual ? CUDNN_DATA_FLOAT : cudnn_data_type(b->pp.elem);
     int64_t alignment = 16;
     if (make(b, CUDNN_BACKEND_TENSOR_DESCRIPTOR, d))
         return -1;
@@ -43,8 +46,16 @@ static int make_tensor(backend *b, cudnnBackendDescriptor_t *d, int64_t uid, int
     SET(b, *d, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides);
     SET(b, *d, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
     SET(b, *d, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment);
+    if (is_virtual)
+        SET(b, *d, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual);
     CUDNN_TRY(b, cudnnBackendFinalize(*d));
     return 0;
+}
+
+static int make_tensor(backend *b, cudnnBackendDescriptor_t *d, int64_t uid, int64_t n, int64_t c,
+                       int64_t h, int64_t w)
+{
+    return make_tensor_of(b, d, uid, n, c, h, w, false);
 }
 
 static int make_conv(backend *b, const layer *l, cudnnBackendDescriptor_t *d)
@@ -66,8 +77,9 @@ static int make_conv(backend *b, const layer *l, cudnnBackendDescriptor_t *d)
     return 0;
 }
 
-/* The operation of pass p over x, w, y in the forward's roles. */
-static int make_op(backend *b, int p, float beta, conv_graph *g)
+/* The operation of pass p over io: x, w, y in the forward's roles. */
+static int make_op(backend *b, int p, float beta, const cudnnBackendDescriptor_t io[3],
+                   conv_graph *g)
 {
     static const cudnnBackendDescriptorType_t types[3] = {
         CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
@@ -96,7 +108,7 @@ static int make_op(backend *b, int p, float beta, conv_graph *g)
     if (make(b, types[p], &g->op))
         return -1;
     for (int k = 0; k < 3; k++)
-        SET(b, g->op, a[k], CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g->tensors[k]);
+        SET(b, g->op, a[k], CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &io[k]);
     SET(b, g->op, a[3], CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g->conv);
     SET(b, g->op, a[4], CUDNN_TYPE_FLOAT, 1, &alpha);
     SET(b, g->op, a[5], CUDNN_TYPE_FLOAT, 1, &beta);
@@ -104,24 +116,63 @@ static int make_op(backend *b, int p, float beta, conv_graph *g)
     return 0;
 }
 
-int cuda_conv_graph_build(backend *b, int i, int p, bool accumulates, conv_graph *g)
+/* One pointwise operation of the epilogue, x (+ bias where given) into y,
+ * computed in fp32. */
+static int make_pointwise(backend *b, cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x,
+                          cudnnBackendDescriptor_t bias, cudnnBackendDescriptor_t y,
+                          cudnnBackendDescriptor_t *pw, cudnnBackendDescriptor_t *op)
+{
+    cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+    if (make(b, CUDNN_BACKEND_POINTWISE_DESCRIPTOR, pw))
+        return -1;
+    SET(b, *pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
+    SET(b, *pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec);
+    CUDNN_TRY(b, cudnnBackendFinalize(*pw));
+    if (make(b, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, op))
+        return -1;
+    SET(b, *op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, pw);
+    SET(b, *op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
+    if (bias)
+        SET(b, *op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &bias);
+    SET(b, *op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
+    CUDNN_TRY(b, cudnnBackendFinalize(*op));
+    return 0;
+}
+
+int cuda_conv_graph_build(backend *b, int i, int p, bool accumulates, bool bias_relu,
+                          conv_graph *g)
 {
     const layer *l = &b->net->layers[i];
-    int64_t n = b->cfg.batch;
+    int64_t n = b->cfg.batch, k = l->out_channels, oh = l->out_shape.h, ow = l->out_shape.w;
     *g = conv_graph{};
     g->owns = true;
     g->pass = p;
     g->accumulates = p == 1 && accumulates;
+    g->bias_relu = p == 0 && bias_relu;
     if (make_tensor(b, &g->tensors[0], UID_X, n, l->in_shape.c, l->in_shape.h, l->in_shape.w) ||
-        make_tensor(b, &g->tensors[1], UID_W, l->out_channels, l->in_shape.c, l->kernel,
-                    l->kernel) ||
-        make_tensor(b, &g->tensors[2], UID_Y, n, l->out_channels, l->out_shape.h, l->out_shape.w) ||
-        make_conv(b, l, &g->conv) || make_op(b, p, g->accumulates ? 1.0f : 0.0f, g))
+        make_tensor(b, &g->tensors[1], UID_W, k, l->in_shape.c, l->kernel, l->kernel) ||
+        make_tensor(b, &g->tensors[2], UID_Y, n, k, oh, ow) ||
+        (g->bias_relu && (make_tensor(b, &g->tensors[3], UID_BIAS, 1, k, 1, 1) ||
+                          make_tensor_of(b, &g->tensors[4], UID_SUM, n, k, oh, ow, true) ||
+                          make_tensor_of(b, &g->tensors[5], UID_BIASED, n, k, oh, ow, true))))
         return -1;
+    /* with the epilogue the convolution writes the virtual sum, the ReLU y */
+    const cudnnBackendDescriptor_t io[3] = {g->tensors[0], g->tensors[1],
+                                            g->tensors[g->bias_relu ? 4 : 2]};
+    if (make_conv(b, l, &g->conv) || make_op(b, p, g->accumulates ? 1.0f : 0.0f, io, g))
+        return -1;
+    if (g->bias_relu &&
+        (make_pointwise(b, CUDNN_POINTWISE_ADD, g->tensors[4], g->tensors[3], g->tensors[5],
+                        &g->pointwise[0], &g->epilogue[0]) ||
+         make_pointwise(b, CUDNN_POINTWISE_RELU_FWD, g->tensors[5], NULL, g->tensors[2],
+                        &g->pointwise[1], &g->epilogue[1])))
+        return -1;
+    cudnnBackendDescriptor_t ops[3] = {g->op, g->epilogue[0], g->epilogue[1]};
     if (make(b, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &g->graph))
         return -1;
     SET(b, g->graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &b->dnn);
-    SET(b, g->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g->op);
+    SET(b, g->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+        g->bias_relu ? 3 : 1, ops);
     CUDNN_TRY(b, cudnnBackendFinalize(g->graph));
     return 0;
 }
@@ -151,7 +202,11 @@ void cuda_conv_graph_destroy(conv_graph *g)
         destroy(&g->graph);
         destroy(&g->op);
         destroy(&g->conv);
-        for (int k = 0; k < 3; k++)
+        for (int k = 0; k < 2; k++) {
+            destroy(&g->epilogue[k]);
+            destroy(&g->pointwise[k]);
+        }
+        for (int k = 0; k < 6; k++)
             destroy(&g->tensors[k]);
     }
     *g = conv_graph{};
@@ -385,7 +440,7 @@ int cuda_conv_graph_run(backend *b, int i, conv_graph *g, bool accumulate, void 
             conv_graph *f = (conv_graph *)calloc(1, sizeof *f);
             if (!f)
                 return cuda_fail(b, "out of host memory");
-            if (cuda_conv_graph_build(b, i, p, accumulate, f) ||
+            if (cuda_conv_graph_build(b, i, p, accumulate, false, f) ||
                 cuda_conv_graph_plan_again(b, f, g->chosen.engine, g->chosen.config_rank,
                                            INT64_MAX)) {
                 cuda_conv_graph_destroy(f);
@@ -402,15 +457,19 @@ int cuda_conv_graph_run(backend *b, int i, conv_graph *g, bool accumulate, void 
     void *x = p == 1 ? cuda_input_grad(b, i, 0) : (void *)cuda_input(b, i, 0);
     void *w = p == 2 ? cl->dw : cl->w_copy;
     void *y = p == 0 ? cl->out : cl->grad;
-    void *ptrs[4] = {x, w, y, g->chosen.workspace > 0 ? ws : NULL};
+    /* the workspace last: the tensors' pointers are the first n */
+    void *ptrs[5] = {x, w, y, g->bias_relu ? cl->bias_copy : NULL,
+                     g->chosen.workspace > 0 ? ws : NULL};
     if (!g->pack || memcmp(ptrs, g->packed, sizeof ptrs) != 0) {
-        int64_t uids[3] = {UID_X, UID_W, UID_Y};
+        int64_t uids[4] = {UID_X, UID_W, UID_Y, UID_BIAS};
+        int64_t n = g->bias_relu ? 4 : 3;
+        void *data[4] = {x, w, y, ptrs[3]};
         destroy(&g->pack);
         if (make(b, CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &g->pack))
             return -1;
-        SET(b, g->pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids);
-        SET(b, g->pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs);
-        SET(b, g->pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ptrs[3]);
+        SET(b, g->pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, uids);
+        SET(b, g->pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, data);
+        SET(b, g->pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ptrs[4]);
         CUDNN_TRY(b, cudnnBackendFinalize(g->pack));
         memcpy(g->packed, ptrs, sizeof ptrs);
     }

@@ -39,15 +39,20 @@ struct conv_graph_plan {
 
 /* A convolution pass on the graph API: its operation graph (x, w, y in the
  * forward's roles; backward-data adds to the input gradient where the step
- * does), the chosen plan, and the variant pack of the pointers last run. */
+ * does; a forward with bias under ReLU may carry both in its epilogue), the
+ * chosen plan, and the variant pack of the pointers last run. */
 struct conv_graph {
-    cudnnBackendDescriptor_t tensors[3], conv, op, graph;
+    /* x, w, y, and for bias_relu the bias, the convolution's and the biased
+     * sums (virtual: in no buffer) */
+    cudnnBackendDescriptor_t tensors[6], conv, op, graph;
+    cudnnBackendDescriptor_t pointwise[2], epilogue[2]; /* bias_relu: add, then ReLU */
     conv_graph_plan chosen;
     bool owns;                   /* false: descriptors and plan are another layer's */
     int pass;                    /* 0 fwd, 1 bwd_data, 2 bwd_filter */
     bool accumulates;
+    bool bias_relu;              /* the forward's output is relu(conv + bias) */
     cudnnBackendDescriptor_t pack;
-    void *packed[4];             /* x, w, y, workspace as packed */
+    void *packed[5];             /* x, w, y, bias, workspace as packed */
     /* backward-data run with the other beta (a layer check's call, not the
      * step's): the same engine's plan for it, built at the first such call */
     conv_graph *flipped;
@@ -185,6 +190,8 @@ struct backend {
                                     heuristics no longer ranked the timed one where it was */
     int fused_refusals;          /* bias_relu shapes whose fused forward cuDNN refused */
     char fused_refusal[160];     /* the first one's layer and cuDNN's status */
+    int graph_fused_none;        /* bias_relu shapes with no graph-API conv+bias+ReLU plan */
+    char graph_fused_why[CUDA_ERR_LEN]; /* the first one's error or account */
     char err[CUDA_ERR_LEN];
 };
 
@@ -294,7 +301,10 @@ int cuda_conv_run_fused(backend *b, int layer, int algo, void *ws, size_t bytes)
 void cuda_conv_name(const backend *b, int layer, pass phase, char *buf, size_t len);
 
 /* Convolution passes on cuDNN's graph API (cuda_conv_graph.cu). build: the
- * operation graph of layer i's pass p, finalized. plans: up to max of the
+ * operation graph of layer i's pass p, finalized; bias_relu (a forward
+ * whose layer has a bias under ReLU): the bias added and the ReLU applied
+ * in the convolution's epilogue, in fp32 before the output is rounded to
+ * its type. plans: up to max of the
  * engine configurations heuristics mode A offers for it (*offered of them,
  * at most CONV_GRAPH_MAX_OFFERED) that the precision allows, that cuDNN
  * builds and that need at most max_workspace bytes, as execution plans,
@@ -305,7 +315,8 @@ void cuda_conv_name(const backend *b, int layer, pass phase, char *buf, size_t l
  * run: the chosen plan on the layer's buffers; bwd_data's accumulate must
  * be the graph's, or the same engine's plan for the other is built (once,
  * not under capture). */
-int cuda_conv_graph_build(backend *b, int layer, int p, bool accumulates, conv_graph *g);
+int cuda_conv_graph_build(backend *b, int layer, int p, bool accumulates, bool bias_relu,
+                          conv_graph *g);
 int cuda_conv_graph_plans(backend *b, conv_graph *g, int64_t max_workspace, int only_engine,
                           double budget_s, conv_graph_plan *out, int max, int *n, int *offered);
 int cuda_conv_graph_plan_again(backend *b, conv_graph *g, int engine, int config_rank,

@@ -79,7 +79,8 @@ struct trainer {
 
 static bool trainer_open_on(trainer *t, const backend_ops *ops, const char *model, int res,
                             int batch, precision prec, float lr, bool fuse, float initial_scale,
-                            depthwise_choice depthwise, conv_bias_choice conv_bias)
+                            depthwise_choice depthwise, conv_bias_choice conv_bias,
+                            conv_api_choice conv_api)
 {
     memset(t, 0, sizeof *t);
     t->ops = ops;
@@ -97,6 +98,7 @@ static bool trainer_open_on(trainer *t, const backend_ops *ops, const char *mode
     cfg.initial_loss_scale = initial_scale;
     cfg.depthwise = depthwise;
     cfg.conv_bias = conv_bias;
+    cfg.conv_api = conv_api;
     char err[640];
     t->b = ops->create(&t->net, &cfg, err, sizeof err);
     if (!t->b) {
@@ -125,17 +127,18 @@ static bool trainer_open_on(trainer *t, const backend_ops *ops, const char *mode
 
 static bool trainer_open_with(trainer *t, const char *model, int res, int batch,
                               precision prec, float lr, bool fuse, float initial_scale,
-                              depthwise_choice depthwise, conv_bias_choice conv_bias)
+                              depthwise_choice depthwise, conv_bias_choice conv_bias,
+                              conv_api_choice conv_api)
 {
     return trainer_open_on(t, &cuda_backend_ops, model, res, batch, prec, lr, fuse,
-                           initial_scale, depthwise, conv_bias);
+                           initial_scale, depthwise, conv_bias, conv_api);
 }
 
 static bool trainer_open(trainer *t, const char *model, int res, int batch, precision prec,
                          float lr, bool fuse, float initial_scale)
 {
     return trainer_open_with(t, model, res, batch, prec, lr, fuse, initial_scale,
-                             DEPTHWISE_AUTO, CONV_BIAS_AUTO);
+                             DEPTHWISE_AUTO, CONV_BIAS_AUTO, CONV_API_AUTO);
 }
 
 static bool trainer_steps(trainer *t, int steps, float *losses)
@@ -221,7 +224,7 @@ static void check_against_cpu_backend(void)
                   trainer_steps(&a, steps, gpu);
         trainer_close(&a);
         ok = ok && trainer_open_on(&b, &cpu_backend_ops, model, z.res, z.batch, PREC_FP32, lr,
-                                   true, 0.0f, DEPTHWISE_AUTO, CONV_BIAS_AUTO) &&
+                                   true, 0.0f, DEPTHWISE_AUTO, CONV_BIAS_AUTO, CONV_API_AUTO) &&
              trainer_steps(&b, steps, cpu);
         trainer_close(&b);
         if (!ok)
@@ -382,44 +385,54 @@ static void check_fused_bias_grads(precision prec, double tolerance)
 }
 
 /* How many of the choices line's conv+bias+ReLU forwards run cuDNN's fused
- * call (-1: the line is not there). */
-static int fused_count(const char *choices)
+ * conv+bias+ReLU, and how many of those on its graph API (-1: the line is
+ * not there). */
+static void fused_counts(const char *choices, int *fused, int *on_graph)
 {
     const char *at = strstr(choices, "cuDNN's fused conv+bias+ReLU in ");
-    int n = -1;
-    if (at && sscanf(at, "cuDNN's fused conv+bias+ReLU in %d", &n) != 1)
-        n = -1;
-    return n;
+    *fused = *on_graph = -1;
+    if (at && sscanf(at, "cuDNN's fused conv+bias+ReLU in %d (on its graph API in %d)", fused,
+                     on_graph) != 2)
+        *fused = *on_graph = -1;
 }
 
 /* VGG-16's 13 convolutions with bias under ReLU, their forwards in cuDNN's
- * fused conv+bias+ReLU wherever cuDNN takes it (--conv-bias cudnn) and in
- * cuDNN's convolution then the own bias+ReLU kernel (own): the choices line
- * says which ran, and the losses agree (fp32 within 1e-4 as fused/unfused;
- * bf16 within 2e-2, the fused call rounding once where the other rounds
- * twice). A GPU's cuDNN may refuse the call for some shapes (a layer it
- * refuses keeps the own kernel, and the line names the first); for all 13 in
- * a tensor-core precision the check is skipped with cuDNN's answer, while
- * fp32, where cuDNN documents the call, must fuse at least one. The host
- * emulator's stand-in is told to refuse the 3-channel first layer
- * (FAKE_CUDNN_FUSED_MIN_CHANNELS), so that a partial refusal is what it
- * checks: 12 fused, the first layer named. */
+ * fused conv+bias+ReLU wherever cuDNN takes it (--conv-bias cudnn): the
+ * legacy API's call (--conv-api legacy) and the graph API's convolution
+ * with the bias and ReLU in its epilogue where cuDNN builds one (--conv-api
+ * graph; the legacy call elsewhere), and in cuDNN's convolution then the own
+ * bias+ReLU kernel (own): the choices line says which ran, and the losses
+ * agree (fp32 within 1e-4 as fused/unfused; bf16 within 2e-2, the fused
+ * call rounding once where the other rounds twice). A GPU's cuDNN may refuse
+ * the legacy call for some shapes (a layer it refuses keeps the own kernel,
+ * and the line names the first); for all 13 in a tensor-core precision that
+ * side is skipped with cuDNN's answer, while fp32, where cuDNN documents the
+ * call, must fuse at least one. The host emulator's legacy stand-in is told
+ * to refuse the 3-channel first layer (FAKE_CUDNN_FUSED_MIN_CHANNELS), so
+ * that a partial refusal is what it checks: 12 fused, the first layer
+ * named; its graph API fuses all 13 (bf16 there without the legacy side). */
 static void check_conv_bias_sides(precision prec, double tolerance)
 {
     const char *model = "vgg16";
     check_size z = size_of(model);
     const int steps = steps_of(3);
-    float lr = zoo_default_lr(zoo_find(model), z.batch), loss[2][3];
-    const conv_bias_choice sides[2] = {CONV_BIAS_CUDNN, CONV_BIAS_OWN};
-    char choices[2][sizeof(((backend_stats *)0)->choices)] = {"", ""};
+    float lr = zoo_default_lr(zoo_find(model), z.batch), loss[3][3];
+    const conv_bias_choice sides[3] = {CONV_BIAS_CUDNN, CONV_BIAS_CUDNN, CONV_BIAS_OWN};
+    const conv_api_choice apis[3] = {CONV_API_LEGACY, CONV_API_GRAPH, CONV_API_AUTO};
+    const char *names[3] = {"--conv-bias cudnn --conv-api legacy",
+                            "--conv-bias cudnn --conv-api graph", "--conv-bias own"};
+    char choices[3][sizeof(((backend_stats *)0)->choices)] = {"", "", ""};
     bool ok = true;
-    for (int k = 0; k < 2 && ok; k++) {
+    /* the emulator runs the legacy call's side in fp32 alone (some 3 minutes
+     * a side); bf16's is the same call in another type */
+    int first = emulated && prec != PREC_FP32 ? 1 : 0;
+    for (int k = first; k < 3 && ok; k++) {
         trainer t = {};
         backend_stats st;
         if (emulated && sides[k] == CONV_BIAS_CUDNN)
             setenv("FAKE_CUDNN_FUSED_MIN_CHANNELS", "4", 1);
         ok = trainer_open_with(&t, model, z.res, z.batch, prec, lr, true, 0.0f, DEPTHWISE_AUTO,
-                               sides[k]) &&
+                               sides[k], apis[k]) &&
              cuda_backend_ops.stats(t.b, &st) == 0 && trainer_steps(&t, steps, loss[k]);
         unsetenv("FAKE_CUDNN_FUSED_MIN_CHANNELS");
         if (ok)
@@ -428,30 +441,37 @@ static void check_conv_bias_sides(precision prec, double tolerance)
     }
     if (!ok)
         return;
-    int fused = fused_count(choices[0]);
-    if (fused == 0 && prec != PREC_FP32 && !emulated) {
-        printf("skipped: %s %s, cuDNN's fused conv+bias+ReLU against the own kernel: %s\n", model,
-               precision_name(prec), choices[0]);
-        return;
+    int fused[3], on_graph[3];
+    for (int k = first; k < 3; k++)
+        fused_counts(choices[k], &fused[k], &on_graph[k]);
+    expectf(fused[2] == 0, "%s %s: %s", model, precision_name(prec), choices[2]);
+    for (int k = first; k < 2; k++) {
+        if (fused[k] == 0 && prec != PREC_FP32 && !emulated) {
+            printf("skipped: %s %s %s against the own kernel: %s\n", model,
+                   precision_name(prec), names[k], choices[k]);
+            continue;
+        }
+        if (emulated && k == 0)
+            expectf(fused[0] == 12 && on_graph[0] == 0 &&
+                        strstr(choices[0], "refused the fused call in 1, the first: features.0,"),
+                    "%s %s %s, the stand-in refusing 3 input channels: %s", model,
+                    precision_name(prec), names[k], choices[0]);
+        else if (emulated)
+            expectf(fused[1] == 13 && on_graph[1] == 13, "%s %s %s: %s", model,
+                    precision_name(prec), names[k], choices[1]);
+        else
+            expectf(fused[k] > 0, "%s %s %s: %s", model, precision_name(prec), names[k],
+                    choices[k]);
+        double worst = 0.0;
+        for (int s = 0; s < steps; s++)
+            worst = fmax(worst, fabs(loss[k][s] - loss[2][s]) / fabs(loss[2][s]));
+        expectf(worst <= tolerance,
+                "%s %s: conv+bias+ReLU forwards fused (%s: %d of 13, %d on the graph API) and "
+                "in the own kernel, %d losses within %.0e (worst %.2e; fused %.6f %.6f, own "
+                "%.6f %.6f)",
+                model, precision_name(prec), names[k], fused[k], on_graph[k], steps, tolerance,
+                worst, loss[k][0], loss[k][1], loss[2][0], loss[2][1]);
     }
-    if (emulated)
-        expectf(fused == 12 && strstr(choices[0], "refused the fused call in 1, the first: "
-                                                  "features.0,"),
-                "%s %s --conv-bias cudnn, the stand-in refusing 3 input channels: %s", model,
-                precision_name(prec), choices[0]);
-    else
-        expectf(fused > 0, "%s %s --conv-bias cudnn: %s", model, precision_name(prec),
-                choices[0]);
-    expectf(fused_count(choices[1]) == 0, "%s %s --conv-bias own: %s", model,
-            precision_name(prec), choices[1]);
-    double worst = 0.0;
-    for (int s = 0; s < steps; s++)
-        worst = fmax(worst, fabs(loss[0][s] - loss[1][s]) / fabs(loss[1][s]));
-    expectf(worst <= tolerance,
-            "%s %s: conv+bias+ReLU forwards in cuDNN's fused call (%d of 13) and in the own "
-            "kernel, %d losses within %.0e (worst %.2e; fused %.6f %.6f, own %.6f %.6f)",
-            model, precision_name(prec), fused, steps, tolerance, worst, loss[0][0], loss[0][1],
-            loss[1][0], loss[1][1]);
 }
 
 /* ---- depthwise convolutions: own kernels against cuDNN's ---------------------- */
@@ -468,12 +488,12 @@ static void check_depthwise_sides(precision prec, double tolerance)
     const int steps = steps_of(3);
     float lr = zoo_default_lr(zoo_find(model), z.batch);
     bool ok = trainer_open_with(&a, model, z.res, z.batch, prec, lr, true, 0.0f, DEPTHWISE_OWN,
-                                CONV_BIAS_AUTO) &&
+                                CONV_BIAS_AUTO, CONV_API_AUTO) &&
               trainer_steps(&a, steps, own);
     trainer_close(&a);
     ok = ok &&
          trainer_open_with(&b, model, z.res, z.batch, prec, lr, true, 0.0f, DEPTHWISE_CUDNN,
-                           CONV_BIAS_AUTO) &&
+                           CONV_BIAS_AUTO, CONV_API_AUTO) &&
          trainer_steps(&b, steps, dnn);
     trainer_close(&b);
     if (!ok)
@@ -494,7 +514,7 @@ static void check_depthwise_sides(precision prec, double tolerance)
     }
     trainer c;
     if (trainer_open_with(&c, "mobilenet_v2", 224, 32, prec, 0.01f, true, 0.0f,
-                          DEPTHWISE_AUTO, CONV_BIAS_AUTO)) {
+                          DEPTHWISE_AUTO, CONV_BIAS_AUTO, CONV_API_AUTO)) {
         backend_stats st;
         bool have = cuda_backend_ops.stats(c.b, &st) == 0;
         int compared = -1, passes = -2;

@@ -358,12 +358,12 @@ cudnnStatus_t fused_forward(cudnnHandle_t h, const void *alpha1, const cudnnTens
                             size_t workspace, const void *alpha2, const cudnnTensorStruct &zs,
                             const void *z, const cudnnTensorStruct &bs, const void *bias,
                             const cudnnActivationStruct &act, const cudnnTensorStruct &ys,
-                            void *y)
+                            void *y, bool legacy_call = true)
 {
-    if (algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)
+    if (legacy_call && algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)
         return CUDNN_STATUS_NOT_SUPPORTED;
     const char *min_channels = getenv("FAKE_CUDNN_FUSED_MIN_CHANNELS");
-    if (min_channels && xs.c < atoi(min_channels))
+    if (legacy_call && min_channels && xs.c < atoi(min_channels))
         return CUDNN_STATUS_NOT_SUPPORTED;
     if (act.mode != CUDNN_ACTIVATION_RELU && act.mode != CUDNN_ACTIVATION_IDENTITY)
         return CUDNN_STATUS_NOT_SUPPORTED;
@@ -404,6 +404,22 @@ cudnnStatus_t fused_forward(cudnnHandle_t h, const void *alpha1, const cudnnTens
 cudaStream_t fake_cudnn_stream(cudnnHandle_t h)
 {
     return h->stream;
+}
+
+/* The graph API's convolution with bias and ReLU in its epilogue
+ * (fake_cudnn_graph.cpp), computed as the fused call computes it (in
+ * double, rounded once), with the engine's algorithm and without the legacy
+ * call's refusals. */
+cudnnStatus_t fake_cudnn_graph_bias_relu(cudnnHandle_t h, cudnnTensorDescriptor_t xd,
+                                         const void *x, cudnnFilterDescriptor_t wd, const void *w,
+                                         cudnnConvolutionDescriptor_t cvd, int algo, void *scratch,
+                                         size_t workspace, cudnnTensorDescriptor_t bd,
+                                         const void *bias, cudnnTensorDescriptor_t yd, void *y)
+{
+    static const float one = 1.0f, zero = 0.0f;
+    const cudnnActivationStruct relu;
+    return fused_forward(h, &one, *xd, x, *wd, w, *cvd, algo, scratch, workspace, &zero, *yd, y,
+                         *bd, bias, relu, *yd, y, false);
 }
 
 extern "C" {

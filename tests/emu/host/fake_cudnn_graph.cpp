@@ -10,9 +10,15 @@
  * and 1 run the legacy fake's passes (fake_cudnn.cpp) with the tensors the
  * strides describe (NCHW or NHWC; filters KCRS or KRSC), alpha and beta as
  * set on the operation, the pointers of the variant pack by unique id.
+ * A graph holds one convolution or, for a forward, the convolution into a
+ * virtual sum, a pointwise ADD of a (1, K, 1, 1) bias into a second virtual
+ * tensor and a pointwise RELU_FWD into the output: run as the legacy fake's
+ * fused conv+bias+ReLU computes it; any other graph does not finalize.
  * FAKE_CUDNN_GRAPH_REFUSE=1: no execution plan finalizes (a cuDNN with no
  * engine for the graph); FAKE_CUDNN_GRAPH_HEUR_FAIL=C: the heuristics refuse
- * every graph whose input has C channels (CUDNN_STATUS_NOT_SUPPORTED). */
+ * every graph whose input has C channels (CUDNN_STATUS_NOT_SUPPORTED);
+ * FAKE_CUDNN_GRAPH_NO_FUSION=1: they refuse every graph of more than one
+ * operation. */
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -24,7 +30,13 @@
 #include "host_elements.h"
 #include "host_launch.h"
 
-cudaStream_t fake_cudnn_stream(cudnnHandle_t h); /* fake_cudnn.cpp */
+/* fake_cudnn.cpp */
+cudaStream_t fake_cudnn_stream(cudnnHandle_t h);
+cudnnStatus_t fake_cudnn_graph_bias_relu(cudnnHandle_t h, cudnnTensorDescriptor_t xd,
+                                         const void *x, cudnnFilterDescriptor_t wd, const void *w,
+                                         cudnnConvolutionDescriptor_t cvd, int algo, void *scratch,
+                                         size_t workspace, cudnnTensorDescriptor_t bd,
+                                         const void *bias, cudnnTensorDescriptor_t yd, void *y);
 
 namespace
 {
@@ -56,6 +68,7 @@ size_t size_of(cudnnBackendAttributeType_t t)
     case CUDNN_TYPE_DOUBLE: return sizeof(double);
     case CUDNN_TYPE_VOID_PTR: return sizeof(void *);
     case CUDNN_TYPE_CONVOLUTION_MODE: return sizeof(cudnnConvolutionMode_t);
+    case CUDNN_TYPE_POINTWISE_MODE: return sizeof(cudnnPointwiseMode_t);
     case CUDNN_TYPE_HEUR_MODE: return sizeof(cudnnBackendHeurMode_t);
     case CUDNN_TYPE_NUMERICAL_NOTE: return sizeof(cudnnBackendNumericalNote_t);
     case CUDNN_TYPE_BACKEND_DESCRIPTOR: return sizeof(cudnnBackendDescriptor_t);
@@ -68,7 +81,10 @@ cudnnBackendAttributeType_t type_of(int name)
 {
     switch (name) {
     case CUDNN_ATTR_TENSOR_DATA_TYPE:
+    case CUDNN_ATTR_POINTWISE_MATH_PREC:
     case CUDNN_ATTR_CONVOLUTION_COMP_TYPE: return CUDNN_TYPE_DATA_TYPE;
+    case CUDNN_ATTR_TENSOR_IS_VIRTUAL: return CUDNN_TYPE_BOOLEAN;
+    case CUDNN_ATTR_POINTWISE_MODE: return CUDNN_TYPE_POINTWISE_MODE;
     case CUDNN_ATTR_CONVOLUTION_CONV_MODE: return CUDNN_TYPE_CONVOLUTION_MODE;
     case CUDNN_ATTR_ENGINEHEUR_MODE: return CUDNN_TYPE_HEUR_MODE;
     case CUDNN_ATTR_OPERATIONGRAPH_HANDLE:
@@ -152,6 +168,94 @@ bool has(const desc *d, std::initializer_list<int> names, int64_t count = 1)
     return true;
 }
 
+bool is_virtual(const desc *t)
+{
+    return find(t, CUDNN_ATTR_TENSOR_IS_VIRTUAL) && get<bool>(t, CUDNN_ATTR_TENSOR_IS_VIRTUAL);
+}
+
+int64_t dim(const desc *t, int k)
+{
+    return get<int64_t>(t, CUDNN_ATTR_TENSOR_DIMENSIONS, k);
+}
+
+bool same_dims(const desc *a, const desc *b)
+{
+    for (int k = 0; k < 4; k++)
+        if (dim(a, k) != dim(b, k))
+            return false;
+    return true;
+}
+
+cudnnPointwiseMode_t pointwise_mode(const desc *op)
+{
+    return get<cudnnPointwiseMode_t>(get<desc *>(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR),
+                                     CUDNN_ATTR_POINTWISE_MODE);
+}
+
+const desc *tensor(const desc *op, int name)
+{
+    return child(op, name, CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+}
+
+/* The operations of a graph the stand-in runs: the convolution, and for a
+ * forward with bias under ReLU its epilogue's ADD and RELU_FWD (else null). */
+struct graph_parts {
+    const desc *conv = nullptr, *add = nullptr, *relu = nullptr;
+};
+
+/* The graph's parts where it is one the stand-in runs: a convolution writing
+ * a tensor of memory, or a forward writing a virtual sum that the ADD takes
+ * as x with a (1, K, 1, 1) bias of memory as b, into a virtual tensor the
+ * RELU_FWD takes into a tensor of memory of the sum's dimensions. */
+bool parts_of(const desc *graph, graph_parts *g)
+{
+    const attribute *ops = find(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS);
+    if (!ops || ops->count < 1 || ops->count > 3)
+        return false;
+    for (int64_t k = 0; k < ops->count; k++) {
+        const desc *op = get<desc *>(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, k);
+        if (!op || !op->finalized)
+            return false;
+        if (pass_of(op->type) >= 0 && !g->conv)
+            g->conv = op;
+        else if (op->type == CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR &&
+                 pointwise_mode(op) == CUDNN_POINTWISE_ADD && !g->add)
+            g->add = op;
+        else if (op->type == CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR &&
+                 pointwise_mode(op) == CUDNN_POINTWISE_RELU_FWD && !g->relu)
+            g->relu = op;
+        else
+            return false;
+    }
+    if (!g->conv)
+        return false;
+    int p = pass_of(g->conv->type);
+    const desc *out = tensor(g->conv, OPERATION_ATTRS[p][p == 0 ? 2 : p == 1 ? 0 : 1]);
+    if (ops->count == 1)
+        return !is_virtual(out);
+    if (p != 0 || !g->add || !g->relu || !is_virtual(out))
+        return false;
+    const desc *bias = tensor(g->add, CUDNN_ATTR_OPERATION_POINTWISE_BDESC),
+               *biased = tensor(g->add, CUDNN_ATTR_OPERATION_POINTWISE_YDESC),
+               *y = tensor(g->relu, CUDNN_ATTR_OPERATION_POINTWISE_YDESC);
+    return tensor(g->add, CUDNN_ATTR_OPERATION_POINTWISE_XDESC) == out && bias &&
+           !is_virtual(bias) && dim(bias, 0) == 1 && dim(bias, 1) == dim(out, 1) &&
+           dim(bias, 2) == 1 && dim(bias, 3) == 1 && is_virtual(biased) &&
+           tensor(g->relu, CUDNN_ATTR_OPERATION_POINTWISE_XDESC) == biased && y &&
+           !is_virtual(y) && same_dims(y, out);
+}
+
+bool pointwise_complete(const desc *d)
+{
+    const desc *pw = child(d, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR,
+                           CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+    if (!pw || !tensor(d, CUDNN_ATTR_OPERATION_POINTWISE_XDESC) ||
+        !tensor(d, CUDNN_ATTR_OPERATION_POINTWISE_YDESC))
+        return false;
+    bool binary = get<cudnnPointwiseMode_t>(pw, CUDNN_ATTR_POINTWISE_MODE) == CUDNN_POINTWISE_ADD;
+    return binary == (tensor(d, CUDNN_ATTR_OPERATION_POINTWISE_BDESC) != nullptr);
+}
+
 bool op_complete(const desc *d)
 {
     int p = pass_of(d->type);
@@ -180,11 +284,16 @@ bool complete(const desc *d)
     case CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR:
     case CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR:
     case CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR: return op_complete(d);
+    case CUDNN_BACKEND_POINTWISE_DESCRIPTOR: {
+        if (!has(d, {CUDNN_ATTR_POINTWISE_MODE, CUDNN_ATTR_POINTWISE_MATH_PREC}))
+            return false;
+        cudnnPointwiseMode_t mode = get<cudnnPointwiseMode_t>(d, CUDNN_ATTR_POINTWISE_MODE);
+        return mode == CUDNN_POINTWISE_ADD || mode == CUDNN_POINTWISE_RELU_FWD;
+    }
+    case CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR: return pointwise_complete(d);
     case CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR: {
-        const desc *op = has(d, {CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_ATTR_OPERATIONGRAPH_OPS})
-                             ? get<desc *>(d, CUDNN_ATTR_OPERATIONGRAPH_OPS)
-                             : nullptr;
-        return op && op->finalized && pass_of(op->type) >= 0;
+        graph_parts g;
+        return has(d, {CUDNN_ATTR_OPERATIONGRAPH_HANDLE}) && parts_of(d, &g);
     }
     case CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR:
         return child(d, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
@@ -221,9 +330,12 @@ int64_t workspace_of(int engine, int p)
     return engine == 1 ? bytes[p] : 0;
 }
 
+/* The graph's convolution (a finalized graph has one). */
 const desc *op_of_graph(const desc *graph)
 {
-    return get<desc *>(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS);
+    graph_parts g;
+    parts_of(graph, &g);
+    return g.conv;
 }
 
 /* A tensor's dimensions, and whether its strides are NHWC's (else NCHW's);
@@ -259,13 +371,20 @@ cudnnStatus_t execute(cudnnHandle_t h, const desc *plan, const desc *pack)
 {
     const desc *config =
         child(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
-    const desc *op = op_of_graph(config->graph);
+    graph_parts parts;
+    parts_of(config->graph, &parts);
+    const desc *op = parts.conv;
     int p = pass_of(op->type);
+    bool fused = parts.relu != nullptr;
     const attribute *ids = find(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS);
-    const desc *tensors[3];
-    void *ptrs[3] = {nullptr, nullptr, nullptr};
-    for (int k = 0; k < 3; k++) {
-        tensors[k] = child(op, OPERATION_ATTRS[p][k], CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+    /* x, w, y in the forward's roles (y: the ReLU's output where fused), the bias */
+    const desc *tensors[4] = {
+        tensor(op, OPERATION_ATTRS[p][0]), tensor(op, OPERATION_ATTRS[p][1]),
+        fused ? tensor(parts.relu, CUDNN_ATTR_OPERATION_POINTWISE_YDESC)
+              : tensor(op, OPERATION_ATTRS[p][2]),
+        fused ? tensor(parts.add, CUDNN_ATTR_OPERATION_POINTWISE_BDESC) : nullptr};
+    void *ptrs[4] = {nullptr, nullptr, nullptr, nullptr};
+    for (int k = 0; k < (fused ? 4 : 3); k++) {
         int64_t uid = get<int64_t>(tensors[k], CUDNN_ATTR_TENSOR_UNIQUE_ID);
         for (int64_t j = 0; j < ids->count; j++)
             if (get<int64_t>(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, j) == uid)
@@ -273,6 +392,9 @@ cudnnStatus_t execute(cudnnHandle_t h, const desc *plan, const desc *pack)
         if (!ptrs[k])
             return CUDNN_STATUS_BAD_PARAM;
     }
+    /* a virtual tensor has no memory: the pack names none */
+    if (ids->count != (fused ? 4 : 3))
+        return CUDNN_STATUS_BAD_PARAM;
     int64_t needs = workspace_of(config->engine, p);
     const attribute *ws_attr = find(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE);
     void *ws = ws_attr ? get<void *>(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE) : nullptr;
@@ -317,8 +439,17 @@ cudnnStatus_t execute(cudnnHandle_t h, const desc *plan, const desc *pack)
           beta = get<float>(op, OPERATION_ATTRS[p][5]);
     int algo = legacy_algo(config->engine, p);
     size_t bytes = (size_t)needs;
+    cudnnTensorDescriptor_t bias = nullptr;
+    if (fused) {
+        cudnnCreateTensorDescriptor(&bias);
+        cudnnSetTensor4dDescriptor(bias, format,
+                                   get<cudnnDataType_t>(tensors[3], CUDNN_ATTR_TENSOR_DATA_TYPE),
+                                   1, dims[2][1], 1, 1);
+    }
     cudnnStatus_t st =
-        p == 0
+        fused ? fake_cudnn_graph_bias_relu(h, x, ptrs[0], w, ptrs[1], conv, algo, ws, bytes, bias,
+                                           ptrs[3], y, ptrs[2])
+        : p == 0
             ? cudnnConvolutionForward(h, &alpha, x, ptrs[0], w, ptrs[1], conv,
                                       (cudnnConvolutionFwdAlgo_t)algo, ws, bytes, &beta, y, ptrs[2])
         : p == 1 ? cudnnConvolutionBackwardData(h, &alpha, w, ptrs[1], y, ptrs[2], conv,
@@ -327,6 +458,8 @@ cudnnStatus_t execute(cudnnHandle_t h, const desc *plan, const desc *pack)
                  : cudnnConvolutionBackwardFilter(h, &alpha, x, ptrs[0], y, ptrs[2], conv,
                                                   (cudnnConvolutionBwdFilterAlgo_t)algo, ws, bytes,
                                                   &beta, w, ptrs[1]);
+    if (bias)
+        cudnnDestroyTensorDescriptor(bias);
     cudnnDestroyTensorDescriptor(x);
     cudnnDestroyTensorDescriptor(y);
     cudnnDestroyFilterDescriptor(w);
@@ -376,11 +509,16 @@ cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t d)
         if (refuse && strcmp(refuse, "1") == 0)
             return CUDNN_STATUS_NOT_SUPPORTED;
     }
-    const char *heur_fail = getenv("FAKE_CUDNN_GRAPH_HEUR_FAIL");
-    if (e->type == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR && heur_fail) {
-        const desc *op = op_of_graph(get<desc *>(e, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH));
+    const char *heur_fail = getenv("FAKE_CUDNN_GRAPH_HEUR_FAIL"),
+               *no_fusion = getenv("FAKE_CUDNN_GRAPH_NO_FUSION");
+    if (e->type == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR) {
+        const desc *graph = get<desc *>(e, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH);
+        const desc *op = op_of_graph(graph);
         const desc *x = get<desc *>(op, OPERATION_ATTRS[pass_of(op->type)][0]);
-        if (get<int64_t>(x, CUDNN_ATTR_TENSOR_DIMENSIONS, 1) == atoll(heur_fail))
+        if (heur_fail && get<int64_t>(x, CUDNN_ATTR_TENSOR_DIMENSIONS, 1) == atoll(heur_fail))
+            return CUDNN_STATUS_NOT_SUPPORTED;
+        if (no_fusion && strcmp(no_fusion, "1") == 0 &&
+            find(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS)->count > 1)
             return CUDNN_STATUS_NOT_SUPPORTED;
     }
     e->finalized = true;
