@@ -6,7 +6,8 @@
  * timed steps never search. fp32 runs without tensor cores: FMA math on the
  * descriptors. A forward with bias under a fused ReLU adds the bias with the
  * own kernel after the convolution, or where that was chosen in cuDNN's
- * fused conv+bias+ReLU call (no pass over the output of its own). */
+ * fused conv+bias+ReLU (no pass over the output of its own): the legacy
+ * API's call or the graph API's convolution with them in its epilogue. */
 #include <float.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,7 +3,9 @@
  * engines their algorithm enums name; the graph API reaches every engine this
  * cuDNN has for the device, the runtime-compiled ones too, which is what
  * PyTorch's cudnn.benchmark searches. One operation graph per layer and
- * pass, the engine configurations heuristics mode A ranks for it, each
+ * pass (a forward with bias under ReLU may carry both in the convolution's
+ * epilogue: VGG's conv+bias+ReLU without a pass over the output of its own),
+ * the engine configurations heuristics mode A ranks for it, each
  * finalized into an execution plan; the variant pack (the pointers) is built
  * once and again only where a pointer moved. Thin wrappers: the descriptors
  * and their attributes as cudnn_graph_v9.h names them, every call checked. */
