@@ -568,6 +568,31 @@ Test(cuda_train_emu, the_algorithm_cache_serves_the_next_process, .timeout = 600
     remove_temp_dir(dir);
 }
 
+/* One emulated bin/train per row of runs ({name, environment, arguments}),
+ * each after `common` and writing name.csv, each expected to exit 0 and to
+ * give the first row's two losses to the bit (the stand-ins compute every
+ * way of a pass in double). */
+static void same_losses(const char *dir, const char *const (*runs)[3], int n, const char *common)
+{
+    double first[2] = {0.0, 0.0};
+    for (int r = 0; r < n; r++) {
+        char args[384], file[64];
+        double loss[4];
+        format_or_fail(args, sizeof args, "%s %s --out %s.csv", common, runs[r][2], runs[r][0]);
+        format_or_fail(file, sizeof file, "%s.err", runs[r][0]);
+        cr_assert_eq(emulated_train(dir, runs[r][1], runs[r][0], args), 0, "%s",
+                     read_text(dir, file));
+        format_or_fail(file, sizeof file, "%s.csv", runs[r][0]);
+        cr_assert_eq(read_losses(dir, file, loss, 4), 2, "%s", runs[r][0]);
+        for (int k = 0; k < 2; k++) {
+            if (r == 0)
+                first[k] = loss[k];
+            cr_expect_eq(loss[k], first[k], "%s step %d: %.9g, %s %.9g", runs[r][0], k, loss[k],
+                         runs[0][0], first[k]);
+        }
+    }
+}
+
 /* --conv-api: the graph API's plans run the step the legacy calls run (the
  * stand-ins compute both in double: the same losses to the bit), every pass
  * there under graph, each compared with the legacy result at plan time; the
@@ -588,21 +613,7 @@ Test(cuda_train_emu, conv_api_graph_runs_the_step_the_legacy_calls_run, .timeout
         {"refused", "FAKE_CUDNN_GRAPH_REFUSE=1", "--conv-api auto"},
         {"stem", "FAKE_CUDNN_GRAPH_HEUR_FAIL=3", "--conv-api auto"},
     };
-    double loss[5][4];
-    for (int r = 0; r < 5; r++) {
-        char args[256], file[32];
-        format_or_fail(args, sizeof args, SMALL " --warmup 1 --iters 2 %s --out %s.csv",
-                       runs[r][2], runs[r][0]);
-        format_or_fail(file, sizeof file, "%s.err", runs[r][0]);
-        cr_assert_eq(emulated_train(dir, runs[r][1], runs[r][0], args), 0, "%s",
-                     read_text(dir, file));
-        format_or_fail(file, sizeof file, "%s.csv", runs[r][0]);
-        cr_assert_eq(read_losses(dir, file, loss[r], 4), 2, "%s", runs[r][0]);
-        if (r > 0)
-            for (int k = 0; k < 2; k++)
-                cr_expect_eq(loss[r][k], loss[0][k], "%s step %d: %.9g, legacy %.9g",
-                             runs[r][0], k, loss[r][k], loss[0][k]);
-    }
+    same_losses(dir, runs, 5, SMALL " --warmup 1 --iters 2");
     char *graph = read_text(dir, "graph.out"), *cached = read_text(dir, "cached.out");
     char *refused = read_text(dir, "refused.out"), *stem = read_text(dir, "stem.out");
     /* resnet18-cifar: 20 convolutions, the stem without backward data */
@@ -693,25 +704,11 @@ Test(cuda_train_emu, conv_bias_relu_on_the_graph_api_is_cached_and_built_again, 
         {"cached", "", "--algo-cache vgg.csv"},
         {"unfused", "FAKE_CUDNN_GRAPH_NO_FUSION=1", ""},
     };
-    double loss[3][2];
-    char *out[3];
-    for (int r = 0; r < 3; r++) {
-        char args[320], file[32];
-        format_or_fail(args, sizeof args,
-                       "--model vgg16 --res 32 --batch 2 --precision bf16 --warmup 0 --iters 2 "
-                       "--conv-bias cudnn --conv-api graph %s --out %s.csv",
-                       runs[r][2], runs[r][0]);
-        format_or_fail(file, sizeof file, "%s.err", runs[r][0]);
-        cr_assert_eq(emulated_train(dir, runs[r][1], runs[r][0], args), 0, "%s",
-                     read_text(dir, file));
-        format_or_fail(file, sizeof file, "%s.csv", runs[r][0]);
-        cr_assert_eq(read_losses(dir, file, loss[r], 2), 2, "%s", runs[r][0]);
-        format_or_fail(file, sizeof file, "%s.out", runs[r][0]);
-        out[r] = read_text(dir, file);
-        for (int k = 0; k < 2 && r > 0; k++)
-            cr_expect_eq(loss[r][k], loss[0][k], "%s step %d: %.9g, searched %.9g", runs[r][0],
-                         k, loss[r][k], loss[0][k]);
-    }
+    same_losses(dir, runs, 3,
+                "--model vgg16 --res 32 --batch 2 --precision bf16 --warmup 0 --iters 2 "
+                "--conv-bias cudnn --conv-api graph");
+    char *out[3] = {read_text(dir, "searched.out"), read_text(dir, "cached.out"),
+                    read_text(dir, "unfused.out")};
     const char *all = "cuDNN's fused conv+bias+ReLU in 13 (on its graph API in 13)";
     cr_expect(strstr(out[0], all) && strstr(out[0], " searched"), "%s", out[0]);
     cr_expect(strstr(out[1], all) && strstr(out[1], ", 0 searched"), "%s", out[1]);
