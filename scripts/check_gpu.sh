@@ -610,13 +610,19 @@ stage_perf() {
 # What --conv-api auto chose in PREC's eager runs of ours: how many
 # convolution passes ran on cuDNN's graph API, and the legacy and graph time
 # per step at plan time (the first GPU to run this says whether the graph
-# API's engines pay).
+# API's engines pay); for VGG-16 first what --conv-bias auto chose for its
+# forwards with bias under ReLU (the own kernel, the legacy fused call or
+# the graph API's epilogue).
 conv_api_lines() { # PREC
-    local log
+    local log name
     for log in "$OUT/perf/logs/ours-"*"-$1-eager.log"; do
         [[ -f $log ]] || continue
-        sed -n 's/.*\(convolution passes (--conv-api.*\)/\1/p' "$log" | sed 's/; convolution algorithms.*//' |
-            head -n 1 | sed "s|^|  $(basename "$log" -eager.log | sed 's/^ours-//'): |" >>"$OUT/perf/result.txt"
+        name=$(basename "$log" -eager.log | sed 's/^ours-//')
+        { sed -n 's/.*\(convolutions with bias under ReLU (--conv-bias.*\)/\1/p' "$log" |
+            sed 's/; convolution passes.*//' | head -n 1
+          sed -n 's/.*\(convolution passes (--conv-api.*\)/\1/p' "$log" |
+            sed 's/; convolution algorithms.*//' | head -n 1
+        } | sed "s|^|  $name: |" >>"$OUT/perf/result.txt"
     done
 }
 

@@ -420,6 +420,19 @@ Test(check_gpu, perf_sets_ours_beside_pytorch_with_each_goal)
     };
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
         cr_expect(strstr(summary, rows[i]), "no row '%s' in:\n%s", rows[i], summary);
+    /* after each precision's rows, what our eager runs chose: VGG-16's
+     * forwards with bias, and every model's convolution passes */
+    const char *chosen[] = {
+        "  vgg16-bf16: convolutions with bias under ReLU (--conv-bias auto, 13 layers): cuDNN's "
+        "fused conv+bias+ReLU in 13 (on its graph API in 9), cuDNN's convolution + the own "
+        "bias+ReLU kernel in 0\n  vgg16-bf16: convolution passes (--conv-api auto): cuDNN's "
+        "graph API in fwd 0/0, bwd_data 5/12, bwd_filter 6/13, its legacy calls in the rest\n",
+        "  resnet50-fp32: convolution passes (--conv-api auto): cuDNN's graph API in fwd 3/20, "
+        "bwd_data 2/19, bwd_filter 4/20, its legacy calls in the rest\n",
+    };
+    for (size_t i = 0; i < sizeof chosen / sizeof *chosen; i++)
+        cr_expect(strstr(summary, chosen[i]), "no '%s' in:\n%s", chosen[i], summary);
+    cr_expect_eq(count_of(summary, "resnet50-bf16: convolutions with bias"), 0, "%s", summary);
     /* the eager goals missed (fp16's), each with its kernel time beside
      * PyTorch's, then the count, last */
     const char *gap = strstr(summary, "  vgg16 fp16:              0.00 ms against 85.00 ms; "

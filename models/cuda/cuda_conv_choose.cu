@@ -983,7 +983,7 @@ static void describe_conv_api(const backend *b, char *buf, size_t len)
 
 void cuda_conv_describe_choices(const backend *b, char *buf, size_t len)
 {
-    char more[512];
+    char more[1024];
     describe_depthwise(b, buf, len);
     describe_conv_bias(b, more, sizeof more);
     if (more[0])

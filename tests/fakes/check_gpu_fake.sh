@@ -202,6 +202,11 @@ train)
     [[ -n $out ]] && steps_rows "$out" "$(opt --model "$@")" 224 "$(opt --batch "$@")" \
         "$(opt --precision "$@")" "${iters:-20}" 100.0 "" "$graph"
     [[ " $* " == *" --ddp "* ]] && echo "ddp: 1 rank, nccl, 3 buckets; comm 1.0 ms, exposed 0.2 ms"
+    # the choices line after the summary, as the CUDA backend's begins it
+    passes="convolution passes (--conv-api auto): cuDNN's graph API in fwd 3/20, bwd_data 2/19, bwd_filter 4/20, its legacy calls in the rest"
+    [[ $(opt --model "$@") == vgg16 ]] &&
+        passes="convolutions with bias under ReLU (--conv-bias auto, 13 layers): cuDNN's fused conv+bias+ReLU in 13 (on its graph API in 9), cuDNN's convolution + the own bias+ReLU kernel in 0; convolution passes (--conv-api auto): cuDNN's graph API in fwd 0/0, bwd_data 5/12, bwd_filter 6/13, its legacy calls in the rest"
+    echo "$passes; convolution algorithms: 11 of 11 distinct shapes from algos.csv, 0 searched"
     if [[ -n $trace ]]; then # appended, as the real one's (the header for a new file)
         at="fake,$(opt --model "$@"),224,$(opt --batch "$@"),$(opt --precision "$@")"
         {
