@@ -272,18 +272,25 @@ static const double graph_build_budget_s = 1.0;
 /* elements of a result compared: the first images' whole, 4 Mi at most */
 static const int64_t graph_compare_elems = 1 << 22;
 
-/* A graph-API plan that failed to build where the legacy call can run the
- * pass: the failure counted and the first one kept for the choices line,
- * the error cleared; -1 where the stream broke (nothing can run then). */
-static int graph_fallback(backend *b)
+/* A failure another way survives: counted in *count, the first one's error
+ * kept in first (CUDA_ERR_LEN bytes) for the choices line, the error
+ * cleared; -1 where the stream broke (nothing can run then). */
+static int survive_failure(backend *b, int *count, char *first)
 {
     cudaGetLastError();
     if (cudaStreamSynchronize(b->stream) != cudaSuccess)
         return -1;
-    if (!b->graph_failures++)
-        snprintf(b->graph_failure, sizeof b->graph_failure, "%s", b->err);
+    if (!(*count)++)
+        snprintf(first, CUDA_ERR_LEN, "%s", b->err);
     b->err[0] = '\0';
     return 0;
+}
+
+/* A graph-API plan that failed to build where the legacy call can run the
+ * pass. */
+static int graph_fallback(backend *b)
+{
+    return survive_failure(b, &b->graph_failures, b->graph_failure);
 }
 
 static const uint32_t graph_start_seed = 0x165667b1u;
@@ -439,12 +446,7 @@ static int try_graph_fused(backend *b, int i, size_t room, char *copy, const pas
         cuda_conv_graph_plans(b, g, (int64_t)room, -1, graph_build_budget_s, plans, GRAPH_TRIED,
                               &n, &offered)) {
         cuda_conv_graph_destroy(g);
-        cudaGetLastError();
-        CUDA_TRY(b, cudaStreamSynchronize(b->stream));
-        if (!b->graph_fused_none++)
-            snprintf(b->graph_fused_why, sizeof b->graph_fused_why, "%s", b->err);
-        b->err[0] = '\0';
-        return 0;
+        return survive_failure(b, &b->graph_fused_none, b->graph_fused_why);
     }
     if (pick_plan(b, i, g, plans, n, false, room, ms)) {
         cuda_conv_graph_destroy(g);
